@@ -1,0 +1,196 @@
+//! Session keys: parsing agent-qualified keys and classifying the kind of a session.
+
+use std::fmt;
+
+/// An agent-qualified session key `agent:<agentId>:<rest>`, normalised to lower case.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentSessionKey {
+    key: String,
+    agent_id_end: usize,
+}
+
+impl AgentSessionKey {
+    /// Parses `agent:<agentId>:<rest>` case-insensitively. Empty parts are dropped (so `agent::main::x`
+    /// reads as `agent:main:x`); at least three parts are needed and the agent id must match
+    /// `^[a-z0-9][a-z0-9_-]{0,63}$`.
+    pub fn parse(raw: &str) -> Option<AgentSessionKey> {
+        let lower = raw.trim().to_ascii_lowercase();
+        let parts: Vec<&str> = lower.split(':').filter(|p| !p.is_empty()).collect();
+        if parts.len() < 3 || parts[0] != "agent" || !is_valid_agent_id(parts[1]) {
+            return None;
+        }
+        let key = parts.join(":");
+        let agent_id_end = "agent:".len() + parts[1].len();
+        Some(AgentSessionKey { key, agent_id_end })
+    }
+
+    /// The agent's main session key, `agent:<agentId>:<mainKey>`.
+    pub fn main_of(agent_id: &str, main_key: &str) -> Option<AgentSessionKey> {
+        AgentSessionKey::parse(&format!("agent:{agent_id}:{main_key}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.key
+    }
+
+    pub fn agent_id(&self) -> &str {
+        &self.key["agent:".len()..self.agent_id_end]
+    }
+
+    /// Everything after `agent:<agentId>:`.
+    pub fn rest(&self) -> &str {
+        &self.key[self.agent_id_end + 1..]
+    }
+
+    /// Nested sub-agent sessions are never woken; their notices wait for their next turn.
+    pub fn is_subagent(&self) -> bool {
+        self.rest().starts_with("subagent:")
+    }
+}
+
+impl fmt::Display for AgentSessionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key)
+    }
+}
+
+pub fn is_valid_agent_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    if bytes.is_empty() || bytes.len() > 64 {
+        return false;
+    }
+    let first_ok = bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit();
+    first_ok
+        && bytes[1..].iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+}
+
+/// What kind of session a key names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SessionKind {
+    Main,
+    Group,
+    Subagent,
+    Acp,
+    Cron,
+    Hook,
+    Node,
+    Other,
+}
+
+impl SessionKind {
+    pub const ALL: [SessionKind; 8] = [
+        SessionKind::Main,
+        SessionKind::Group,
+        SessionKind::Subagent,
+        SessionKind::Acp,
+        SessionKind::Cron,
+        SessionKind::Hook,
+        SessionKind::Node,
+        SessionKind::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Main => "main",
+            SessionKind::Group => "group",
+            SessionKind::Subagent => "subagent",
+            SessionKind::Acp => "acp",
+            SessionKind::Cron => "cron",
+            SessionKind::Hook => "hook",
+            SessionKind::Node => "node",
+            SessionKind::Other => "other",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SessionKind> {
+        SessionKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// Classifies a session from its key and, when known, its chat type (`group`/`channel` make a group).
+/// `main_key` is the configured main key name (`session.mainKey`, default `main`).
+pub fn classify_session_kind(key: &str, chat_type: Option<&str>, main_key: &str) -> SessionKind {
+    let lower = key.trim().to_ascii_lowercase();
+    if lower.starts_with("cron:") || lower.contains(":cron:") {
+        return SessionKind::Cron;
+    }
+    let parsed = AgentSessionKey::parse(&lower);
+    let rest = parsed.as_ref().map(|k| k.rest().to_string()).unwrap_or_else(|| lower.clone());
+    if rest == main_key || lower == "main" || lower == "global" {
+        return SessionKind::Main;
+    }
+    let has = |segment: &str| rest.split(':').any(|p| p == segment);
+    if has("subagent") {
+        return SessionKind::Subagent;
+    }
+    if has("acp") {
+        return SessionKind::Acp;
+    }
+    if has("group") || has("channel") || matches!(chat_type, Some("group" | "channel")) {
+        return SessionKind::Group;
+    }
+    if rest.starts_with("hook:") || has("hook") {
+        return SessionKind::Hook;
+    }
+    if rest.starts_with("node:") || has("node") {
+        return SessionKind::Node;
+    }
+    SessionKind::Other
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_agent_qualified_keys() {
+        let k = AgentSessionKey::parse("Agent:Main:SubAgent:7F3C").unwrap();
+        assert_eq!(k.as_str(), "agent:main:subagent:7f3c");
+        assert_eq!(k.agent_id(), "main");
+        assert_eq!(k.rest(), "subagent:7f3c");
+        assert!(k.is_subagent());
+        let g = AgentSessionKey::parse("agent:ops:telegram:group:-100123").unwrap();
+        assert_eq!(g.rest(), "telegram:group:-100123");
+        assert!(!g.is_subagent());
+    }
+
+    #[test]
+    fn rejects_invalid_keys() {
+        for bad in [
+            "main",
+            "global",
+            "agent:main",
+            "agent::main",
+            "agent:-x:main",
+            "agnt:main:main",
+            "",
+            "agent:a b:c",
+        ] {
+            assert!(AgentSessionKey::parse(bad).is_none(), "{bad} should not parse");
+        }
+        let long = format!("agent:{}:main", "a".repeat(65));
+        assert!(AgentSessionKey::parse(&long).is_none());
+        let ok = format!("agent:{}:main", "a".repeat(64));
+        assert!(AgentSessionKey::parse(&ok).is_some());
+    }
+
+    #[test]
+    fn classifies_kinds() {
+        let cases = [
+            ("agent:main:main", None, SessionKind::Main),
+            ("agent:main:subagent:1", None, SessionKind::Subagent),
+            ("agent:main:acp:1", None, SessionKind::Acp),
+            ("cron:nightly", None, SessionKind::Cron),
+            ("agent:ops:telegram:group:-1", None, SessionKind::Group),
+            ("agent:ops:slack:channel:c1", None, SessionKind::Group),
+            ("agent:ops:telegram:dm:42", Some("group"), SessionKind::Group),
+            ("agent:ops:telegram:dm:42", None, SessionKind::Other),
+            ("agent:main:hook:gmail", None, SessionKind::Hook),
+            ("agent:main:node:n1", None, SessionKind::Node),
+            ("global", None, SessionKind::Main),
+        ];
+        for (key, chat, want) in cases {
+            assert_eq!(classify_session_kind(key, chat, "main"), want, "{key}");
+        }
+    }
+}
