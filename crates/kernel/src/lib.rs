@@ -1,0 +1,440 @@
+//! The kernel: the signal log, watches and notices put together for a running process.
+//!
+//! It owns what lives in memory (each session's bounded system-event queue, wake coalescing, the prune
+//! schedule) and drives the [`Store`] for everything durable. Recording is best effort: no method here
+//! returns an error that could break the caller's turn; failures are logged and reported as values.
+
+mod queues;
+
+use queues::Queues;
+use sessionwatch_core::{
+    AgentSessionKey, ChangesPage, Clock, HOUR_MS, Limit, Millis, NewEvent, Notice, Provenance, QueuedEvent,
+    StoredEvent, classify_session_kind, decode_context_key,
+};
+use sessionwatch_store::{
+    AppendOutcome, AppendRequest, Head, NewSession, PruneReport, RetentionPolicy, Store, StoreError,
+};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+pub use sessionwatch_store as store;
+
+#[derive(Clone, Debug)]
+pub struct KernelConfig {
+    /// The identity of the store the watchers hosted here live in (cursor store binding).
+    pub store_identity: String,
+    pub retention: RetentionPolicy,
+    /// Pruning runs at most this often after writes (and always at start-up).
+    pub prune_interval_ms: Millis,
+    /// A main-session watcher is woken at most once per this window.
+    pub wake_coalesce_ms: Millis,
+    /// `session.mainKey`.
+    pub main_key: String,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            store_identity: "default".into(),
+            retention: RetentionPolicy::default(),
+            prune_interval_ms: HOUR_MS,
+            wake_coalesce_ms: 20_000,
+            main_key: "main".into(),
+        }
+    }
+}
+
+/// What the kernel tells listeners (the live stream, other gateways).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// Wake the session now (main-session watchers only).
+    Wake { session: String, reason: String },
+    /// A new entry was queued for the session.
+    Notice { session: String, text: String },
+}
+
+/// The outcome of a best-effort append.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordOutcome {
+    Recorded(StoredEvent),
+    /// The dedupe key was already recorded: the existing row, nothing changed.
+    Duplicate(StoredEvent),
+    /// A human turn on a session nobody watches and without a parent: nothing written.
+    Unwatched,
+    /// The append failed (logged); the caller's turn goes on.
+    NotRecorded(String),
+}
+
+impl RecordOutcome {
+    pub fn event(&self) -> Option<&StoredEvent> {
+        match self {
+            RecordOutcome::Recorded(e) | RecordOutcome::Duplicate(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub events_recorded: AtomicU64,
+    pub events_not_recorded: AtomicU64,
+    pub notices_queued: AtomicU64,
+    pub notices_acknowledged: AtomicU64,
+    pub notices_reopened: AtomicU64,
+    pub wakes: AtomicU64,
+}
+
+struct Inner<S> {
+    store: S,
+    clock: Arc<dyn Clock>,
+    config: KernelConfig,
+    queues: Queues,
+    signals: broadcast::Sender<Signal>,
+    last_prune: Mutex<Option<Millis>>,
+    pruning: AtomicBool,
+    last_wake: Mutex<HashMap<String, Millis>>,
+    metrics: Metrics,
+}
+
+/// Cheap to clone; clones share state.
+pub struct Kernel<S> {
+    inner: Arc<Inner<S>>,
+}
+
+impl<S> Clone for Kernel<S> {
+    fn clone(&self) -> Self {
+        Kernel { inner: self.inner.clone() }
+    }
+}
+
+impl<S: Store> Kernel<S> {
+    /// Builds the kernel and runs the start-up sweep (re-creating pending notices from durable cursors),
+    /// then a forced prune.
+    pub async fn start(store: S, clock: Arc<dyn Clock>, config: KernelConfig) -> Kernel<S> {
+        let (signals, _) = broadcast::channel(4096);
+        let kernel = Kernel {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                config,
+                queues: Queues::default(),
+                signals,
+                last_prune: Mutex::new(None),
+                pruning: AtomicBool::new(false),
+                last_wake: Mutex::new(HashMap::new()),
+                metrics: Metrics::default(),
+            }),
+        };
+        kernel.sweep().await;
+        if let Err(e) = kernel.prune_now().await {
+            tracing::warn!(error = %e, "start-up prune failed");
+        }
+        kernel
+    }
+
+    pub fn store(&self) -> &S {
+        &self.inner.store
+    }
+
+    pub fn config(&self) -> &KernelConfig {
+        &self.inner.config
+    }
+
+    pub fn now(&self) -> Millis {
+        self.inner.clock.now_ms()
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Signal> {
+        self.inner.signals.subscribe()
+    }
+
+    /// Re-creates every pending notice from the durable cursors. Answers how many were queued.
+    pub async fn sweep(&self) -> usize {
+        let now = self.now();
+        match self.inner.store.sweep(self.inner.config.store_identity.clone(), now).await {
+            Ok(notices) => {
+                let n = notices.len();
+                for notice in notices {
+                    self.deliver(&notice, false);
+                }
+                n
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "start-up sweep failed");
+                0
+            }
+        }
+    }
+
+    /// Appends an event, best effort. `producer_watchers` are watchers the producer knows (the spawner);
+    /// `only_if_watched` makes the append write nothing when no cursor targets the session.
+    pub async fn record(
+        &self,
+        event: NewEvent,
+        producer_watchers: Vec<String>,
+        only_if_watched: bool,
+    ) -> RecordOutcome {
+        let now = self.now();
+        let kind = event.kind;
+        let key = event.session_key.clone();
+        let req = AppendRequest {
+            event,
+            producer_watchers,
+            only_if_watched,
+            watcher_store: self.inner.config.store_identity.clone(),
+        };
+        match self.inner.store.append(req, now).await {
+            Ok(AppendOutcome::Recorded { event, notices }) => {
+                self.inner.metrics.events_recorded.fetch_add(1, Ordering::Relaxed);
+                for notice in &notices {
+                    self.deliver(notice, true);
+                }
+                self.maybe_schedule_prune(now);
+                RecordOutcome::Recorded(event)
+            }
+            Ok(AppendOutcome::Duplicate(e)) => RecordOutcome::Duplicate(e),
+            Ok(AppendOutcome::Unwatched) => RecordOutcome::Unwatched,
+            Err(e) => {
+                self.inner.metrics.events_not_recorded.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, kind = kind.as_str(), session = %key, "event not recorded");
+                RecordOutcome::NotRecorded(e.to_string())
+            }
+        }
+    }
+
+    /// A human turn reached `key`: recorded only when the session has a parent (who then watches it) or
+    /// some cursor targets it.
+    pub async fn record_human_turn(
+        &self,
+        key: &str,
+        agent_id: &str,
+        channel: &str,
+        parent: Option<&str>,
+        run_id: Option<String>,
+    ) -> RecordOutcome {
+        let event = NewEvent::human_message(key, agent_id, channel, None).with_run_id(run_id);
+        let watchers: Vec<String> = parent.map(str::to_string).into_iter().collect();
+        let only_if_watched = watchers.is_empty();
+        self.record(event, watchers, only_if_watched).await
+    }
+
+    /// Queues the notice for its watcher; wakes a main-session watcher unless coalesced.
+    fn deliver(&self, notice: &Notice, allow_wake: bool) {
+        let watcher = notice.watcher.as_str().to_string();
+        let text = notice.text();
+        let added = self.inner.queues.push(&watcher, text.clone(), notice.context_key(), notice.queue_only);
+        if added {
+            self.inner.metrics.notices_queued.fetch_add(1, Ordering::Relaxed);
+            let _ = self.inner.signals.send(Signal::Notice { session: watcher.clone(), text });
+        }
+        if allow_wake && notice.wakes() {
+            self.wake(&watcher, &format!("session-state:{}", notice.target));
+        }
+    }
+
+    fn wake(&self, session: &str, reason: &str) {
+        let now = self.now();
+        let mut last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = last.get(session)
+            && now - at < self.inner.config.wake_coalesce_ms
+        {
+            return;
+        }
+        last.insert(session.to_string(), now);
+        drop(last);
+        self.inner.metrics.wakes.fetch_add(1, Ordering::Relaxed);
+        let _ = self
+            .inner
+            .signals
+            .send(Signal::Wake { session: session.to_string(), reason: reason.to_string() });
+    }
+
+    /// Queues a non-watch system event (e.g. the Home creation notice). No wake.
+    pub fn enqueue(&self, session: &str, text: String, context_key: String, replace: bool) -> bool {
+        let added = self.inner.queues.push(session, text.clone(), context_key, replace);
+        if added {
+            let _ = self.inner.signals.send(Signal::Notice { session: session.to_string(), text });
+        }
+        added
+    }
+
+    /// The session's queued system events, without draining them.
+    pub fn peek(&self, session: &str) -> Vec<QueuedEvent> {
+        self.inner.queues.peek(session)
+    }
+
+    pub fn queue_depths(&self) -> Vec<(String, usize)> {
+        self.inner.queues.depths()
+    }
+
+    /// Begins a turn of `session`: drains its queue and acknowledges every drained session-state notice.
+    /// A notice whose target changed again meanwhile re-opens exactly once, queued for the next turn.
+    pub async fn drain(&self, session: &str) -> Vec<QueuedEvent> {
+        let drained = self.inner.queues.drain(session);
+        let targets: Vec<AgentSessionKey> =
+            drained.iter().filter_map(|e| decode_context_key(&e.context_key)).collect();
+        if let (false, Some(watcher)) = (targets.is_empty(), AgentSessionKey::parse(session)) {
+            self.inner.metrics.notices_acknowledged.fetch_add(targets.len() as u64, Ordering::Relaxed);
+            let now = self.now();
+            match self
+                .inner
+                .store
+                .acknowledge(watcher, targets, self.inner.config.store_identity.clone(), now)
+                .await
+            {
+                Ok(reopened) => {
+                    for notice in reopened {
+                        self.inner.metrics.notices_reopened.fetch_add(1, Ordering::Relaxed);
+                        self.deliver(&notice, false);
+                    }
+                }
+                // The cursors stay pending: the next material event or the next start-up re-notifies.
+                Err(e) => tracing::warn!(error = %e, session, "acknowledging drained notices failed"),
+            }
+        }
+        drained
+    }
+
+    /// Registers `watcher` on `target` at the target's current head. Answers whether a watch is in place.
+    pub async fn register_watch(&self, watcher: &str, target: &str, provenance: Provenance) -> bool {
+        let (Some(w), Some(t)) = (AgentSessionKey::parse(watcher), AgentSessionKey::parse(target)) else {
+            return false;
+        };
+        if w == t {
+            return false;
+        }
+        self.ensure_session(&w).await;
+        let now = self.now();
+        match self
+            .inner
+            .store
+            .register_watch(w, t, provenance, self.inner.config.store_identity.clone(), now)
+            .await
+        {
+            Ok(outcome) => outcome.registered,
+            Err(e) => {
+                tracing::warn!(error = %e, watcher, target, "watch registration failed");
+                false
+            }
+        }
+    }
+
+    /// Creates a bare session row for `key` if none exists (the sweep only restores notices of watchers
+    /// that exist).
+    async fn ensure_session(&self, key: &AgentSessionKey) {
+        let kind = classify_session_kind(key.as_str(), None, &self.inner.config.main_key);
+        let new = NewSession {
+            session_key: key.as_str().to_string(),
+            agent_id: key.agent_id().to_string(),
+            session_id: format!("{}-{}", key.agent_id(), self.now()),
+            kind: kind.as_str().to_string(),
+            ..NewSession::default()
+        };
+        if let Err(e) = self.inner.store.ensure_session(new, self.now()).await {
+            tracing::warn!(error = %e, session = %key, "could not ensure the session row");
+        }
+    }
+
+    /// Drops a watch and any notice it has queued.
+    pub async fn unwatch(&self, watcher: &str, target: &str) -> bool {
+        let (Some(w), Some(t)) = (AgentSessionKey::parse(watcher), AgentSessionKey::parse(target)) else {
+            return false;
+        };
+        self.inner.queues.remove(w.as_str(), &sessionwatch_core::context_key(&t));
+        match self.inner.store.unwatch(w.as_str().to_string(), t.as_str().to_string()).await {
+            Ok(existed) => existed,
+            Err(e) => {
+                tracing::warn!(error = %e, watcher, target, "unwatch failed");
+                false
+            }
+        }
+    }
+
+    /// A watcher session was reset: all its cursors go, with their queued notices.
+    pub async fn reset_watcher(&self, watcher: &str) -> Result<usize, StoreError> {
+        let targets = self.inner.store.clear_watcher(watcher.to_string()).await?;
+        for t in &targets {
+            if let Some(t) = AgentSessionKey::parse(t) {
+                self.inner.queues.remove(watcher, &sessionwatch_core::context_key(&t));
+            }
+        }
+        Ok(targets.len())
+    }
+
+    /// A session was deleted: its history, head and every cursor on either side go, with queued notices.
+    pub async fn delete_session(&self, key: &str, agent_id: &str) -> Result<(), StoreError> {
+        self.inner.store.delete_session_state(key.to_string(), agent_id.to_string()).await?;
+        self.inner.queues.forget(key);
+        if let Some(t) = AgentSessionKey::parse(key) {
+            self.inner.queues.remove_everywhere(&sessionwatch_core::context_key(&t));
+        }
+        Ok(())
+    }
+
+    /// `changesSince`: a read failure answers an empty page, never an error.
+    pub async fn changes_since(&self, key: &str, agent_id: &str, since: u64, limit: Limit) -> ChangesPage {
+        match self.inner.store.changes_since(key.to_string(), agent_id.to_string(), since, limit).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, session = key, "changesSince read failed");
+                ChangesPage::empty()
+            }
+        }
+    }
+
+    /// The session's head (state version) and floor; zeros on a read failure.
+    pub async fn head(&self, key: &str, agent_id: &str) -> Head {
+        self.inner.store.head(key.to_string(), agent_id.to_string()).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, session = key, "head read failed");
+            Head::default()
+        })
+    }
+
+    pub async fn state_versions(&self, sessions: Vec<(String, String)>) -> HashMap<(String, String), u64> {
+        self.inner.store.state_versions(sessions).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "state versions read failed");
+            HashMap::new()
+        })
+    }
+
+    /// Prunes now (forced).
+    pub async fn prune_now(&self) -> Result<PruneReport, StoreError> {
+        let now = self.now();
+        let report = self.inner.store.prune(self.inner.config.retention, now).await;
+        *self.inner.last_prune.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+        report
+    }
+
+    /// After a write: prune in the background if the last prune is older than the interval.
+    fn maybe_schedule_prune(&self, now: Millis) {
+        {
+            let last = self.inner.last_prune.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|at| now - at < self.inner.config.prune_interval_ms) {
+                return;
+            }
+        }
+        if self.inner.pruning.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let kernel = self.clone();
+        let run = async move {
+            if let Err(e) = kernel.prune_now().await {
+                tracing::warn!(error = %e, "scheduled prune failed");
+            }
+            kernel.inner.pruning.store(false, Ordering::SeqCst);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(run);
+            }
+            Err(_) => self.inner.pruning.store(false, Ordering::SeqCst),
+        }
+    }
+}

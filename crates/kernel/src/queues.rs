@@ -1,0 +1,48 @@
+//! Every session's bounded system-event queue, in memory.
+
+use sessionwatch_core::{PushOutcome, QueuedEvent, SystemEventQueue};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+#[derive(Default)]
+pub(crate) struct Queues(Mutex<HashMap<String, SystemEventQueue>>);
+
+impl Queues {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, SystemEventQueue>) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Answers whether the queue changed (added or replaced).
+    pub fn push(&self, session: &str, text: String, context_key: String, replace: bool) -> bool {
+        self.with(|m| m.entry(session.to_string()).or_default().push(text, context_key, replace))
+            != PushOutcome::Duplicate
+    }
+
+    pub fn drain(&self, session: &str) -> Vec<QueuedEvent> {
+        self.with(|m| m.remove(session).map(|mut q| q.drain()).unwrap_or_default())
+    }
+
+    pub fn peek(&self, session: &str) -> Vec<QueuedEvent> {
+        self.with(|m| m.get(session).map(|q| q.iter().cloned().collect()).unwrap_or_default())
+    }
+
+    pub fn remove(&self, session: &str, context_key: &str) {
+        self.with(|m| {
+            if let Some(q) = m.get_mut(session) {
+                q.remove(context_key);
+            }
+        })
+    }
+
+    pub fn remove_everywhere(&self, context_key: &str) {
+        self.with(|m| m.values_mut().for_each(|q| _ = q.remove(context_key)))
+    }
+
+    pub fn forget(&self, session: &str) {
+        self.with(|m| m.remove(session));
+    }
+
+    pub fn depths(&self) -> Vec<(String, usize)> {
+        self.with(|m| m.iter().filter(|(_, q)| !q.is_empty()).map(|(k, q)| (k.clone(), q.len())).collect())
+    }
+}

@@ -1,0 +1,203 @@
+//! Appending to the signal log and reading it back.
+
+use super::{SqliteStore, watch};
+use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use sessionwatch_core::{
+    Actor, ActorType, AgentSessionKey, ChangesPage, Cursor, EventKind, Limit, MaterialDecision, Millis,
+    Notice, Provenance, StoredEvent, clamp_occurred_at, on_material,
+};
+use std::collections::{BTreeSet, HashMap};
+
+const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id, \
+     occurred_at, summary, payload_json, dedupe_key";
+
+pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
+    let kind: String = r.get(4)?;
+    let actor_type: String = r.get(5)?;
+    let bad =
+        |what: String| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, what.into());
+    Ok(StoredEvent {
+        sequence: r.get::<_, i64>(0)? as u64,
+        session_key: r.get(1)?,
+        agent_id: r.get(2)?,
+        session_id: r.get(3)?,
+        kind: EventKind::parse(&kind).ok_or_else(|| bad(format!("unknown event kind {kind:?}")))?,
+        actor: Actor {
+            kind: ActorType::parse(&actor_type)
+                .ok_or_else(|| bad(format!("unknown actor type {actor_type:?}")))?,
+            id: r.get(6)?,
+        },
+        run_id: r.get(7)?,
+        occurred_at: r.get(8)?,
+        summary: r.get(9)?,
+        payload: payload::decode(r.get::<_, Option<String>>(10)?.as_deref()),
+        dedupe_key: r.get(11)?,
+    })
+}
+
+pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
+    let row = conn
+        .prepare_cached(
+            "SELECT head, floor FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
+        )?
+        .query_row(params![key, agent], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+        .optional()?;
+    Ok(row.map_or(Head::default(), |(h, f)| Head { head: h as u64, floor: f as u64 }))
+}
+
+impl SqliteStore {
+    pub(crate) fn append_sync(&self, req: &AppendRequest, now: Millis) -> Result<AppendOutcome> {
+        let e = &req.event;
+        self.write(|tx| {
+            if let Some(dedupe) = &e.dedupe_key {
+                let existing = tx
+                    .prepare_cached(&format!(
+                        "SELECT {EVENT_COLUMNS} FROM session_state_events \
+                         WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3"
+                    ))?
+                    .query_row(params![e.session_key, e.agent_id, dedupe], event_from_row)
+                    .optional()?;
+                if let Some(existing) = existing {
+                    return Ok(AppendOutcome::Duplicate(existing));
+                }
+            }
+            if req.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
+                return Ok(AppendOutcome::Unwatched);
+            }
+            let sequence: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
+                     VALUES (?1, ?2, 1, 0, ?3) \
+                     ON CONFLICT (session_key, agent_id) DO UPDATE SET head = head + 1, updated_at = ?3 \
+                     RETURNING head",
+                )?
+                .query_row(params![e.session_key, e.agent_id, now], |r| r.get(0))
+                .map_err(StoreError::classify)?;
+            let stored = StoredEvent {
+                sequence: sequence as u64,
+                session_key: e.session_key.clone(),
+                agent_id: e.agent_id.clone(),
+                session_id: e.session_id.clone(),
+                kind: e.kind,
+                actor: e.actor.clone(),
+                run_id: e.run_id.clone(),
+                occurred_at: clamp_occurred_at(e.occurred_at, now),
+                summary: e.summary.clone(),
+                payload: e.payload.clone(),
+                dedupe_key: e.dedupe_key.clone(),
+            };
+            tx.prepare_cached(
+                "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
+                 actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?
+            .execute(params![
+                stored.session_key,
+                stored.agent_id,
+                sequence,
+                stored.session_id,
+                stored.kind.as_str(),
+                stored.actor.kind.as_str(),
+                stored.actor.id,
+                stored.run_id,
+                stored.occurred_at,
+                stored.summary,
+                payload::encode(&stored.payload),
+                stored.dedupe_key,
+            ])
+            .map_err(StoreError::classify)?;
+
+            let mut notices = vec![];
+            if e.kind == EventKind::ChildSpawned {
+                for watcher in &req.producer_watchers {
+                    if sessionwatch_core::check_watch_address(watcher, &e.session_key).is_ok() {
+                        let seeded = Cursor::seeded(sequence as u64, Provenance::Explicit, &req.watcher_store, now);
+                        watch::save_cursor(tx, watcher, &e.session_key, &seeded)?;
+                    }
+                }
+            } else if e.kind.notifies() {
+                let mut watchers: BTreeSet<String> = req.producer_watchers.iter().cloned().collect();
+                watchers.extend(watch::watchers_of(tx, &e.session_key)?);
+                for watcher in watchers {
+                    let existing = watch::load_cursor(tx, &watcher, &e.session_key)?;
+                    let decision = on_material(
+                        existing.as_ref(),
+                        &watcher,
+                        &e.session_key,
+                        e.actor.id.as_deref(),
+                        sequence as u64,
+                        &req.watcher_store,
+                        now,
+                    );
+                    if let MaterialDecision::Notify(cursor) = decision {
+                        watch::save_cursor(tx, &watcher, &e.session_key, &cursor)?;
+                        if let (Some(w), Some(t)) =
+                            (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&e.session_key))
+                        {
+                            notices.push(Notice {
+                                watcher: w,
+                                target: t,
+                                since: cursor.last_seen,
+                                queue_only: cursor.queue_only(),
+                            });
+                        }
+                    }
+                }
+            }
+            Ok(AppendOutcome::Recorded { event: stored, notices })
+        })
+    }
+
+    pub(crate) fn changes_since_sync(
+        &self,
+        key: &str,
+        agent: &str,
+        since: u64,
+        limit: Limit,
+    ) -> Result<ChangesPage> {
+        self.read(|c| {
+            // One read transaction so the head, floor and rows agree.
+            c.execute_batch("BEGIN")?;
+            let out = (|| {
+                let h = head(c, key, agent)?;
+                let rows = c
+                    .prepare_cached(&format!(
+                        "SELECT {EVENT_COLUMNS} FROM session_state_events \
+                         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
+                    ))?
+                    .query_map(params![key, agent, since.min(i64::MAX as u64) as i64, limit.get() as i64 + 1], event_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(ChangesPage::assemble(rows, limit, since, h.head, h.floor))
+            })();
+            let _ = c.execute_batch("COMMIT");
+            out
+        })
+    }
+
+    pub(crate) fn state_versions_sync(
+        &self,
+        sessions: &[(String, String)],
+    ) -> Result<HashMap<(String, String), u64>> {
+        self.read(|c| {
+            let mut out = HashMap::new();
+            for chunk in sessions.chunks(400) {
+                let placeholders = vec!["(?, ?)"; chunk.len()].join(", ");
+                let sql = format!(
+                    "SELECT session_key, agent_id, head FROM session_state_heads \
+                     WHERE (session_key, agent_id) IN (VALUES {placeholders})"
+                );
+                let mut stmt = c.prepare(&sql)?;
+                let args: Vec<&str> = chunk.iter().flat_map(|(k, a)| [k.as_str(), a.as_str()]).collect();
+                let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+                    Ok(((r.get::<_, String>(0)?, r.get::<_, String>(1)?), r.get::<_, i64>(2)? as u64))
+                })?;
+                for row in rows {
+                    let (k, v) = row?;
+                    out.insert(k, v);
+                }
+            }
+            Ok(out)
+        })
+    }
+}

@@ -1,0 +1,277 @@
+//! The embedded SQLite store: one file, WAL, one writer connection (every write `BEGIN IMMEDIATE`) and a
+//! small pool of readers.
+
+mod log;
+mod prune;
+mod schema;
+mod sessions;
+mod watch;
+
+pub use schema::SCHEMA_VERSION;
+
+use crate::{
+    AppendOutcome, AppendRequest, Head, NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy,
+    SessionRow, Store, StoreError,
+};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// SQLite's `synchronous` setting for the WAL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Commits survive a process crash; the last commits may roll back on power loss. Never corrupts.
+    Normal,
+    /// fsync on every commit: commits also survive power loss.
+    Full,
+}
+
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    pub synchronous: Synchronous,
+    pub busy_timeout: Duration,
+    /// `PRAGMA max_page_count` for the writer (tests use it to simulate a full disk).
+    pub max_page_count: Option<u64>,
+    pub readers: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            synchronous: Synchronous::Normal,
+            busy_timeout: Duration::from_secs(5),
+            max_page_count: None,
+            readers: 4,
+        }
+    }
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    options: SqliteOptions,
+}
+
+/// Cheap to clone: clones share the connections.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path`. A file that exists but is not a healthy sessionwatch
+    /// database is refused with a clear error and left untouched.
+    pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        let corrupt = |reason: String| StoreError::Corrupt { path: path.display().to_string(), reason };
+        let exists = path.exists();
+        if exists {
+            let mut header = [0u8; 16];
+            let mut f = std::fs::File::open(&path)?;
+            let len = f.metadata()?.len();
+            if len == 0 {
+                return Err(corrupt(
+                    "the file is empty (truncated?); move it away to start a new database".into(),
+                ));
+            }
+            use std::io::Read;
+            if f.read_exact(&mut header).is_err() || &header != SQLITE_HEADER {
+                return Err(corrupt("the file does not start with the SQLite header".into()));
+            }
+        } else if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut writer = Connection::open_with_flags(&path, flags)?;
+        configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
+        if exists {
+            let check: String = writer
+                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                .map_err(|e| corrupt(format!("integrity check failed: {e}")))?;
+            if check != "ok" {
+                return Err(corrupt(format!("integrity check failed: {check}")));
+            }
+        }
+        schema::migrate(&mut writer)?;
+        if let Some(pages) = options.max_page_count {
+            writer.pragma_update(None, "max_page_count", pages as i64)?;
+        }
+        let mut readers = Vec::with_capacity(options.readers);
+        for _ in 0..options.readers {
+            let r = Connection::open_with_flags(
+                &path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            r.busy_timeout(options.busy_timeout)?;
+            readers.push(r);
+        }
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path,
+                writer: Mutex::new(writer),
+                readers: Mutex::new(readers),
+                options,
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer; commits on `Ok`.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::classify)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(StoreError::classify)?;
+        Ok(out)
+    }
+
+    /// Runs `f` on a reader connection (a fresh one if the pool is empty).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match conn {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    &self.inner.path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                c.busy_timeout(self.inner.options.busy_timeout)?;
+                c
+            }
+        };
+        let out = f(&conn);
+        let mut pool = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < self.inner.options.readers {
+            pool.push(conn);
+        }
+        out
+    }
+
+    /// `PRAGMA integrity_check` (used by the crash tests and `sessionwatch` maintenance).
+    pub fn integrity_check(&self) -> Result<String> {
+        self.read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
+    }
+
+    /// Runs a sync store operation on the blocking pool so async callers never stall a runtime worker.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SqliteStore) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::task::spawn_blocking(move || f(&store))
+                .await
+                .map_err(|e| StoreError::Task(e.to_string()))?,
+            Err(_) => f(&store),
+        }
+    }
+}
+
+fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
+    conn.busy_timeout(options.busy_timeout)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(rusqlite::Error::InvalidParameterName(format!("journal_mode stayed {mode}")));
+    }
+    let sync = match options.synchronous {
+        Synchronous::Normal => "NORMAL",
+        Synchronous::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", sync)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+impl Store for SqliteStore {
+    async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
+        self.blocking(move |s| s.append_sync(&req, now)).await
+    }
+
+    async fn register_watch(
+        &self,
+        watcher: AgentSessionKey,
+        target: AgentSessionKey,
+        provenance: Provenance,
+        watcher_store: String,
+        now: Millis,
+    ) -> Result<RegisterOutcome> {
+        self.blocking(move |s| s.register_watch_sync(&watcher, &target, provenance, &watcher_store, now))
+            .await
+    }
+
+    async fn unwatch(&self, watcher: String, target: String) -> Result<bool> {
+        self.blocking(move |s| s.unwatch_sync(&watcher, &target)).await
+    }
+
+    async fn acknowledge(
+        &self,
+        watcher: AgentSessionKey,
+        targets: Vec<AgentSessionKey>,
+        watcher_store: String,
+        now: Millis,
+    ) -> Result<Vec<Notice>> {
+        self.blocking(move |s| s.acknowledge_sync(&watcher, &targets, &watcher_store, now)).await
+    }
+
+    async fn sweep(&self, watcher_store: String, now: Millis) -> Result<Vec<Notice>> {
+        self.blocking(move |s| s.sweep_sync(&watcher_store, now)).await
+    }
+
+    async fn changes_since(
+        &self,
+        session_key: String,
+        agent_id: String,
+        since: u64,
+        limit: Limit,
+    ) -> Result<ChangesPage> {
+        self.blocking(move |s| s.changes_since_sync(&session_key, &agent_id, since, limit)).await
+    }
+
+    async fn head(&self, session_key: String, agent_id: String) -> Result<Head> {
+        self.blocking(move |s| s.read(|c| log::head(c, &session_key, &agent_id))).await
+    }
+
+    async fn state_versions(
+        &self,
+        sessions: Vec<(String, String)>,
+    ) -> Result<HashMap<(String, String), u64>> {
+        self.blocking(move |s| s.state_versions_sync(&sessions)).await
+    }
+
+    async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
+        self.blocking(move |s| s.prune_sync(policy, now)).await
+    }
+
+    async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
+        self.blocking(move |s| s.read(|c| watch::load_cursor(c, &watcher, &target))).await
+    }
+
+    async fn cursors_of_watcher(&self, watcher: String) -> Result<Vec<(String, Cursor)>> {
+        self.blocking(move |s| s.cursors_of_watcher_sync(&watcher)).await
+    }
+
+    async fn clear_watcher(&self, watcher: String) -> Result<Vec<String>> {
+        self.blocking(move |s| s.clear_watcher_sync(&watcher)).await
+    }
+
+    async fn delete_session_state(&self, session_key: String, agent_id: String) -> Result<()> {
+        self.blocking(move |s| s.delete_session_state_sync(&session_key, &agent_id)).await
+    }
+
+    async fn ensure_session(&self, new: NewSession, now: Millis) -> Result<(SessionRow, bool)> {
+        self.blocking(move |s| s.ensure_session_sync(&new, now)).await
+    }
+}

@@ -1,0 +1,108 @@
+//! DDL and versioned migrations for the SQLite store.
+
+use crate::{Result, StoreError};
+use rusqlite::{Connection, OptionalExtension};
+
+/// Bump with every migration appended to [`MIGRATIONS`].
+pub const SCHEMA_VERSION: i64 = 1;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: the signal log, heads, cursors and sessions.
+    r#"
+CREATE TABLE sessionwatch_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
+-- id orders rows globally (the row cap keeps the newest); sequence is per (session_key, agent_id).
+CREATE TABLE session_state_events (
+  id INTEGER PRIMARY KEY,
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  session_id TEXT,
+  kind TEXT NOT NULL,
+  actor_type TEXT NOT NULL CHECK (actor_type IN ('human','agent','system')),
+  actor_id TEXT,
+  run_id TEXT,
+  occurred_at INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  payload_json TEXT,
+  dedupe_key TEXT
+) STRICT;
+CREATE UNIQUE INDEX idx_events_session_sequence ON session_state_events (session_key, agent_id, sequence);
+CREATE UNIQUE INDEX idx_events_session_dedupe ON session_state_events (session_key, agent_id, dedupe_key)
+  WHERE dedupe_key IS NOT NULL;
+CREATE INDEX idx_events_occurred_at ON session_state_events (occurred_at);
+
+CREATE TABLE session_state_heads (
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  head INTEGER NOT NULL CHECK (head >= 0),
+  floor INTEGER NOT NULL DEFAULT 0 CHECK (floor >= 0 AND floor <= head),
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE session_watch_cursors (
+  watcher_session_key TEXT NOT NULL,
+  target_session_key TEXT NOT NULL,
+  last_seen_sequence INTEGER NOT NULL DEFAULT 0,
+  notified_sequence INTEGER NOT NULL DEFAULT 0,
+  material_sequence INTEGER NOT NULL DEFAULT 0,
+  provenance TEXT NOT NULL DEFAULT 'explicit' CHECK (provenance IN ('explicit','ambient-group')),
+  watcher_store_path TEXT,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (watcher_session_key, target_session_key)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_cursors_target ON session_watch_cursors (target_session_key);
+
+CREATE TABLE sessions (
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  chat_type TEXT,
+  channel TEXT,
+  label TEXT,
+  spawned_by TEXT,
+  created_via TEXT,
+  goal_objective TEXT,
+  goal_status TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+"#,
+];
+
+/// Applies missing migrations; refuses a database written by a newer version.
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew { found, supported: SCHEMA_VERSION });
+    }
+    if found == 0 {
+        // A database with tables but no version is not ours.
+        let foreign: Option<String> = conn
+            .query_row(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(name) = foreign {
+            return Err(StoreError::Corrupt {
+                path: conn.path().unwrap_or("").to_string(),
+                reason: format!("it holds a table {name:?} but no sessionwatch schema version"),
+            });
+        }
+    }
+    for (i, ddl) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(ddl)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! Watch cursors: registration, acknowledgement, the start-up sweep and clean-up.
+
+use super::SqliteStore;
+use crate::{RegisterOutcome, Result, StoreError};
+use rusqlite::{Connection, OptionalExtension, params};
+use sessionwatch_core::{
+    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
+};
+
+const CURSOR_COLUMNS: &str =
+    "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
+
+fn cursor_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Cursor> {
+    let provenance: String = r.get(at + 3)?;
+    Ok(Cursor {
+        last_seen: r.get::<_, i64>(at)? as u64,
+        notified: r.get::<_, i64>(at + 1)? as u64,
+        material: r.get::<_, i64>(at + 2)? as u64,
+        provenance: Provenance::parse(&provenance).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                at + 3,
+                rusqlite::types::Type::Text,
+                format!("unknown provenance {provenance:?}").into(),
+            )
+        })?,
+        store_path: r.get(at + 4)?,
+        updated_at: r.get(at + 5)?,
+    })
+}
+
+pub(crate) fn load_cursor(c: &Connection, watcher: &str, target: &str) -> Result<Option<Cursor>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {CURSOR_COLUMNS} FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2"
+    ))?
+    .query_row(params![watcher, target], |r| cursor_from_row(r, 0))
+    .optional()?)
+}
+
+pub(crate) fn save_cursor(c: &Connection, watcher: &str, target: &str, cur: &Cursor) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, \
+         notified_sequence, material_sequence, provenance, watcher_store_path, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+         last_seen_sequence = ?3, notified_sequence = ?4, material_sequence = ?5, provenance = ?6, \
+         watcher_store_path = ?7, updated_at = ?8",
+    )?
+    .execute(params![
+        watcher,
+        target,
+        cur.last_seen as i64,
+        cur.notified as i64,
+        cur.material as i64,
+        cur.provenance.as_str(),
+        cur.store_path,
+        cur.updated_at
+    ])
+    .map_err(StoreError::classify)?;
+    Ok(())
+}
+
+pub(crate) fn is_watched(c: &Connection, target: &str) -> Result<bool> {
+    Ok(c.prepare_cached("SELECT EXISTS (SELECT 1 FROM session_watch_cursors WHERE target_session_key = ?1)")?
+        .query_row([target], |r| r.get(0))?)
+}
+
+pub(crate) fn watchers_of(c: &Connection, target: &str) -> Result<Vec<String>> {
+    Ok(c.prepare_cached(
+        "SELECT watcher_session_key FROM session_watch_cursors WHERE target_session_key = ?1",
+    )?
+    .query_map([target], |r| r.get(0))?
+    .collect::<rusqlite::Result<_>>()?)
+}
+
+impl SqliteStore {
+    pub(crate) fn register_watch_sync(
+        &self,
+        watcher: &AgentSessionKey,
+        target: &AgentSessionKey,
+        provenance: Provenance,
+        store: &str,
+        now: Millis,
+    ) -> Result<RegisterOutcome> {
+        self.write(|tx| {
+            let existing = load_cursor(tx, watcher.as_str(), target.as_str())?;
+            let head = super::log::head(tx, target.as_str(), target.agent_id())?.head;
+            let decision = decide_registration(
+                existing.as_ref(),
+                watcher.as_str(),
+                target.as_str(),
+                provenance,
+                store,
+                head,
+                now,
+            );
+            match &decision {
+                RegisterDecision::Refused(_) | RegisterDecision::Keep => {}
+                RegisterDecision::UpgradeToExplicit => {
+                    tx.prepare_cached(
+                        "UPDATE session_watch_cursors SET provenance = 'explicit', updated_at = ?3 \
+                         WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+                    )?
+                    .execute(params![watcher.as_str(), target.as_str(), now])?;
+                }
+                RegisterDecision::Seed(c) => save_cursor(tx, watcher.as_str(), target.as_str(), c)?,
+            }
+            Ok(RegisterOutcome { registered: !matches!(decision, RegisterDecision::Refused(_)), decision })
+        })
+    }
+
+    pub(crate) fn unwatch_sync(&self, watcher: &str, target: &str) -> Result<bool> {
+        self.write(|tx| {
+            Ok(tx.execute(
+                "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+                params![watcher, target],
+            )? > 0)
+        })
+    }
+
+    pub(crate) fn acknowledge_sync(
+        &self,
+        watcher: &AgentSessionKey,
+        targets: &[AgentSessionKey],
+        store: &str,
+        now: Millis,
+    ) -> Result<Vec<Notice>> {
+        self.write(|tx| {
+            let mut reopened = vec![];
+            for target in targets {
+                let Some(mut cursor) = load_cursor(tx, watcher.as_str(), target.as_str())? else { continue };
+                if !cursor.store_matches(store) {
+                    continue;
+                }
+                let reopen = cursor.acknowledge(now);
+                save_cursor(tx, watcher.as_str(), target.as_str(), &cursor)?;
+                if let Some(since) = reopen {
+                    reopened.push(Notice {
+                        watcher: watcher.clone(),
+                        target: target.clone(),
+                        since,
+                        queue_only: cursor.queue_only(),
+                    });
+                }
+            }
+            Ok(reopened)
+        })
+    }
+
+    pub(crate) fn sweep_sync(&self, store: &str, now: Millis) -> Result<Vec<Notice>> {
+        self.write(|tx| {
+            let pending: Vec<(String, String, Cursor)> = tx
+                .prepare(&format!(
+                    "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
+                     WHERE material_sequence > last_seen_sequence \
+                     AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key)"
+                ))?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut notices = vec![];
+            for (watcher, target, mut cursor) in pending {
+                let (Some(w), Some(t)) = (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&target)) else {
+                    continue;
+                };
+                if w.as_str() != watcher || t.as_str() != target || !cursor.store_matches(store) {
+                    continue;
+                }
+                if let Some(since) = cursor.sweep(now) {
+                    save_cursor(tx, &watcher, &target, &cursor)?;
+                    notices.push(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() });
+                }
+            }
+            Ok(notices)
+        })
+    }
+
+    pub(crate) fn cursors_of_watcher_sync(&self, watcher: &str) -> Result<Vec<(String, Cursor)>> {
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!(
+                "SELECT target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+                 WHERE watcher_session_key = ?1 ORDER BY target_session_key"
+            ))?
+            .query_map([watcher], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
+            .collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub(crate) fn clear_watcher_sync(&self, watcher: &str) -> Result<Vec<String>> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached("DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 RETURNING target_session_key")?
+                .query_map([watcher], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub(crate) fn delete_session_state_sync(&self, key: &str, agent: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
+                params![key, agent],
+            )?;
+            tx.execute(
+                "DELETE FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
+                params![key, agent],
+            )?;
+            tx.execute(
+                "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 OR target_session_key = ?1",
+                [key],
+            )?;
+            tx.execute("DELETE FROM sessions WHERE session_key = ?1 AND agent_id = ?2", params![key, agent])?;
+            Ok(())
+        })
+    }
+}
