@@ -12,6 +12,7 @@ pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use types::*;
 
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
+
 use std::collections::HashMap;
 use std::future::Future;
 
@@ -90,4 +91,124 @@ pub trait Store: Send + Sync + 'static {
         new: NewSession,
         now: Millis,
     ) -> impl Future<Output = Result<(SessionRow, bool)>> + Send;
+    fn get_session(
+        &self,
+        session_key: String,
+        agent_id: String,
+    ) -> impl Future<Output = Result<Option<SessionRow>>> + Send;
+
+    fn list_sessions(&self, filter: SessionFilter) -> impl Future<Output = Result<Vec<SessionRow>>> + Send;
+
+    /// Sets (or, with both `None`, clears) the goal; answers the row as it was before, `None` if unknown.
+    fn update_goal(
+        &self,
+        session_key: String,
+        agent_id: String,
+        objective: Option<String>,
+        status: Option<String>,
+        now: Millis,
+    ) -> impl Future<Output = Result<Option<SessionRow>>> + Send;
+
+    /// Gives the session a new incarnation id and clears its inbox; answers false for an unknown session.
+    fn reset_session(
+        &self,
+        session_key: String,
+        agent_id: String,
+        new_session_id: String,
+        now: Millis,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Records which gateway hosts the session (when given) and bumps `updated_at`.
+    fn touch_session(
+        &self,
+        session_key: String,
+        agent_id: String,
+        host_id: Option<String>,
+        now: Millis,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Appends to the session's transcript (bounded: the oldest messages go past [`TRANSCRIPT_CAP`]).
+    fn append_message(
+        &self,
+        session_key: String,
+        agent_id: String,
+        message: NewMessage,
+        now: Millis,
+    ) -> impl Future<Output = Result<i64>> + Send;
+
+    /// The newest `limit` messages, oldest first.
+    fn messages(
+        &self,
+        session_key: String,
+        agent_id: String,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TranscriptMessage>>> + Send;
+
+    fn push_inbox(
+        &self,
+        session_key: String,
+        agent_id: String,
+        item: InboxItem,
+    ) -> impl Future<Output = Result<i64>> + Send;
+
+    /// Takes (removes and answers) everything waiting in the session's inbox, oldest first.
+    fn take_inbox(
+        &self,
+        session_key: String,
+        agent_id: String,
+    ) -> impl Future<Output = Result<Vec<InboxItem>>> + Send;
+
+    /// Starts a run; unfinished earlier runs of the same session are superseded.
+    fn create_run(&self, run: RunRow) -> impl Future<Output = Result<()>> + Send;
+
+    fn get_run(&self, run_id: String) -> impl Future<Output = Result<Option<RunRow>>> + Send;
+
+    /// Writes a run's terminal outcome: the first write of the current owner wins. `session_id`, when
+    /// given, is the writer's incarnation and must be the run's.
+    fn finish_run(
+        &self,
+        run_id: String,
+        status: String,
+        reply: Option<String>,
+        session_id: Option<String>,
+        now: Millis,
+    ) -> impl Future<Output = Result<FinishRun>> + Send;
+
+    /// Creates or updates an upstream link; the marker is kept for the same source and replaced when the
+    /// source changed.
+    fn upsert_link(&self, link: UpstreamLinkRow) -> impl Future<Output = Result<LinkUpsert>> + Send;
+
+    fn get_link(
+        &self,
+        session_key: String,
+        agent_id: String,
+    ) -> impl Future<Output = Result<Option<UpstreamLinkRow>>> + Send;
+
+    /// Links whose session some cursor watches (any provenance), by catalog then key.
+    fn watched_links(&self) -> impl Future<Output = Result<Vec<UpstreamLinkRow>>> + Send;
+
+    /// Compare-and-set on `updated_at`: advances the marker and resets the missing streak.
+    fn advance_link_marker(
+        &self,
+        session_key: String,
+        agent_id: String,
+        expected_updated_at: Millis,
+        marker_json: String,
+        now: Millis,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Stores the missing streak (compare-and-set on `updated_at`, which it leaves unchanged).
+    fn set_link_missing_streak(
+        &self,
+        session_key: String,
+        agent_id: String,
+        expected_updated_at: Millis,
+        streak: u32,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    fn delete_link(&self, session_key: String, agent_id: String)
+    -> impl Future<Output = Result<bool>> + Send;
 }
+
+/// Messages kept per session in the gateway transcript.
+pub const TRANSCRIPT_CAP: i64 = 500;

@@ -69,6 +69,8 @@ pub struct NewSession {
     pub label: Option<String>,
     pub spawned_by: Option<String>,
     pub created_via: Option<String>,
+    /// The gateway that hosts the session (delivers its notices).
+    pub host_id: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +86,107 @@ pub struct SessionRow {
     pub created_via: Option<String>,
     pub goal_objective: Option<String>,
     pub goal_status: Option<String>,
+    pub host_id: Option<String>,
     pub created_at: Millis,
     pub updated_at: Millis,
+}
+
+/// Which sessions `list_sessions` answers, most recently updated first.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFilter {
+    pub kinds: Option<Vec<String>>,
+    pub updated_since: Option<Millis>,
+    pub limit: u32,
+}
+
+/// A message that passed through the gateway (the small transcript behind `sessions_history`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranscriptMessage {
+    pub id: i64,
+    pub session_id: String,
+    pub role: String,
+    pub text: String,
+    pub run_id: Option<String>,
+    /// The session that sent it, for inter-session messages.
+    pub from_session: Option<String>,
+    pub created_at: Millis,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NewMessage {
+    pub session_id: String,
+    pub role: String,
+    pub text: String,
+    pub run_id: Option<String>,
+    pub from_session: Option<String>,
+}
+
+/// A message waiting for the session's next turn (from `sessions_send` / `sessions_spawn`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboxItem {
+    pub id: i64,
+    pub run_id: Option<String>,
+    pub from_session: Option<String>,
+    pub text: String,
+    pub created_at: Millis,
+}
+
+/// A run of a session (a spawned child's task, a waited `sessions_send`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRow {
+    pub run_id: String,
+    pub session_key: String,
+    pub agent_id: String,
+    /// The session incarnation that owns the run.
+    pub session_id: String,
+    /// The session that asked for the run (the spawner), if any.
+    pub requester: Option<String>,
+    /// Whether the run was spawned as a child (its terminal outcome is logged on the child).
+    pub is_child: bool,
+    pub status: Option<String>,
+    pub reply: Option<String>,
+    /// A later run of the same session replaced this one before it finished.
+    pub superseded: bool,
+    pub created_at: Millis,
+    pub finished_at: Option<Millis>,
+}
+
+/// What a terminal-outcome write did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinishRun {
+    /// This write was the first terminal outcome: it wins.
+    Finished(RunRow),
+    /// An earlier terminal outcome already won; the stored run is answered unchanged.
+    AlreadyFinished(RunRow),
+    /// The writer is not the run's current owner (replaced run, or an older session incarnation).
+    NotOwner(RunRow),
+    Unknown,
+}
+
+/// A link from an adopted session to its upstream source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamLinkRow {
+    pub session_key: String,
+    pub agent_id: String,
+    pub catalog_id: String,
+    pub host_id: String,
+    pub thread_id: String,
+    pub upstream_kind: String,
+    pub reference_json: String,
+    pub marker_json: String,
+    pub last_scanned_at: Option<Millis>,
+    /// Consecutive checks that found the source gone (kept durably).
+    pub missing_streak: u32,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+/// What an upsert of a link did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkUpsert {
+    Created,
+    /// Same source: the existing marker was kept.
+    Kept,
+    /// The source changed: the marker was re-baselined.
+    Rebaselined,
 }

@@ -1,8 +1,10 @@
 //! The embedded SQLite store: one file, WAL, one writer connection (every write `BEGIN IMMEDIATE`) and a
 //! small pool of readers.
 
+mod links;
 mod log;
 mod prune;
+mod runs;
 mod schema;
 mod sessions;
 mod watch;
@@ -10,8 +12,9 @@ mod watch;
 pub use schema::SCHEMA_VERSION;
 
 use crate::{
-    AppendOutcome, AppendRequest, Head, NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy,
-    SessionRow, Store, StoreError,
+    AppendOutcome, AppendRequest, FinishRun, Head, InboxItem, LinkUpsert, NewMessage, NewSession,
+    PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter, SessionRow, Store,
+    StoreError, TranscriptMessage, UpstreamLinkRow,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -273,5 +276,120 @@ impl Store for SqliteStore {
 
     async fn ensure_session(&self, new: NewSession, now: Millis) -> Result<(SessionRow, bool)> {
         self.blocking(move |s| s.ensure_session_sync(&new, now)).await
+    }
+
+    async fn get_session(&self, key: String, agent: String) -> Result<Option<SessionRow>> {
+        self.blocking(move |s| s.get_session_sync(&key, &agent)).await
+    }
+
+    async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionRow>> {
+        self.blocking(move |s| s.list_sessions_sync(&filter)).await
+    }
+
+    async fn update_goal(
+        &self,
+        key: String,
+        agent: String,
+        objective: Option<String>,
+        status: Option<String>,
+        now: Millis,
+    ) -> Result<Option<SessionRow>> {
+        self.blocking(move |s| s.update_goal_sync(&key, &agent, objective.as_deref(), status.as_deref(), now))
+            .await
+    }
+
+    async fn reset_session(&self, key: String, agent: String, new_id: String, now: Millis) -> Result<bool> {
+        self.blocking(move |s| s.reset_session_sync(&key, &agent, &new_id, now)).await
+    }
+
+    async fn touch_session(
+        &self,
+        key: String,
+        agent: String,
+        host: Option<String>,
+        now: Millis,
+    ) -> Result<()> {
+        self.blocking(move |s| s.touch_session_sync(&key, &agent, host.as_deref(), now)).await
+    }
+
+    async fn append_message(
+        &self,
+        key: String,
+        agent: String,
+        message: NewMessage,
+        now: Millis,
+    ) -> Result<i64> {
+        self.blocking(move |s| s.append_message_sync(&key, &agent, &message, now)).await
+    }
+
+    async fn messages(&self, key: String, agent: String, limit: u32) -> Result<Vec<TranscriptMessage>> {
+        self.blocking(move |s| s.messages_sync(&key, &agent, limit)).await
+    }
+
+    async fn push_inbox(&self, key: String, agent: String, item: InboxItem) -> Result<i64> {
+        self.blocking(move |s| s.push_inbox_sync(&key, &agent, &item)).await
+    }
+
+    async fn take_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {
+        self.blocking(move |s| s.take_inbox_sync(&key, &agent)).await
+    }
+
+    async fn create_run(&self, run: RunRow) -> Result<()> {
+        self.blocking(move |s| s.create_run_sync(&run)).await
+    }
+
+    async fn get_run(&self, run_id: String) -> Result<Option<RunRow>> {
+        self.blocking(move |s| s.get_run_sync(&run_id)).await
+    }
+
+    async fn finish_run(
+        &self,
+        run_id: String,
+        status: String,
+        reply: Option<String>,
+        session_id: Option<String>,
+        now: Millis,
+    ) -> Result<FinishRun> {
+        self.blocking(move |s| {
+            s.finish_run_sync(&run_id, &status, reply.as_deref(), session_id.as_deref(), now)
+        })
+        .await
+    }
+
+    async fn upsert_link(&self, link: UpstreamLinkRow) -> Result<LinkUpsert> {
+        self.blocking(move |s| s.upsert_link_sync(&link)).await
+    }
+
+    async fn get_link(&self, key: String, agent: String) -> Result<Option<UpstreamLinkRow>> {
+        self.blocking(move |s| s.get_link_sync(&key, &agent)).await
+    }
+
+    async fn watched_links(&self) -> Result<Vec<UpstreamLinkRow>> {
+        self.blocking(move |s| s.watched_links_sync()).await
+    }
+
+    async fn advance_link_marker(
+        &self,
+        key: String,
+        agent: String,
+        expected: Millis,
+        marker: String,
+        now: Millis,
+    ) -> Result<bool> {
+        self.blocking(move |s| s.advance_link_marker_sync(&key, &agent, expected, &marker, now)).await
+    }
+
+    async fn set_link_missing_streak(
+        &self,
+        key: String,
+        agent: String,
+        expected: Millis,
+        streak: u32,
+    ) -> Result<bool> {
+        self.blocking(move |s| s.set_link_missing_streak_sync(&key, &agent, expected, streak)).await
+    }
+
+    async fn delete_link(&self, key: String, agent: String) -> Result<bool> {
+        self.blocking(move |s| s.delete_link_sync(&key, &agent)).await
     }
 }

@@ -69,10 +69,68 @@ CREATE TABLE sessions (
   created_via TEXT,
   goal_objective TEXT,
   goal_status TEXT,
+  host_id TEXT,
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,
   PRIMARY KEY (session_key, agent_id)
 ) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_sessions_updated ON sessions (updated_at);
+
+CREATE TABLE session_messages (
+  id INTEGER PRIMARY KEY,
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  text TEXT NOT NULL,
+  run_id TEXT,
+  from_session TEXT,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX idx_messages_session ON session_messages (session_key, agent_id, id);
+
+CREATE TABLE session_inbox (
+  id INTEGER PRIMARY KEY,
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  run_id TEXT,
+  from_session TEXT,
+  text TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX idx_inbox_session ON session_inbox (session_key, agent_id, id);
+
+CREATE TABLE session_runs (
+  run_id TEXT PRIMARY KEY,
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  requester TEXT,
+  is_child INTEGER NOT NULL DEFAULT 0,
+  status TEXT,
+  reply TEXT,
+  superseded INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER
+) STRICT;
+CREATE INDEX idx_runs_session ON session_runs (session_key, agent_id);
+
+CREATE TABLE session_upstream_links (
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  catalog_id TEXT NOT NULL,
+  host_id TEXT NOT NULL,
+  thread_id TEXT NOT NULL,
+  upstream_kind TEXT NOT NULL,
+  upstream_ref_json TEXT NOT NULL,
+  last_marker_json TEXT NOT NULL,
+  last_scanned_at INTEGER,
+  missing_streak INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (session_key, agent_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_links_catalog ON session_upstream_links (catalog_id);
 "#,
 ];
 

@@ -1,14 +1,16 @@
-//! Session rows beside the log.
+//! Session rows, the small transcript and the inbox, beside the log.
 
 use super::SqliteStore;
-use crate::{NewSession, Result, SessionRow};
-use rusqlite::{OptionalExtension, Row, params};
+use crate::{
+    InboxItem, NewMessage, NewSession, Result, SessionFilter, SessionRow, TRANSCRIPT_CAP, TranscriptMessage,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::Millis;
 
-pub(crate) const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
-     spawned_by, created_via, goal_objective, goal_status, created_at, updated_at";
+const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
+     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at";
 
-pub(crate) fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
+fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
         session_key: r.get(0)?,
         agent_id: r.get(1)?,
@@ -21,9 +23,18 @@ pub(crate) fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         created_via: r.get(8)?,
         goal_objective: r.get(9)?,
         goal_status: r.get(10)?,
-        created_at: r.get(11)?,
-        updated_at: r.get(12)?,
+        host_id: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
     })
+}
+
+fn load_session(c: &Connection, key: &str, agent: &str) -> Result<Option<SessionRow>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = ?1 AND agent_id = ?2"
+    ))?
+    .query_row(params![key, agent], session_from_row)
+    .optional()?)
 }
 
 impl SqliteStore {
@@ -32,8 +43,8 @@ impl SqliteStore {
             let inserted = tx
                 .prepare_cached(
                     "INSERT INTO sessions (session_key, agent_id, session_id, kind, chat_type, channel, label, \
-                     spawned_by, created_via, created_at, updated_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) ON CONFLICT DO NOTHING",
+                     spawned_by, created_via, host_id, created_at, updated_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11) ON CONFLICT DO NOTHING",
                 )?
                 .execute(params![
                     new.session_key,
@@ -45,17 +56,177 @@ impl SqliteStore {
                     new.label,
                     new.spawned_by,
                     new.created_via,
+                    new.host_id,
                     now
                 ])?
                 > 0;
-            let row = tx
-                .prepare_cached(&format!(
-                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = ?1 AND agent_id = ?2"
-                ))?
-                .query_row(params![new.session_key, new.agent_id], session_from_row)
-                .optional()?
-                .expect("the row was just inserted or existed");
+            let row = load_session(tx, &new.session_key, &new.agent_id)?
+                .ok_or_else(|| crate::StoreError::InvalidData("session row vanished inside its transaction".into()))?;
             Ok((row, inserted))
+        })
+    }
+
+    pub(crate) fn get_session_sync(&self, key: &str, agent: &str) -> Result<Option<SessionRow>> {
+        self.read(|c| load_session(c, key, agent))
+    }
+
+    pub(crate) fn list_sessions_sync(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= ?1 ORDER BY updated_at DESC, session_key"
+            ))?;
+            let rows = stmt.query_map([filter.updated_since.unwrap_or(i64::MIN)], session_from_row)?;
+            let mut out = vec![];
+            for row in rows {
+                let row = row?;
+                if filter.kinds.as_ref().is_some_and(|k| !k.iter().any(|k| *k == row.kind)) {
+                    continue;
+                }
+                out.push(row);
+                if out.len() >= filter.limit as usize {
+                    break;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    pub(crate) fn update_goal_sync(
+        &self,
+        key: &str,
+        agent: &str,
+        objective: Option<&str>,
+        status: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<SessionRow>> {
+        self.write(|tx| {
+            let Some(before) = load_session(tx, key, agent)? else { return Ok(None) };
+            tx.prepare_cached(
+                "UPDATE sessions SET goal_objective = ?3, goal_status = ?4, updated_at = ?5 \
+                 WHERE session_key = ?1 AND agent_id = ?2",
+            )?
+            .execute(params![key, agent, objective, status, now])?;
+            Ok(Some(before))
+        })
+    }
+
+    pub(crate) fn reset_session_sync(
+        &self,
+        key: &str,
+        agent: &str,
+        new_id: &str,
+        now: Millis,
+    ) -> Result<bool> {
+        self.write(|tx| {
+            let n = tx.execute(
+                "UPDATE sessions SET session_id = ?3, updated_at = ?4 WHERE session_key = ?1 AND agent_id = ?2",
+                params![key, agent, new_id, now],
+            )?;
+            tx.execute("DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2", params![key, agent])?;
+            Ok(n > 0)
+        })
+    }
+
+    pub(crate) fn touch_session_sync(
+        &self,
+        key: &str,
+        agent: &str,
+        host: Option<&str>,
+        now: Millis,
+    ) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
+                 WHERE session_key = ?1 AND agent_id = ?2",
+            )?
+            .execute(params![key, agent, now, host])?;
+            Ok(())
+        })
+    }
+
+    pub(crate) fn append_message_sync(
+        &self,
+        key: &str,
+        agent: &str,
+        m: &NewMessage,
+        now: Millis,
+    ) -> Result<i64> {
+        self.write(|tx| {
+            let id: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
+                     from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+                )?
+                .query_row(
+                    params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now],
+                    |r| r.get(0),
+                )?;
+            tx.prepare_cached(
+                "DELETE FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 AND id <= \
+                 (SELECT id FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 \
+                  ORDER BY id DESC LIMIT 1 OFFSET ?3)",
+            )?
+            .execute(params![key, agent, TRANSCRIPT_CAP])?;
+            Ok(id)
+        })
+    }
+
+    pub(crate) fn messages_sync(&self, key: &str, agent: &str, limit: u32) -> Result<Vec<TranscriptMessage>> {
+        self.read(|c| {
+            let mut out: Vec<TranscriptMessage> = c
+                .prepare_cached(
+                    "SELECT id, session_id, role, text, run_id, from_session, created_at FROM session_messages \
+                     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY id DESC LIMIT ?3",
+                )?
+                .query_map(params![key, agent, limit as i64], |r| {
+                    Ok(TranscriptMessage {
+                        id: r.get(0)?,
+                        session_id: r.get(1)?,
+                        role: r.get(2)?,
+                        text: r.get(3)?,
+                        run_id: r.get(4)?,
+                        from_session: r.get(5)?,
+                        created_at: r.get(6)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            out.reverse();
+            Ok(out)
+        })
+    }
+
+    pub(crate) fn push_inbox_sync(&self, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+                )?
+                .query_row(params![key, agent, item.run_id, item.from_session, item.text, item.created_at], |r| {
+                    r.get(0)
+                })?)
+        })
+    }
+
+    pub(crate) fn take_inbox_sync(&self, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
+        self.write(|tx| {
+            let mut items: Vec<InboxItem> = tx
+                .prepare_cached(
+                    "DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2 \
+                     RETURNING id, run_id, from_session, text, created_at",
+                )?
+                .query_map(params![key, agent], |r| {
+                    Ok(InboxItem {
+                        id: r.get(0)?,
+                        run_id: r.get(1)?,
+                        from_session: r.get(2)?,
+                        text: r.get(3)?,
+                        created_at: r.get(4)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            items.sort_by_key(|i| i.id);
+            Ok(items)
         })
     }
 }

@@ -207,7 +207,14 @@ impl SqliteStore {
                 "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 OR target_session_key = ?1",
                 [key],
             )?;
-            tx.execute("DELETE FROM sessions WHERE session_key = ?1 AND agent_id = ?2", params![key, agent])?;
+            for table in
+                ["sessions", "session_messages", "session_inbox", "session_runs", "session_upstream_links"]
+            {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE session_key = ?1 AND agent_id = ?2"),
+                    params![key, agent],
+                )?;
+            }
             Ok(())
         })
     }

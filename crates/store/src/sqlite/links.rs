@@ -1,0 +1,133 @@
+//! Upstream links of adopted sessions.
+
+use super::SqliteStore;
+use crate::{LinkUpsert, Result, UpstreamLinkRow};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use sessionwatch_core::Millis;
+
+const LINK_COLUMNS: &str = "session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json, \
+     last_marker_json, last_scanned_at, missing_streak, created_at, updated_at";
+
+fn link_from_row(r: &Row<'_>) -> rusqlite::Result<UpstreamLinkRow> {
+    Ok(UpstreamLinkRow {
+        session_key: r.get(0)?,
+        agent_id: r.get(1)?,
+        catalog_id: r.get(2)?,
+        host_id: r.get(3)?,
+        thread_id: r.get(4)?,
+        upstream_kind: r.get(5)?,
+        reference_json: r.get(6)?,
+        marker_json: r.get(7)?,
+        last_scanned_at: r.get(8)?,
+        missing_streak: r.get::<_, i64>(9)?.clamp(0, u32::MAX as i64) as u32,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
+    })
+}
+
+fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {LINK_COLUMNS} FROM session_upstream_links WHERE session_key = ?1 AND agent_id = ?2"
+    ))?
+    .query_row(params![key, agent], link_from_row)
+    .optional()?)
+}
+
+impl SqliteStore {
+    pub(crate) fn upsert_link_sync(&self, link: &UpstreamLinkRow) -> Result<LinkUpsert> {
+        self.write(|tx| {
+            let existing = load_link(tx, &link.session_key, &link.agent_id)?;
+            let outcome = match &existing {
+                None => LinkUpsert::Created,
+                Some(old)
+                    if old.catalog_id == link.catalog_id
+                        && old.host_id == link.host_id
+                        && old.thread_id == link.thread_id
+                        && old.upstream_kind == link.upstream_kind
+                        && old.reference_json == link.reference_json =>
+                {
+                    return Ok(LinkUpsert::Kept);
+                }
+                Some(_) => LinkUpsert::Rebaselined,
+            };
+            tx.execute(
+                &format!(
+                    "INSERT OR REPLACE INTO session_upstream_links ({LINK_COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 0, ?9, ?10)"
+                ),
+                params![
+                    link.session_key,
+                    link.agent_id,
+                    link.catalog_id,
+                    link.host_id,
+                    link.thread_id,
+                    link.upstream_kind,
+                    link.reference_json,
+                    link.marker_json,
+                    existing.as_ref().map_or(link.created_at, |o| o.created_at),
+                    link.updated_at
+                ],
+            )?;
+            Ok(outcome)
+        })
+    }
+
+    pub(crate) fn get_link_sync(&self, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
+        self.read(|c| load_link(c, key, agent))
+    }
+
+    pub(crate) fn watched_links_sync(&self) -> Result<Vec<UpstreamLinkRow>> {
+        self.read(|c| {
+            let cols = LINK_COLUMNS.split(", ").map(|c| format!("l.{c}")).collect::<Vec<_>>().join(", ");
+            Ok(c.prepare_cached(&format!(
+                "SELECT {cols} FROM session_upstream_links l WHERE EXISTS \
+                 (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key) \
+                 ORDER BY l.catalog_id, l.session_key, l.agent_id"
+            ))?
+            .query_map([], link_from_row)?
+            .collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub(crate) fn advance_link_marker_sync(
+        &self,
+        key: &str,
+        agent: &str,
+        expected: Millis,
+        marker: &str,
+        now: Millis,
+    ) -> Result<bool> {
+        self.write(|tx| {
+            Ok(tx.execute(
+                "UPDATE session_upstream_links SET last_marker_json = ?4, last_scanned_at = ?5, updated_at = ?5, \
+                 missing_streak = 0 WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
+                params![key, agent, expected, marker, now],
+            )? > 0)
+        })
+    }
+
+    pub(crate) fn set_link_missing_streak_sync(
+        &self,
+        key: &str,
+        agent: &str,
+        expected: Millis,
+        streak: u32,
+    ) -> Result<bool> {
+        self.write(|tx| {
+            Ok(tx.execute(
+                "UPDATE session_upstream_links SET missing_streak = ?4 \
+                 WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
+                params![key, agent, expected, streak as i64],
+            )? > 0)
+        })
+    }
+
+    pub(crate) fn delete_link_sync(&self, key: &str, agent: &str) -> Result<bool> {
+        self.write(|tx| {
+            Ok(tx.execute(
+                "DELETE FROM session_upstream_links WHERE session_key = ?1 AND agent_id = ?2",
+                params![key, agent],
+            )? > 0)
+        })
+    }
+}
