@@ -1,0 +1,4 @@
+mod smoke {
+    #[test]
+    fn builds() {}
+}
