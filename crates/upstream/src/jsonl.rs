@@ -313,6 +313,10 @@ pub fn check_file_with_window(
         Err(o) => return o,
     };
     let size = meta.len();
+    if size == marker.offset {
+        // Stat only: nothing appended (a same-size rewrite is caught once the file grows).
+        return CheckOutcome::NoChange;
+    }
     let head = match head_fingerprint(&mut file) {
         Ok(h) => h,
         Err(e) => return io_outcome(&e, path),
