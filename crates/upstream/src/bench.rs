@@ -112,16 +112,8 @@ pub fn scan_file(catalog: CatalogId, path: &Path) -> io::Result<ScanRate> {
     let mut offset = 0u64;
     let mut humans = 0u64;
     while offset < size {
-        let t = jsonl::classify_window(
-            &mut file,
-            size,
-            offset,
-            humans,
-            0,
-            jsonl::WINDOW,
-            cls.as_mut(),
-            &own,
-        )?;
+        let t =
+            jsonl::classify_window(&mut file, size, offset, humans, 0, jsonl::WINDOW, cls.as_mut(), &own)?;
         if t.end == offset {
             break;
         }
@@ -142,13 +134,7 @@ pub fn scan_file(catalog: CatalogId, path: &Path) -> io::Result<ScanRate> {
     }
     std::hint::black_box(lines);
     let newline_secs = t1.elapsed().as_secs_f64();
-    Ok(ScanRate {
-        catalog,
-        bytes: size,
-        humans,
-        classify_secs,
-        newline_secs,
-    })
+    Ok(ScanRate { catalog, bytes: size, humans, classify_secs, newline_secs })
 }
 
 /// Generate a ~`mib` MiB transcript for each JSONL source and measure both passes.
@@ -200,11 +186,7 @@ pub fn build_opencode_db(path: &Path, session: &str, messages: usize) -> rusqlit
             "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
             rusqlite::params![id, session, 1000 + i as i64, data.to_string()],
         )?;
-        let text = if user {
-            format!("human prompt {i}")
-        } else {
-            filler.clone()
-        };
+        let text = if user { format!("human prompt {i}") } else { filler.clone() };
         tx.execute(
             "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, 1, 1, ?4)",
             rusqlite::params![format!("prt_{i:010}"), id, session, json!({"type":"text","text":text}).to_string()],
@@ -228,35 +210,21 @@ pub fn opencode_rate(messages: usize) -> Result<OpenCodeRate, String> {
     let reference = json!({"dbPath": db.to_string_lossy(), "threadId": session}).to_string();
     let marker = json!({"seq": 0, "lastHumanMessageId": null}).to_string();
     let own: Vec<String> = Vec::new();
-    let probe = Probe {
-        reference_json: &reference,
-        marker_json: &marker,
-        own_recent_user_texts: &own,
-    };
+    let probe = Probe { reference_json: &reference, marker_json: &marker, own_recent_user_texts: &own };
     let t0 = Instant::now();
     let out = crate::check_opencode_batch(&db, &[probe]);
     let check_secs = t0.elapsed().as_secs_f64();
     let (human_turns, next) = match out.first() {
-        Some(crate::CheckOutcome::Activity {
-            human_turns,
-            next_marker_json,
-            ..
-        }) => (*human_turns, next_marker_json.clone()),
+        Some(crate::CheckOutcome::Activity { human_turns, next_marker_json, .. }) => {
+            (*human_turns, next_marker_json.clone())
+        }
         other => return Err(format!("unexpected outcome {other:?}")),
     };
-    let probe2 = Probe {
-        marker_json: &next,
-        ..probe
-    };
+    let probe2 = Probe { marker_json: &next, ..probe };
     let t1 = Instant::now();
     let _ = crate::check_opencode_batch(&db, &[probe2]);
     let indicator_only_secs = t1.elapsed().as_secs_f64();
-    Ok(OpenCodeRate {
-        messages,
-        human_turns,
-        check_secs,
-        indicator_only_secs,
-    })
+    Ok(OpenCodeRate { messages, human_turns, check_secs, indicator_only_secs })
 }
 
 /// Run everything and format a report.
@@ -284,10 +252,5 @@ pub fn run(mib: u64, opencode_messages: usize) -> Result<String, String> {
 
 /// Marker helper for callers that want a byte offset marker (tests, tools).
 pub fn offset_marker(offset: u64) -> String {
-    JsonlMarker {
-        offset,
-        humans: Some(0),
-        ..JsonlMarker::default()
-    }
-    .to_json()
+    JsonlMarker { offset, humans: Some(0), ..JsonlMarker::default() }.to_json()
 }

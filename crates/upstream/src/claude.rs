@@ -4,9 +4,7 @@ use crate::json_stream::text_of;
 use crate::jsonl::{self, RowClassifier, Verdict};
 use crate::text::NormText;
 use crate::time::json_ts_ms;
-use crate::{
-    Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink,
-};
+use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -53,11 +51,7 @@ fn flag(v: &Value, k: &str) -> bool {
 }
 
 fn human_text(t: NormText) -> Option<NormText> {
-    if t.is_empty() || NOT_HUMAN_PREFIXES.iter().any(|p| t.starts_with(p)) {
-        None
-    } else {
-        Some(t)
-    }
+    if t.is_empty() || NOT_HUMAN_PREFIXES.iter().any(|p| t.starts_with(p)) { None } else { Some(t) }
 }
 
 /// Classify one Claude row. Returns the normalised human text, if the row is a direct human turn.
@@ -128,9 +122,7 @@ pub fn classify_row(row: &Value) -> Option<NormText> {
             {
                 return None;
             }
-            if let Some(kind) = a
-                .pointer("/origin/kind")
-                .or_else(|| row.pointer("/origin/kind"))
+            if let Some(kind) = a.pointer("/origin/kind").or_else(|| row.pointer("/origin/kind"))
                 && kind.as_str() != Some("human")
             {
                 return None;
@@ -234,10 +226,8 @@ pub fn entry_for(path: &Path) -> Option<CatalogEntry> {
                 }
                 _ => {
                     if first_prompt.is_none() && classify_row(r).is_some() {
-                        first_prompt = r
-                            .pointer("/message/content")
-                            .and_then(Value::as_str)
-                            .and_then(crate::title_of);
+                        first_prompt =
+                            r.pointer("/message/content").and_then(Value::as_str).and_then(crate::title_of);
                     }
                 }
             }
@@ -266,12 +256,8 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         catalog: CatalogId::Claude,
         thread: thread_id.to_string(),
     })?;
-    let marker = jsonl::baseline(&file, &mut ClaudeClassifier::default()).map_err(|e| {
-        UpstreamError::Io {
-            path: file.clone(),
-            source: e,
-        }
-    })?;
+    let marker = jsonl::baseline(&file, &mut ClaudeClassifier::default())
+        .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?;
     Ok(Adoption {
         entry,
         link: UpstreamLink {
@@ -287,10 +273,5 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad claude reference".into());
     };
-    jsonl::check_file(
-        &path,
-        probe.marker_json,
-        probe.own_recent_user_texts,
-        &mut ClaudeClassifier::default(),
-    )
+    jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut ClaudeClassifier::default())
 }

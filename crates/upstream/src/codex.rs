@@ -10,9 +10,7 @@ use crate::json_stream::text_of;
 use crate::jsonl::{self, RowClassifier, Verdict};
 use crate::text::NormText;
 use crate::time::{json_ts_ms, parse_rfc3339_ms};
-use crate::{
-    Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink,
-};
+use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -65,10 +63,7 @@ pub fn classify_row(row: &Value) -> CodexRow {
         return CodexRow::Other;
     };
     let pty = p.get("type").and_then(Value::as_str);
-    let line_ts = row
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .and_then(parse_rfc3339_ms);
+    let line_ts = row.get("timestamp").and_then(Value::as_str).and_then(parse_rfc3339_ms);
     match (ty, pty) {
         (Some("event_msg"), Some("task_started" | "turn_started")) => {
             match p.get("turn_id").and_then(Value::as_str) {
@@ -151,16 +146,10 @@ impl RowClassifier for CodexClassifier {
                 if truncated {
                     return Verdict::Ignore;
                 }
-                let kind = if item {
-                    Kind::ItemCompleted
-                } else {
-                    Kind::UserMessage
-                };
+                let kind = if item { Kind::ItemCompleted } else { Kind::UserMessage };
                 // The same prompt recorded by the other event kind in this turn: count once.
-                if let Some(i) = self
-                    .recent
-                    .iter()
-                    .position(|(k, l, h)| *k != kind && *l == t.len && *h == t.hash)
+                if let Some(i) =
+                    self.recent.iter().position(|(k, l, h)| *k != kind && *l == t.len && *h == t.hash)
                 {
                     self.recent.remove(i);
                     return Verdict::Ignore;
@@ -178,10 +167,7 @@ impl RowClassifier for CodexClassifier {
 
     fn load(&mut self, m: &Map<String, Value>) {
         self.turn_id = m.get("turnId").and_then(Value::as_str).map(str::to_string);
-        self.turn_count = m
-            .get("userMessageCount")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        self.turn_count = m.get("userMessageCount").and_then(Value::as_u64).unwrap_or(0);
         self.recent = m
             .get("recent")
             .and_then(Value::as_array)
@@ -235,9 +221,7 @@ impl RowClassifier for CodexClassifier {
 /// Thread id from a rollout file name (`rollout-<time>-<uuid>.jsonl[.zst]`).
 pub fn thread_id_of(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_str()?;
-    let stem = name
-        .strip_suffix(".jsonl.zst")
-        .or_else(|| name.strip_suffix(".jsonl"))?;
+    let stem = name.strip_suffix(".jsonl.zst").or_else(|| name.strip_suffix(".jsonl"))?;
     if !stem.starts_with("rollout-") || stem.len() < 36 {
         return None;
     }
@@ -268,14 +252,9 @@ pub fn list_files(homes: &Homes) -> Vec<PathBuf> {
     walk_rollouts(&home.join("sessions"), 0, &mut out);
     walk_rollouts(&home.join("archived_sessions"), 3, &mut out);
     // Prefer the plain file when both forms exist.
-    let plain: std::collections::HashSet<PathBuf> = out
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .cloned()
-        .collect();
-    out.retain(|p| {
-        p.extension().is_none_or(|e| e != "zst") || !plain.contains(&p.with_extension(""))
-    });
+    let plain: std::collections::HashSet<PathBuf> =
+        out.iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")).cloned().collect();
+    out.retain(|p| p.extension().is_none_or(|e| e != "zst") || !plain.contains(&p.with_extension("")));
     out
 }
 
@@ -285,10 +264,8 @@ pub fn thread_names(homes: &Homes) -> HashMap<String, String> {
     let path = homes.codex_dir().join("session_index.jsonl");
     let _ = jsonl::for_each_row(&path, 16 * 1024 * 1024, &mut |row| {
         if let Some(r) = row
-            && let (Some(id), Some(n)) = (
-                r.get("id").and_then(Value::as_str),
-                r.get("thread_name").and_then(Value::as_str),
-            )
+            && let (Some(id), Some(n)) =
+                (r.get("id").and_then(Value::as_str), r.get("thread_name").and_then(Value::as_str))
         {
             names.insert(id.to_string(), n.to_string());
         }
@@ -329,10 +306,7 @@ pub fn entry_for(path: &Path, names: &HashMap<String, String>) -> Option<Catalog
     }
     Some(CatalogEntry {
         catalog_id: CatalogId::Codex,
-        title: names
-            .get(&id)
-            .and_then(|n| crate::title_of(n))
-            .or(first_prompt),
+        title: names.get(&id).and_then(|n| crate::title_of(n)).or(first_prompt),
         thread_id: id,
         cwd,
         updated_at_ms: crate::mtime_ms(path),
@@ -341,10 +315,7 @@ pub fn entry_for(path: &Path, names: &HashMap<String, String>) -> Option<Catalog
 }
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
-    let not_found = || UpstreamError::NotFound {
-        catalog: CatalogId::Codex,
-        thread: thread_id.to_string(),
-    };
+    let not_found = || UpstreamError::NotFound { catalog: CatalogId::Codex, thread: thread_id.to_string() };
     let file = list_files(homes)
         .into_iter()
         .find(|f| thread_id_of(f).as_deref() == Some(thread_id))
@@ -357,16 +328,10 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         file
     };
     let marker = if file.is_file() {
-        jsonl::baseline(&file, &mut CodexClassifier::default()).map_err(|e| UpstreamError::Io {
-            path: file.clone(),
-            source: e,
-        })?
+        jsonl::baseline(&file, &mut CodexClassifier::default())
+            .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?
     } else {
-        jsonl::JsonlMarker {
-            offset: 0,
-            humans: None,
-            ..Default::default()
-        }
+        jsonl::JsonlMarker { offset: 0, humans: None, ..Default::default() }
     };
     Ok(Adoption {
         entry,
@@ -390,10 +355,7 @@ fn relocations(reference: &Value, path: &Path) -> Vec<PathBuf> {
     let mut zst = path.as_os_str().to_owned();
     zst.push(".zst");
     v.push(PathBuf::from(zst));
-    if let (Some(home), Some(name)) = (
-        reference.get("codexHome").and_then(Value::as_str),
-        path.file_name(),
-    ) {
+    if let (Some(home), Some(name)) = (reference.get("codexHome").and_then(Value::as_str), path.file_name()) {
         let archived = Path::new(home).join("archived_sessions").join(name);
         let mut az = archived.as_os_str().to_owned();
         az.push(".zst");
@@ -411,12 +373,7 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
         return CheckOutcome::Inconclusive("bad codex reference".into());
     };
     let mut cls = CodexClassifier::default();
-    match jsonl::check_file(
-        &path,
-        probe.marker_json,
-        probe.own_recent_user_texts,
-        &mut cls,
-    ) {
+    match jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut cls) {
         CheckOutcome::Missing => {
             // Compressed or archived rollouts are not missing.
             for alt in relocations(&reference, &path) {
@@ -428,12 +385,7 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
                         ));
                     }
                 } else if alt.is_file() {
-                    return jsonl::check_file(
-                        &alt,
-                        probe.marker_json,
-                        probe.own_recent_user_texts,
-                        &mut cls,
-                    );
+                    return jsonl::check_file(&alt, probe.marker_json, probe.own_recent_user_texts, &mut cls);
                 }
             }
             CheckOutcome::Missing

@@ -32,11 +32,7 @@ pub struct StreamLimits {
 
 impl Default for StreamLimits {
     fn default() -> Self {
-        StreamLimits {
-            string_cap: 16 * 1024,
-            retained_bytes: 1024 * 1024,
-            retained_nodes: 100_000,
-        }
+        StreamLimits { string_cap: 16 * 1024, retained_bytes: 1024 * 1024, retained_nodes: 100_000 }
     }
 }
 
@@ -44,11 +40,7 @@ impl Default for StreamLimits {
 #[derive(Debug)]
 pub enum StreamedRow {
     /// The row is complete; `len` counts its bytes including the terminating `\n`.
-    Row {
-        value: Option<Value>,
-        truncated: bool,
-        len: u64,
-    },
+    Row { value: Option<Value>, truncated: bool, len: u64 },
     /// End of data before the row's newline: the row is not complete yet.
     Partial,
 }
@@ -142,25 +134,10 @@ impl Budget {
 
 /// Stream one row starting at the reader's position.
 pub fn stream_row<R: Read>(r: R, lim: StreamLimits) -> io::Result<StreamedRow> {
-    let mut src = Src {
-        r,
-        buf: vec![0u8; 64 * 1024],
-        pos: 0,
-        end: 0,
-        consumed: 0,
-    };
-    let mut budget = Budget {
-        lim,
-        bytes: 0,
-        nodes: 0,
-        truncated: false,
-    };
+    let mut src = Src { r, buf: vec![0u8; 64 * 1024], pos: 0, end: 0, consumed: 0 };
+    let mut budget = Budget { lim, bytes: 0, nodes: 0, truncated: false };
     match parse_row(&mut src, &mut budget) {
-        Ok(v) => Ok(StreamedRow::Row {
-            value: Some(v),
-            truncated: budget.truncated,
-            len: src.consumed,
-        }),
+        Ok(v) => Ok(StreamedRow::Row { value: Some(v), truncated: budget.truncated, len: src.consumed }),
         Err(Stop::Io(e)) => Err(e),
         Err(Stop::Eof) => Ok(StreamedRow::Partial),
         Err(Stop::Invalid { at_newline }) => {
@@ -174,19 +151,13 @@ pub fn stream_row<R: Read>(r: R, lim: StreamLimits) -> io::Result<StreamedRow> {
                     }
                 }
             }
-            Ok(StreamedRow::Row {
-                value: None,
-                truncated: false,
-                len: src.consumed,
-            })
+            Ok(StreamedRow::Row { value: None, truncated: false, len: src.consumed })
         }
     }
 }
 
 fn invalid(b: u8) -> Stop {
-    Stop::Invalid {
-        at_newline: b == b'\n',
-    }
+    Stop::Invalid { at_newline: b == b'\n' }
 }
 
 fn skip_ws<R: Read>(src: &mut Src<R>) -> Result<u8, Stop> {
@@ -270,9 +241,7 @@ fn parse_value<R: Read>(src: &mut Src<R>, budget: &mut Budget, first: u8) -> Res
                             break;
                         }
                         b']' => {
-                            let Some(Frame::Arr(items)) = stack.pop() else {
-                                unreachable!()
-                            };
+                            let Some(Frame::Arr(items)) = stack.pop() else { unreachable!() };
                             value = Value::Array(items);
                         }
                         c => return Err(invalid(c)),
@@ -296,9 +265,7 @@ fn parse_value<R: Read>(src: &mut Src<R>, budget: &mut Budget, first: u8) -> Res
                             break;
                         }
                         b'}' => {
-                            let Some(Frame::Obj(map, _)) = stack.pop() else {
-                                unreachable!()
-                            };
+                            let Some(Frame::Obj(map, _)) = stack.pop() else { unreachable!() };
                             value = Value::Object(map);
                         }
                         c => return Err(invalid(c)),

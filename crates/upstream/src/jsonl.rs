@@ -69,10 +69,7 @@ impl JsonlMarker {
     pub fn parse(s: &str) -> Option<JsonlMarker> {
         let v: Value = serde_json::from_str(s).ok()?;
         let m = v.as_object()?;
-        let offset = m
-            .get("offset")
-            .or_else(|| m.get("size"))
-            .and_then(Value::as_u64)?;
+        let offset = m.get("offset").or_else(|| m.get("size")).and_then(Value::as_u64)?;
         let mut extra = m.clone();
         for k in ["offset", "size", "humans", "floor", "head"] {
             extra.remove(k);
@@ -167,11 +164,7 @@ pub fn scan_window(
         let line = &buf[pos..pos + i];
         let end = offset + (pos + i + 1) as u64;
         let relevant = may_matter(line);
-        let parsed: Option<Value> = if relevant {
-            serde_json::from_slice(line).ok()
-        } else {
-            None
-        };
+        let parsed: Option<Value> = if relevant { serde_json::from_slice(line).ok() } else { None };
         let value_holder;
         let value = if !relevant {
             // Not relevant: hand the classifier a cheap placeholder object.
@@ -180,11 +173,7 @@ pub fn scan_window(
         } else {
             parsed.as_ref()
         };
-        if !visit(Row {
-            value,
-            truncated: false,
-            end,
-        }) {
+        if !visit(Row { value, truncated: false, end }) {
             return Ok(classified);
         }
         classified = end;
@@ -196,17 +185,9 @@ pub fn scan_window(
         let reader = (&mut *file).take(size - offset);
         match stream_row(reader, StreamLimits::default())? {
             StreamedRow::Partial => {}
-            StreamedRow::Row {
-                value,
-                truncated,
-                len,
-            } => {
+            StreamedRow::Row { value, truncated, len } => {
                 let end = offset + len;
-                if visit(Row {
-                    value: value.as_ref(),
-                    truncated,
-                    end,
-                }) {
+                if visit(Row { value: value.as_ref(), truncated, end }) {
                     classified = end;
                 }
             }
@@ -238,11 +219,7 @@ pub fn classify_window(
     cls: &mut dyn RowClassifier,
     own: &OwnTexts,
 ) -> io::Result<ScanTally> {
-    let mut tally = ScanTally {
-        end: offset,
-        humans: humans_before,
-        ..ScanTally::default()
-    };
+    let mut tally = ScanTally { end: offset, humans: humans_before, ..ScanTally::default() };
     let end = {
         let cls_cell = std::cell::RefCell::new(&mut *cls);
         let may = |l: &[u8]| cls_cell.borrow().may_matter(l);
@@ -332,13 +309,7 @@ pub fn check_file_with_window(
                 Ok(e) => e,
                 Err(e) => return io_outcome(&e, path),
             };
-            let next = JsonlMarker {
-                offset: end,
-                humans: None,
-                floor: 0,
-                head,
-                extra: Map::new(),
-            };
+            let next = JsonlMarker { offset: end, humans: None, floor: 0, head, extra: Map::new() };
             return CheckOutcome::Activity {
                 human_turns: 0,
                 next_marker_json: next.to_json(),
@@ -360,30 +331,19 @@ pub fn check_file_with_window(
     cls.load(&marker.extra);
     let own = OwnTexts::new(own_texts);
     let humans_before = marker.humans.unwrap_or(0);
-    let tally = match classify_window(
-        &mut file,
-        size,
-        marker.offset,
-        humans_before,
-        marker.floor,
-        window,
-        cls,
-        &own,
-    ) {
-        Ok(t) => t,
-        Err(e) => return io_outcome(&e, path),
-    };
+    let tally =
+        match classify_window(&mut file, size, marker.offset, humans_before, marker.floor, window, cls, &own)
+        {
+            Ok(t) => t,
+            Err(e) => return io_outcome(&e, path),
+        };
     if tally.end == marker.offset && !rewritten {
         return CheckOutcome::NoChange;
     }
     let mut next = JsonlMarker {
         offset: tally.end,
         humans: marker.humans.map(|_| tally.humans),
-        floor: if tally.humans >= marker.floor {
-            0
-        } else {
-            marker.floor
-        },
+        floor: if tally.humans >= marker.floor { 0 } else { marker.floor },
         head: head.or(marker.head),
         extra: Map::new(),
     };
@@ -391,11 +351,7 @@ pub fn check_file_with_window(
         next.floor = 0;
     }
     cls.save(&mut next.extra);
-    let occurred = if tally.counted > 0 {
-        tally.max_ts.or_else(|| mtime_ms(&meta))
-    } else {
-        None
-    };
+    let occurred = if tally.counted > 0 { tally.max_ts.or_else(|| mtime_ms(&meta)) } else { None };
     CheckOutcome::Activity {
         human_turns: tally.counted,
         dedupe_id: cls.dedupe_id(tally.end, tally.humans),
@@ -440,13 +396,7 @@ pub fn baseline(path: &Path, cls: &mut dyn RowClassifier) -> io::Result<JsonlMar
         }
         offset = t.end;
     }
-    let mut m = JsonlMarker {
-        offset: end,
-        humans: Some(humans),
-        floor: 0,
-        head,
-        extra: Map::new(),
-    };
+    let mut m = JsonlMarker { offset: end, humans: Some(humans), floor: 0, head, extra: Map::new() };
     if offset < end {
         // Rows after a stop point are not classifiable; the cursor stays at the stop point.
         m.offset = offset;

@@ -29,12 +29,7 @@ pub enum CatalogId {
 }
 
 impl CatalogId {
-    pub const ALL: [CatalogId; 4] = [
-        CatalogId::Claude,
-        CatalogId::Codex,
-        CatalogId::OpenCode,
-        CatalogId::Pi,
-    ];
+    pub const ALL: [CatalogId; 4] = [CatalogId::Claude, CatalogId::Codex, CatalogId::OpenCode, CatalogId::Pi];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -91,18 +86,13 @@ pub struct Homes {
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 impl Homes {
     /// Homes rooted at `home` with no overrides.
     pub fn with_home(home: impl Into<PathBuf>) -> Homes {
-        Homes {
-            home: home.into(),
-            ..Homes::default()
-        }
+        Homes { home: home.into(), ..Homes::default() }
     }
 
     /// Read `HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_DATA_HOME`, `OPENCODE_DB`,
@@ -235,12 +225,7 @@ pub enum CheckOutcome {
     NoChange,
     /// New rows were classified. `human_turns` may be 0 (then only advance the marker).
     /// Record the event first, then store `next_marker_json`.
-    Activity {
-        human_turns: u32,
-        next_marker_json: String,
-        occurred_at_ms: Option<i64>,
-        dedupe_id: String,
-    },
+    Activity { human_turns: u32, next_marker_json: String, occurred_at_ms: Option<i64>, dedupe_id: String },
     /// The source is definitively gone (ENOENT, not a regular file, thread row absent).
     Missing,
     /// Could not tell (read error, permission, busy database, bad reference). Never evidence of
@@ -308,16 +293,10 @@ pub fn discover(homes: &Homes, progress: &mut dyn FnMut(usize, usize)) -> Vec<Ca
 }
 
 /// Find a native session and build its link with a baseline marker at the current end.
-pub fn adopt(
-    homes: &Homes,
-    catalog_id: CatalogId,
-    thread_id: &str,
-) -> Result<Adoption, UpstreamError> {
+pub fn adopt(homes: &Homes, catalog_id: CatalogId, thread_id: &str) -> Result<Adoption, UpstreamError> {
     if thread_id.is_empty()
         || thread_id.len() > 256
-        || !thread_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+        || !thread_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
     {
         return Err(UpstreamError::InvalidThreadId(thread_id.to_string()));
     }

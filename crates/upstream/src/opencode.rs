@@ -7,9 +7,7 @@
 //! column is used instead.
 
 use crate::text::{NormText, OwnTexts};
-use crate::{
-    Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink,
-};
+use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -29,11 +27,9 @@ pub fn open_ro(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1",
-        [name],
-        |r| r.get::<_, i64>(0),
-    )
+    conn.query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1", [name], |r| {
+        r.get::<_, i64>(0)
+    })
     .map(|n| n > 0)
 }
 
@@ -61,9 +57,7 @@ fn is_true(p: &Value, k: &str) -> bool {
 }
 
 fn compaction_continue(p: &Value) -> bool {
-    p.pointer("/metadata/compaction_continue")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
+    p.pointer("/metadata/compaction_continue").and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// Remove `[start, end)` (UTF-16 code units, as OpenCode's JavaScript writes them) if the slice
@@ -179,10 +173,7 @@ impl Marker {
         let v: Value = serde_json::from_str(s).ok()?;
         Some(Marker {
             seq: v.get("seq")?.as_i64()?,
-            last_human_message_id: v
-                .get("lastHumanMessageId")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            last_human_message_id: v.get("lastHumanMessageId").and_then(Value::as_str).map(str::to_string),
             v2_seq: v.get("v2Seq").and_then(Value::as_i64),
         })
     }
@@ -206,10 +197,8 @@ pub struct Classified {
 
 /// Classify messages (sorted by (created, id)) newer than `last_human`.
 pub fn classify_messages(msgs: &[Message], last_human: Option<&str>, own: &OwnTexts) -> Classified {
-    let mut out = Classified {
-        last_human_message_id: last_human.map(str::to_string),
-        ..Classified::default()
-    };
+    let mut out =
+        Classified { last_human_message_id: last_human.map(str::to_string), ..Classified::default() };
     let mut previous: Vec<Vec<NormText>> = Vec::new();
     for m in msgs {
         if m.role() != Some("user") {
@@ -224,11 +213,7 @@ pub fn classify_messages(msgs: &[Message], last_human: Option<&str>, own: &OwnTe
             let replay = previous[start..]
                 .iter()
                 .any(|texts| texts.iter().any(|p| p.len == t.len && p.hash == t.hash));
-            if out
-                .last_human_message_id
-                .as_deref()
-                .is_none_or(|l| m.id.as_str() > l)
-            {
+            if out.last_human_message_id.as_deref().is_none_or(|l| m.id.as_str() > l) {
                 out.last_human_message_id = Some(m.id.clone());
             }
             if !replay && own.is_external(&t) {
@@ -258,26 +243,17 @@ pub fn load_messages(conn: &Connection, session: &str) -> rusqlite::Result<Vec<M
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let idx: HashMap<String, usize> = msgs
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (m.id.clone(), i))
-        .collect();
-    let mut pstmt = conn.prepare_cached(
-        "SELECT message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id",
-    )?;
-    let rows = pstmt.query_map([session], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })?;
+    let idx: HashMap<String, usize> = msgs.iter().enumerate().map(|(i, m)| (m.id.clone(), i)).collect();
+    let mut pstmt = conn
+        .prepare_cached("SELECT message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id")?;
+    let rows = pstmt.query_map([session], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
     for row in rows {
         let (mid, data) = row?;
         if let Some(&i) = idx.get(&mid)
             && msgs[i].role() == Some("user")
         {
             // Only user messages are classified; assistant parts are never needed.
-            msgs[i]
-                .parts
-                .push(serde_json::from_str(&data).unwrap_or(Value::Null));
+            msgs[i].parts.push(serde_json::from_str(&data).unwrap_or(Value::Null));
         }
     }
     Ok(msgs)
@@ -301,11 +277,7 @@ fn v2_rows(
         return Ok(None);
     }
     let any: Option<i64> = conn
-        .query_row(
-            "SELECT max(seq) FROM session_message WHERE session_id = ?1",
-            [session],
-            |r| r.get(0),
-        )
+        .query_row("SELECT max(seq) FROM session_message WHERE session_id = ?1", [session], |r| r.get(0))
         .optional()?
         .flatten();
     if any.is_none() {
@@ -315,13 +287,7 @@ fn v2_rows(
         "SELECT id, type, seq, time_created, data FROM session_message \
          WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
     )?;
-    let mut t = V2Tally {
-        counted: 0,
-        max_seq: any,
-        last_user: None,
-        last_counted: None,
-        max_created: None,
-    };
+    let mut t = V2Tally { counted: 0, max_seq: any, last_user: None, last_counted: None, max_created: None };
     let rows = stmt.query_map(params![session, after], |r| {
         Ok((
             r.get::<_, String>(0)?,
@@ -379,10 +345,7 @@ fn indicators(conn: &Connection, ids: &[String]) -> rusqlite::Result<HashMap<Str
         };
         let mut stmt = conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(chunk.iter()), |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-            ))
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
         })?;
         for row in rows {
             let (id, seq) = row?;
@@ -406,20 +369,12 @@ pub fn check_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
         Ok(c) => c,
         Err(e) => {
             let msg = format!("open {}: {e}", db_path.display());
-            return probes
-                .iter()
-                .map(|_| CheckOutcome::Inconclusive(msg.clone()))
-                .collect();
+            return probes.iter().map(|_| CheckOutcome::Inconclusive(msg.clone())).collect();
         }
     };
     let parsed: Vec<Option<(String, Marker)>> = probes
         .iter()
-        .map(|p| {
-            Some((
-                reference_thread(p.reference_json)?,
-                Marker::parse(p.marker_json)?,
-            ))
-        })
+        .map(|p| Some((reference_thread(p.reference_json)?, Marker::parse(p.marker_json)?)))
         .collect();
     let ids: Vec<String> = parsed.iter().flatten().map(|(t, _)| t.clone()).collect();
     let seqs = match indicators(&conn, &ids) {
@@ -427,10 +382,7 @@ pub fn check_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
         Err(e) => {
             // A failed batch is not evidence of anything.
             let msg = format!("indicator query: {e}");
-            return probes
-                .iter()
-                .map(|_| CheckOutcome::Inconclusive(msg.clone()))
-                .collect();
+            return probes.iter().map(|_| CheckOutcome::Inconclusive(msg.clone())).collect();
         }
     };
     parsed
@@ -448,10 +400,7 @@ pub fn check_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
             }
             if seq < marker.seq {
                 // A migration reset the sequence: re-baseline, report nothing.
-                let next = Marker {
-                    seq,
-                    ..marker.clone()
-                };
+                let next = Marker { seq, ..marker.clone() };
                 return CheckOutcome::Activity {
                     human_turns: 0,
                     next_marker_json: next.to_json(),
@@ -492,11 +441,7 @@ fn read_session(
         }
         let msgs = load_messages(conn, thread)?;
         let c = classify_messages(&msgs, marker.last_human_message_id.as_deref(), own);
-        let next = Marker {
-            seq,
-            last_human_message_id: c.last_human_message_id,
-            v2_seq: marker.v2_seq,
-        };
+        let next = Marker { seq, last_human_message_id: c.last_human_message_id, v2_seq: marker.v2_seq };
         Ok(CheckOutcome::Activity {
             human_turns: c.counted,
             occurred_at_ms: c.max_created,
@@ -510,10 +455,7 @@ fn read_session(
 
 /// Catalog entries (top-level sessions only; child sessions carry agent-written prompts).
 pub fn list_sessions(db: &Path) -> Result<Vec<CatalogEntry>, UpstreamError> {
-    let err = |e: rusqlite::Error| UpstreamError::Sqlite {
-        path: db.to_path_buf(),
-        message: e.to_string(),
-    };
+    let err = |e: rusqlite::Error| UpstreamError::Sqlite { path: db.to_path_buf(), message: e.to_string() };
     let conn = open_ro(db).map_err(err)?;
     let mut stmt = conn
         .prepare(
@@ -526,9 +468,7 @@ pub fn list_sessions(db: &Path) -> Result<Vec<CatalogEntry>, UpstreamError> {
             Ok(CatalogEntry {
                 catalog_id: CatalogId::OpenCode,
                 thread_id: r.get(0)?,
-                title: r
-                    .get::<_, Option<String>>(1)?
-                    .and_then(|t| crate::title_of(&t)),
+                title: r.get::<_, Option<String>>(1)?.and_then(|t| crate::title_of(&t)),
                 cwd: r.get(2)?,
                 updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
                 location: db.to_string_lossy().into_owned(),
@@ -540,53 +480,34 @@ pub fn list_sessions(db: &Path) -> Result<Vec<CatalogEntry>, UpstreamError> {
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
     let db = homes.opencode_db_path();
-    let not_found = || UpstreamError::NotFound {
-        catalog: CatalogId::OpenCode,
-        thread: thread_id.to_string(),
-    };
+    let not_found =
+        || UpstreamError::NotFound { catalog: CatalogId::OpenCode, thread: thread_id.to_string() };
     if !db.is_file() {
         return Err(not_found());
     }
-    let err = |e: rusqlite::Error| UpstreamError::Sqlite {
-        path: db.clone(),
-        message: e.to_string(),
-    };
+    let err = |e: rusqlite::Error| UpstreamError::Sqlite { path: db.clone(), message: e.to_string() };
     let conn = open_ro(&db).map_err(err)?;
     let seqs = indicators(&conn, &[thread_id.to_string()]).map_err(err)?;
     let seq = *seqs.get(thread_id).ok_or_else(not_found)?;
     let entry: CatalogEntry = conn
-        .query_row(
-            "SELECT id, title, directory, time_updated FROM session WHERE id = ?1",
-            [thread_id],
-            |r| {
-                Ok(CatalogEntry {
-                    catalog_id: CatalogId::OpenCode,
-                    thread_id: r.get(0)?,
-                    title: r
-                        .get::<_, Option<String>>(1)?
-                        .and_then(|t| crate::title_of(&t)),
-                    cwd: r.get(2)?,
-                    updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                    location: db.to_string_lossy().into_owned(),
-                })
-            },
-        )
+        .query_row("SELECT id, title, directory, time_updated FROM session WHERE id = ?1", [thread_id], |r| {
+            Ok(CatalogEntry {
+                catalog_id: CatalogId::OpenCode,
+                thread_id: r.get(0)?,
+                title: r.get::<_, Option<String>>(1)?.and_then(|t| crate::title_of(&t)),
+                cwd: r.get(2)?,
+                updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                location: db.to_string_lossy().into_owned(),
+            })
+        })
         .map_err(err)?;
     let own = OwnTexts::default();
     let marker = match v2_rows(&conn, thread_id, 0, &own).map_err(err)? {
-        Some(v2) => Marker {
-            seq,
-            last_human_message_id: v2.last_user,
-            v2_seq: v2.max_seq,
-        },
+        Some(v2) => Marker { seq, last_human_message_id: v2.last_user, v2_seq: v2.max_seq },
         None => {
             let msgs = load_messages(&conn, thread_id).map_err(err)?;
             let c = classify_messages(&msgs, None, &own);
-            Marker {
-                seq,
-                last_human_message_id: c.last_human_message_id,
-                v2_seq: None,
-            }
+            Marker { seq, last_human_message_id: c.last_human_message_id, v2_seq: None }
         }
     };
     Ok(Adoption {
@@ -594,8 +515,7 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         link: UpstreamLink {
             catalog_id: CatalogId::OpenCode,
             upstream_kind: CatalogId::OpenCode.upstream_kind(),
-            reference_json: json!({ "dbPath": db.to_string_lossy(), "threadId": thread_id })
-                .to_string(),
+            reference_json: json!({ "dbPath": db.to_string_lossy(), "threadId": thread_id }).to_string(),
             marker_json: marker.to_json(),
         },
     })

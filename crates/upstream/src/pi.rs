@@ -8,9 +8,7 @@ use crate::json_stream::text_of;
 use crate::jsonl::{self, RowClassifier, Verdict};
 use crate::text::NormText;
 use crate::time::json_ts_ms;
-use crate::{
-    Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink,
-};
+use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -155,10 +153,7 @@ pub fn entry_for(path: &Path) -> Option<CatalogEntry> {
 }
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
-    let not_found = || UpstreamError::NotFound {
-        catalog: CatalogId::Pi,
-        thread: thread_id.to_string(),
-    };
+    let not_found = || UpstreamError::NotFound { catalog: CatalogId::Pi, thread: thread_id.to_string() };
     let files = list_files(homes);
     // Fast path: the id is the file name's tail; otherwise read headers (capped).
     let file = files
@@ -166,19 +161,13 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         .find(|f| id_from_name(f).as_deref() == Some(thread_id))
         .cloned()
         .or_else(|| {
-            files
-                .iter()
-                .take(10_000)
-                .find(|f| header(f).is_some_and(|(id, _, _)| id == thread_id))
-                .cloned()
+            files.iter().take(10_000).find(|f| header(f).is_some_and(|(id, _, _)| id == thread_id)).cloned()
         })
         .ok_or_else(not_found)?;
     let entry = entry_for(&file).ok_or_else(not_found)?;
     let version = header(&file).map(|h| h.1).unwrap_or(1);
-    let marker = jsonl::baseline(&file, &mut PiClassifier).map_err(|e| UpstreamError::Io {
-        path: file.clone(),
-        source: e,
-    })?;
+    let marker = jsonl::baseline(&file, &mut PiClassifier)
+        .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?;
     Ok(Adoption {
         entry,
         link: UpstreamLink {
@@ -198,10 +187,5 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad pi reference".into());
     };
-    jsonl::check_file(
-        &path,
-        probe.marker_json,
-        probe.own_recent_user_texts,
-        &mut PiClassifier,
-    )
+    jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut PiClassifier)
 }

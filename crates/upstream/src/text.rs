@@ -80,10 +80,7 @@ impl NormText {
     /// Join normalised texts with one space, skipping empty ones (what normalising the texts
     /// joined by any whitespace gives).
     pub fn join<'a>(parts: impl IntoIterator<Item = &'a NormText>) -> NormText {
-        let mut acc = NormText {
-            complete: true,
-            ..NormText::default()
-        };
+        let mut acc = NormText { complete: true, ..NormText::default() };
         for p in parts {
             if p.is_empty() {
                 continue;
@@ -129,10 +126,7 @@ pub struct Normalizer {
 impl Default for Normalizer {
     fn default() -> Self {
         Normalizer {
-            out: NormText {
-                complete: true,
-                ..NormText::default()
-            },
+            out: NormText { complete: true, ..NormText::default() },
             prefix_chars: 0,
             pending_ws: false,
         }
@@ -184,19 +178,11 @@ pub struct OwnTexts {
 
 impl OwnTexts {
     pub fn new(texts: &[String]) -> OwnTexts {
-        OwnTexts {
-            digests: texts
-                .iter()
-                .map(|t| NormText::of(t))
-                .filter(|d| !d.is_empty())
-                .collect(),
-        }
+        OwnTexts { digests: texts.iter().map(|t| NormText::of(t)).filter(|d| !d.is_empty()).collect() }
     }
 
     pub fn contains(&self, t: &NormText) -> bool {
-        self.digests
-            .iter()
-            .any(|d| d.len == t.len && d.hash == t.hash)
+        self.digests.iter().any(|d| d.len == t.len && d.hash == t.hash)
     }
 
     /// A candidate is external (human) iff its normalised text is not one of ours.

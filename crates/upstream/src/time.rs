@@ -71,9 +71,7 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
 /// A JSON timestamp: a number is milliseconds as-is; a string is parsed as a date first.
 pub fn json_ts_ms(v: Option<&Value>) -> Option<i64> {
     match v? {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
         Value::String(s) => parse_rfc3339_ms(s),
         _ => None,
     }

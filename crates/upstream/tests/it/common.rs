@@ -31,27 +31,13 @@ pub fn fixture_home(cli: &str) -> (tempfile::TempDir, Homes) {
 }
 
 /// Run ticks until nothing changes; returns (turns, final marker, ticks).
-pub fn drain(
-    cat: CatalogId,
-    reference: &str,
-    marker: &str,
-    own: &[String],
-) -> (u32, String, usize) {
+pub fn drain(cat: CatalogId, reference: &str, marker: &str, own: &[String]) -> (u32, String, usize) {
     let mut marker = marker.to_string();
     let mut turns = 0;
     for ticks in 0..100_000 {
-        let probe = Probe {
-            reference_json: reference,
-            marker_json: &marker,
-            own_recent_user_texts: own,
-        };
+        let probe = Probe { reference_json: reference, marker_json: &marker, own_recent_user_texts: own };
         match check(cat, &probe) {
-            CheckOutcome::Activity {
-                human_turns,
-                next_marker_json,
-                occurred_at_ms,
-                ..
-            } => {
+            CheckOutcome::Activity { human_turns, next_marker_json, occurred_at_ms, .. } => {
                 if human_turns > 0 {
                     assert!(occurred_at_ms.is_some(), "activity without a time");
                 }
@@ -80,11 +66,7 @@ pub fn file_ref(path: &Path) -> String {
 
 pub fn append(path: &Path, s: &str) {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path).unwrap();
     f.write_all(s.as_bytes()).unwrap();
 }
 

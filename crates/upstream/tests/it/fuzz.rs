@@ -18,9 +18,13 @@ fn chunk() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         prop::collection::vec(any::<u8>(), 0..64),
         Just(b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n".to_vec()),
-        Just(b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"hi\"}}\n".to_vec()),
+        Just(
+            b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"hi\"}}\n".to_vec()
+        ),
         Just(b"{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n".to_vec()),
-        Just(b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_started\",\"turn_id\":\"t\"}}\n".to_vec()),
+        Just(
+            b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_started\",\"turn_id\":\"t\"}}\n".to_vec()
+        ),
         Just(b"\n".to_vec()),
         Just(b"\xff\xfe\n".to_vec()),
         Just(b"[1,2]\n".to_vec()),

@@ -9,35 +9,21 @@ use std::path::Path;
 const START: &str = r#"{"offset":0,"humans":0}"#;
 
 fn outcome(cat: CatalogId, reference: &str) -> CheckOutcome {
-    check(
-        cat,
-        &Probe {
-            reference_json: reference,
-            marker_json: START,
-            own_recent_user_texts: &[],
-        },
-    )
+    check(cat, &Probe { reference_json: reference, marker_json: START, own_recent_user_texts: &[] })
 }
 
 #[test]
 fn deleted_file_and_directory_are_missing() {
     for cat in [CatalogId::Claude, CatalogId::Pi, CatalogId::Codex] {
         let d = tempfile::tempdir().unwrap();
-        let p = d
-            .path()
-            .join("rollout-2026-04-02T09-20-00-0196f0a0-1111-7222-8333-444455556666.jsonl");
+        let p = d.path().join("rollout-2026-04-02T09-20-00-0196f0a0-1111-7222-8333-444455556666.jsonl");
         std::fs::write(&p, "{}\n").unwrap();
-        let r = json!({"filePath": p.to_string_lossy(), "codexHome": d.path().to_string_lossy()})
-            .to_string();
+        let r = json!({"filePath": p.to_string_lossy(), "codexHome": d.path().to_string_lossy()}).to_string();
         assert!(matches!(outcome(cat, &r), CheckOutcome::Activity { .. }));
         std::fs::remove_file(&p).unwrap();
         assert_eq!(outcome(cat, &r), CheckOutcome::Missing, "{cat}");
         std::fs::create_dir(&p).unwrap();
-        assert_eq!(
-            outcome(cat, &r),
-            CheckOutcome::Missing,
-            "{cat}: not a regular file"
-        );
+        assert_eq!(outcome(cat, &r), CheckOutcome::Missing, "{cat}: not a regular file");
         // A parent that is a file (ENOTDIR) is gone too.
         let under = d.path().join("file");
         std::fs::write(&under, "x").unwrap();
@@ -55,10 +41,7 @@ fn read_errors_are_inconclusive() {
     std::os::unix::fs::symlink(&b, &a).unwrap();
     std::os::unix::fs::symlink(&a, &b).unwrap();
     for cat in [CatalogId::Claude, CatalogId::Pi, CatalogId::Codex] {
-        assert!(
-            matches!(outcome(cat, &file_ref(&a)), CheckOutcome::Inconclusive(_)),
-            "{cat}"
-        );
+        assert!(matches!(outcome(cat, &file_ref(&a)), CheckOutcome::Inconclusive(_)), "{cat}");
     }
     let p = Path::new("/x");
     for kind in [
@@ -67,36 +50,20 @@ fn read_errors_are_inconclusive() {
         io::ErrorKind::Other,
         io::ErrorKind::InvalidData,
     ] {
-        assert!(
-            matches!(
-                io_outcome(&io::Error::from(kind), p),
-                CheckOutcome::Inconclusive(_)
-            ),
-            "{kind:?}"
-        );
+        assert!(matches!(io_outcome(&io::Error::from(kind), p), CheckOutcome::Inconclusive(_)), "{kind:?}");
     }
-    assert_eq!(
-        io_outcome(&io::Error::from(io::ErrorKind::NotFound), p),
-        CheckOutcome::Missing
-    );
+    assert_eq!(io_outcome(&io::Error::from(io::ErrorKind::NotFound), p), CheckOutcome::Missing);
     assert_eq!(
         io_outcome(&io::Error::from_raw_os_error(13), p),
         CheckOutcome::Inconclusive(format!("/x: {}", io::Error::from_raw_os_error(13)))
     );
     // Bad references and markers are inconclusive, never missing.
-    assert!(matches!(
-        outcome(CatalogId::Claude, "not json"),
-        CheckOutcome::Inconclusive(_)
-    ));
+    assert!(matches!(outcome(CatalogId::Claude, "not json"), CheckOutcome::Inconclusive(_)));
     let f = d.path().join("ok.jsonl");
     std::fs::write(&f, "{}\n").unwrap();
     let bad = check(
         CatalogId::Claude,
-        &Probe {
-            reference_json: &file_ref(&f),
-            marker_json: "{}",
-            own_recent_user_texts: &[],
-        },
+        &Probe { reference_json: &file_ref(&f), marker_json: "{}", own_recent_user_texts: &[] },
     );
     assert!(matches!(bad, CheckOutcome::Inconclusive(_)));
 }
@@ -108,14 +75,10 @@ fn codex_archived_or_compressed_rollouts_are_not_missing() {
     let live = d.path().join("sessions/2026/04/02");
     std::fs::create_dir_all(&live).unwrap();
     let p = live.join(name);
-    let r = json!({"filePath": p.to_string_lossy(), "codexHome": d.path().to_string_lossy()})
-        .to_string();
+    let r = json!({"filePath": p.to_string_lossy(), "codexHome": d.path().to_string_lossy()}).to_string();
     // Compressed in place.
     std::fs::write(format!("{}.zst", p.display()), b"\x28\xb5\x2f\xfd").unwrap();
-    assert!(matches!(
-        outcome(CatalogId::Codex, &r),
-        CheckOutcome::Inconclusive(_)
-    ));
+    assert!(matches!(outcome(CatalogId::Codex, &r), CheckOutcome::Inconclusive(_)));
     std::fs::remove_file(format!("{}.zst", p.display())).unwrap();
     // Archived: read from its new place.
     let arch = d.path().join("archived_sessions");
@@ -143,8 +106,5 @@ fn opencode_database_gone_is_missing() {
     assert_eq!(check(CatalogId::OpenCode, &p), CheckOutcome::Missing);
     // Not a database: inconclusive, not missing.
     std::fs::write(&db, b"garbage garbage garbage garbage").unwrap();
-    assert!(matches!(
-        check(CatalogId::OpenCode, &p),
-        CheckOutcome::Inconclusive(_)
-    ));
+    assert!(matches!(check(CatalogId::OpenCode, &p), CheckOutcome::Inconclusive(_)));
 }

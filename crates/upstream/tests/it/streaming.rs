@@ -22,9 +22,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(|f| json!(f)),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
         any::<String>().prop_map(Value::String),
     ];
     leaf.prop_recursive(5, 64, 8, |inner| {
@@ -84,57 +82,27 @@ proptest! {
 #[test]
 fn partial_and_garbage_rows() {
     assert!(matches!(stream(b"{\"a\":1", big()), StreamedRow::Partial));
-    assert!(
-        matches!(stream(b"{\"a\":1}", big()), StreamedRow::Partial),
-        "no newline yet"
-    );
+    assert!(matches!(stream(b"{\"a\":1}", big()), StreamedRow::Partial), "no newline yet");
     match stream(b"{\"a\":\n{\"b\":2}\n", big()) {
-        StreamedRow::Row {
-            value: None,
-            len: 6,
-            ..
-        } => {}
+        StreamedRow::Row { value: None, len: 6, .. } => {}
         o => panic!("{o:?}"),
     }
     match stream(b"garbage here\nnext\n", big()) {
-        StreamedRow::Row {
-            value: None,
-            len: 13,
-            ..
-        } => {}
+        StreamedRow::Row { value: None, len: 13, .. } => {}
         o => panic!("{o:?}"),
     }
     let deep = format!("{}{}\n", "[".repeat(10_000), "]".repeat(10_000));
-    assert!(matches!(
-        stream(deep.as_bytes(), big()),
-        StreamedRow::Row { value: None, .. }
-    ));
+    assert!(matches!(stream(deep.as_bytes(), big()), StreamedRow::Row { value: None, .. }));
     // Budget exhaustion flags truncation instead of growing memory.
     let many = format!("[{}]\n", vec!["1"; 5000].join(","));
-    let lim = StreamLimits {
-        retained_nodes: 100,
-        ..StreamLimits::default()
-    };
-    assert!(matches!(
-        stream(many.as_bytes(), lim),
-        StreamedRow::Row {
-            truncated: true,
-            value: Some(_),
-            ..
-        }
-    ));
+    let lim = StreamLimits { retained_nodes: 100, ..StreamLimits::default() };
+    assert!(matches!(stream(many.as_bytes(), lim), StreamedRow::Row { truncated: true, value: Some(_), .. }));
 }
 
 #[test]
 fn joined_digests_equal_normalised_join() {
     let parts = ["  hello   world ", "", "\tsecond\npart  "];
     let digests: Vec<NormText> = parts.iter().map(|p| NormText::of(p)).collect();
-    assert_eq!(
-        NormText::join(digests.iter()),
-        NormText::of(&parts.join("\n"))
-    );
-    assert_eq!(
-        sessionwatch_upstream::normalize_user_text("  a \n\t b  "),
-        "a b"
-    );
+    assert_eq!(NormText::join(digests.iter()), NormText::of(&parts.join("\n")));
+    assert_eq!(sessionwatch_upstream::normalize_user_text("  a \n\t b  "), "a b");
 }

@@ -20,36 +20,22 @@ fn row_table() {
     meta["isMeta"] = json!(true);
     let mut side = user(json!("task prompt"));
     side["isSidechain"] = json!(true);
-    let mut compact = user(json!(
-        "This session is being continued from a previous conversation"
-    ));
+    let mut compact = user(json!("This session is being continued from a previous conversation"));
     compact["isCompactSummary"] = json!(true);
     let mut peer = user(json!("hello from a peer"));
     peer["origin"] = json!({"kind":"peer"});
     let mut typed = user(json!("typed"));
     typed["origin"] = json!({"kind":"human"});
     let cases: Vec<(&str, Value, bool)> = vec![
-        (
-            "plain prompt",
-            user(json!("add a retry to the payment client")),
-            true,
-        ),
+        ("plain prompt", user(json!("add a retry to the payment client")), true),
         ("typed with origin human", typed, true),
-        (
-            "slash command is a human action",
-            user(json!("<command-name>/model</command-name>")),
-            true,
-        ),
+        ("slash command is a human action", user(json!("<command-name>/model</command-name>")), true),
         (
             "assistant",
             json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}),
             false,
         ),
-        (
-            "tool result",
-            user(json!([{"type":"tool_result","tool_use_id":"t","content":"out"}])),
-            false,
-        ),
+        ("tool result", user(json!([{"type":"tool_result","tool_use_id":"t","content":"out"}])), false),
         (
             "tool result beside text",
             user(
@@ -61,33 +47,15 @@ fn row_table() {
         ("sidechain", side, false),
         ("compaction summary", compact, false),
         ("peer origin", peer, false),
-        (
-            "inter-session",
-            user(json!("[Inter-session message] from agent:main:main")),
-            false,
-        ),
+        ("inter-session", user(json!("[Inter-session message] from agent:main:main")), false),
         (
             "openclaw preamble",
-            user(json!(
-                "Continue this conversation using the OpenClaw transcript below.\n..."
-            )),
+            user(json!("Continue this conversation using the OpenClaw transcript below.\n...")),
             false,
         ),
-        (
-            "local command stdout",
-            user(json!("<local-command-stdout>ok</local-command-stdout>")),
-            false,
-        ),
-        (
-            "interrupt marker",
-            user(json!("[Request interrupted by user]")),
-            false,
-        ),
-        (
-            "task notification",
-            user(json!("<task-notification>done</task-notification>")),
-            false,
-        ),
+        ("local command stdout", user(json!("<local-command-stdout>ok</local-command-stdout>")), false),
+        ("interrupt marker", user(json!("[Request interrupted by user]")), false),
+        ("task notification", user(json!("<task-notification>done</task-notification>")), false),
         ("empty", user(json!("   ")), false),
         (
             "text + image",
@@ -98,9 +66,7 @@ fn row_table() {
         ),
         (
             "image only",
-            user(
-                json!([{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]),
-            ),
+            user(json!([{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}])),
             false,
         ),
         (
@@ -108,16 +74,8 @@ fn row_table() {
             user(json!([{"type":"text","text":"<system-reminder>x</system-reminder>"}])),
             false,
         ),
-        (
-            "ide tag only",
-            user(json!("<ide_opened_file>a.rs</ide_opened_file>")),
-            false,
-        ),
-        (
-            "ide tag plus text",
-            user(json!("<ide_selection>x</ide_selection> fix this")),
-            true,
-        ),
+        ("ide tag only", user(json!("<ide_opened_file>a.rs</ide_opened_file>")), false),
+        ("ide tag plus text", user(json!("<ide_selection>x</ide_selection> fix this")), true),
         (
             "queued prompt",
             json!({"type":"attachment","timestamp":"2026-04-02T09:16:30.500Z","attachment":{"type":"queued_command","commandMode":"prompt","origin":{"kind":"human"},"prompt":"also log the attempt number"}}),
@@ -138,16 +96,8 @@ fn row_table() {
             json!({"type":"attachment","attachment":{"type":"prompt_snapshot","text":"x"}}),
             false,
         ),
-        (
-            "queue-operation",
-            json!({"type":"queue-operation","operation":"enqueue","content":"x"}),
-            false,
-        ),
-        (
-            "last-prompt",
-            json!({"type":"last-prompt","lastPrompt":"x"}),
-            false,
-        ),
+        ("queue-operation", json!({"type":"queue-operation","operation":"enqueue","content":"x"}), false),
+        ("last-prompt", json!({"type":"last-prompt","lastPrompt":"x"}), false),
         (
             "api-request-blob",
             json!({"type":"api-request-blob","message":{"role":"user","content":[{"type":"text","text":"x"}]}}),
@@ -191,16 +141,7 @@ fn doc_fixture_and_queue_repeats_and_self_echo() {
     let (n, m, _) = drain(CatalogId::Claude, &r, START, &[]);
     assert_eq!(n, 2);
     assert_eq!(offset_of(&m), DOC_FIXTURE.len() as u64);
-    assert_eq!(
-        drain(
-            CatalogId::Claude,
-            &r,
-            START,
-            &own(&["add   a retry to the payment client\n"])
-        )
-        .0,
-        1
-    );
+    assert_eq!(drain(CatalogId::Claude, &r, START, &own(&["add   a retry to the payment client\n"])).0, 1);
     // A queued prompt later repeated as a user row counts once.
     append(
         &p,
@@ -211,10 +152,7 @@ fn doc_fixture_and_queue_repeats_and_self_echo() {
     );
     append(
         &p,
-        &format!(
-            "{}\n",
-            json!({"type":"queue-operation","operation":"enqueue","content":"queued text"})
-        ),
+        &format!("{}\n", json!({"type":"queue-operation","operation":"enqueue","content":"queued text"})),
     );
     append(&p, &format!("{}\n", user(json!("queued text"))));
     let (n2, _, _) = drain(CatalogId::Claude, &r, &m, &[]);
@@ -226,15 +164,9 @@ fn partial_line_waits_for_its_newline() {
     let row = user(json!("hello there")).to_string();
     let (_d, p) = tmp_file(&row.as_bytes()[..row.len() / 2]);
     let r = file_ref(&p);
-    let probe = sessionwatch_upstream::Probe {
-        reference_json: &r,
-        marker_json: START,
-        own_recent_user_texts: &[],
-    };
-    assert_eq!(
-        sessionwatch_upstream::check(CatalogId::Claude, &probe),
-        CheckOutcome::NoChange
-    );
+    let probe =
+        sessionwatch_upstream::Probe { reference_json: &r, marker_json: START, own_recent_user_texts: &[] };
+    assert_eq!(sessionwatch_upstream::check(CatalogId::Claude, &probe), CheckOutcome::NoChange);
     append(&p, &format!("{}\n", &row[row.len() / 2..]));
     let (n, m, _) = drain(CatalogId::Claude, &r, START, &[]);
     assert_eq!((n, offset_of(&m)), (1, row.len() as u64 + 1));
@@ -267,11 +199,7 @@ fn window_limits_each_tick_and_never_splits_rows() {
     let mut ticks = 0;
     loop {
         match check_file_with_window(&p, &marker, &[], &mut ClaudeClassifier::default(), 1000) {
-            CheckOutcome::Activity {
-                human_turns,
-                next_marker_json,
-                ..
-            } => {
+            CheckOutcome::Activity { human_turns, next_marker_json, .. } => {
                 let (a, b) = (offset_of(&marker), offset_of(&next_marker_json));
                 assert!(b > a && b - a <= 1000 && data.as_bytes()[b as usize - 1] == b'\n');
                 total += human_turns;
@@ -307,10 +235,7 @@ fn oversized_rows_are_streamed_and_classified() {
     assert_eq!(offset_of(&m), data.len() as u64);
     assert!(ticks >= 3);
     // Self-echo works on the digest of the huge text too.
-    assert_eq!(
-        drain(CatalogId::Claude, &r, START, &[format!("  {huge}  ")]).0,
-        1
-    );
+    assert_eq!(drain(CatalogId::Claude, &r, START, &[format!("  {huge}  ")]).0, 1);
     // An oversized row still being written waits.
     let (_d2, p2) = tmp_file(&data.as_bytes()[..1_200_000]);
     let probe = sessionwatch_upstream::Probe {
@@ -318,8 +243,5 @@ fn oversized_rows_are_streamed_and_classified() {
         marker_json: START,
         own_recent_user_texts: &[],
     };
-    assert_eq!(
-        sessionwatch_upstream::check(CatalogId::Claude, &probe),
-        CheckOutcome::NoChange
-    );
+    assert_eq!(sessionwatch_upstream::check(CatalogId::Claude, &probe), CheckOutcome::NoChange);
 }

@@ -24,12 +24,9 @@ fn item_completed(turn: &str, text: &str) -> String {
 
 fn write(content: &str) -> (tempfile::TempDir, String) {
     let d = tempfile::tempdir().unwrap();
-    let p = d
-        .path()
-        .join("rollout-2026-04-02T09-20-00-0196f0a0-1111-7222-8333-444455556666.jsonl");
+    let p = d.path().join("rollout-2026-04-02T09-20-00-0196f0a0-1111-7222-8333-444455556666.jsonl");
     std::fs::write(&p, content).unwrap();
-    let r = json!({"filePath": p.to_string_lossy(), "codexHome": d.path().to_string_lossy()})
-        .to_string();
+    let r = json!({"filePath": p.to_string_lossy(), "codexHome": d.path().to_string_lossy()}).to_string();
     (d, r)
 }
 
@@ -77,14 +74,8 @@ fn rules_table() {
     let (n, m, _) = drain(CatalogId::Codex, &r, START, &[]);
     assert_eq!(n, 3);
     let m: Value = serde_json::from_str(&m).unwrap();
-    assert_eq!(
-        (m["turnId"].as_str(), m["userMessageCount"].as_u64()),
-        (Some("turn-2"), Some(1))
-    );
-    assert_eq!(
-        drain(CatalogId::Codex, &r, START, &own(&["first prompt"])).0,
-        1
-    );
+    assert_eq!((m["turnId"].as_str(), m["userMessageCount"].as_u64()), (Some("turn-2"), Some(1)));
+    assert_eq!(drain(CatalogId::Codex, &r, START, &own(&["first prompt"])).0, 1);
 }
 
 #[test]

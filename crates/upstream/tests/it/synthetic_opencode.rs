@@ -20,13 +20,7 @@ impl Db {
         let path = d.path().join("opencode.db");
         build_opencode_db(&path, S, 0).unwrap();
         let conn = rusqlite::Connection::open(&path).unwrap();
-        Db {
-            _d: d,
-            path,
-            conn,
-            n: 0,
-            seq: 0,
-        }
+        Db { _d: d, path, conn, n: 0, seq: 0 }
     }
     fn msg(&mut self, role: &str, parts: Vec<Value>) -> String {
         self.n += 1;
@@ -63,17 +57,9 @@ impl Db {
     }
     fn run(&self, marker: &str, own: &[String]) -> (u32, String) {
         let r = self.reference();
-        let p = Probe {
-            reference_json: &r,
-            marker_json: marker,
-            own_recent_user_texts: own,
-        };
+        let p = Probe { reference_json: &r, marker_json: marker, own_recent_user_texts: own };
         match check(CatalogId::OpenCode, &p) {
-            CheckOutcome::Activity {
-                human_turns,
-                next_marker_json,
-                ..
-            } => (human_turns, next_marker_json),
+            CheckOutcome::Activity { human_turns, next_marker_json, .. } => (human_turns, next_marker_json),
             CheckOutcome::NoChange => (0, marker.to_string()),
             o => panic!("{o:?}"),
         }
@@ -86,11 +72,7 @@ const START: &str = r#"{"seq":0,"lastHumanMessageId":null}"#;
 fn conservative_rules() {
     let mut db = Db::new();
     let cases: Vec<(&str, Vec<Value>, bool)> = vec![
-        (
-            "plain",
-            vec![json!({"type":"text","text":"a plain prompt"})],
-            true,
-        ),
+        ("plain", vec![json!({"type":"text","text":"a plain prompt"})], true),
         (
             "mention kept text",
             vec![
@@ -114,21 +96,9 @@ fn conservative_rules() {
             ],
             false,
         ),
-        (
-            "synthetic",
-            vec![json!({"type":"text","text":"Called the Read tool","synthetic":true})],
-            false,
-        ),
-        (
-            "ignored",
-            vec![json!({"type":"text","text":"audience note","ignored":true})],
-            false,
-        ),
-        (
-            "compaction",
-            vec![json!({"type":"compaction","auto":true})],
-            false,
-        ),
+        ("synthetic", vec![json!({"type":"text","text":"Called the Read tool","synthetic":true})], false),
+        ("ignored", vec![json!({"type":"text","text":"audience note","ignored":true})], false),
+        ("compaction", vec![json!({"type":"compaction","auto":true})], false),
         (
             "compaction continue",
             vec![
@@ -188,11 +158,7 @@ fn replay_within_50_is_suppressed_beyond_is_not_and_self_echo() {
     assert_eq!(n, 0);
     // Unchanged sequence: no read.
     let r = db.reference();
-    let p = Probe {
-        reference_json: &r,
-        marker_json: &m,
-        own_recent_user_texts: &[],
-    };
+    let p = Probe { reference_json: &r, marker_json: &m, own_recent_user_texts: &[] };
     assert_eq!(check(CatalogId::OpenCode, &p), CheckOutcome::NoChange);
 }
 
@@ -201,13 +167,9 @@ fn sequence_reset_rebaselines_and_deleted_row_is_missing() {
     let mut db = Db::new();
     db.text("one");
     let (_, m) = db.run(START, &[]);
-    db.conn
-        .execute("UPDATE event_sequence SET seq = 0", [])
-        .unwrap();
+    db.conn.execute("UPDATE event_sequence SET seq = 0", []).unwrap();
     db.text("two"); // seq back to 1 < 1? make it lower explicitly
-    db.conn
-        .execute("UPDATE event_sequence SET seq = 0", [])
-        .unwrap();
+    db.conn.execute("UPDATE event_sequence SET seq = 0", []).unwrap();
     let (n, m2) = db.run(&m, &[]);
     assert_eq!(n, 0);
     let v: Value = serde_json::from_str(&m2).unwrap();
@@ -217,33 +179,16 @@ fn sequence_reset_rebaselines_and_deleted_row_is_missing() {
     let other = json!({"dbPath": db.path.to_string_lossy(), "threadId": "ses_gone"}).to_string();
     let r = db.reference();
     let probes = [
-        Probe {
-            reference_json: &r,
-            marker_json: &m2,
-            own_recent_user_texts: &[],
-        },
-        Probe {
-            reference_json: &other,
-            marker_json: START,
-            own_recent_user_texts: &[],
-        },
-        Probe {
-            reference_json: "{}",
-            marker_json: START,
-            own_recent_user_texts: &[],
-        },
+        Probe { reference_json: &r, marker_json: &m2, own_recent_user_texts: &[] },
+        Probe { reference_json: &other, marker_json: START, own_recent_user_texts: &[] },
+        Probe { reference_json: "{}", marker_json: START, own_recent_user_texts: &[] },
     ];
     let out = check_opencode_batch(&db.path, &probes);
     assert_eq!(out[0], CheckOutcome::NoChange);
     assert_eq!(out[1], CheckOutcome::Missing);
     assert!(matches!(out[2], CheckOutcome::Inconclusive(_)));
-    db.conn
-        .execute("DELETE FROM session WHERE id = ?1", [S])
-        .unwrap();
-    assert_eq!(
-        check_opencode_batch(&db.path, &probes[..1])[0],
-        CheckOutcome::Missing
-    );
+    db.conn.execute("DELETE FROM session WHERE id = ?1", [S]).unwrap();
+    assert_eq!(check_opencode_batch(&db.path, &probes[..1])[0], CheckOutcome::Missing);
 }
 
 #[test]
@@ -255,18 +200,8 @@ fn v2_session_message_rows_are_used_when_present() {
         )
         .unwrap();
     let rows = [
-        (
-            "msg_20",
-            "synthetic",
-            7,
-            json!({"text":"<system-reminder>plan mode is active</system-reminder>"}),
-        ),
-        (
-            "msg_21",
-            "user",
-            8,
-            json!({"text":"ship it","files":[],"agents":[]}),
-        ),
+        ("msg_20", "synthetic", 7, json!({"text":"<system-reminder>plan mode is active</system-reminder>"})),
+        ("msg_21", "user", 8, json!({"text":"ship it","files":[],"agents":[]})),
         ("msg_22", "compaction", 9, json!({"summary":"x"})),
     ];
     for (id, ty, seq, data) in rows {
@@ -277,12 +212,7 @@ fn v2_session_message_rows_are_used_when_present() {
             )
             .unwrap();
     }
-    db.conn
-        .execute(
-            "INSERT OR REPLACE INTO event_sequence (aggregate_id, seq) VALUES (?1, 9)",
-            [S],
-        )
-        .unwrap();
+    db.conn.execute("INSERT OR REPLACE INTO event_sequence (aggregate_id, seq) VALUES (?1, 9)", [S]).unwrap();
     let (n, m) = db.run(START, &[]);
     assert_eq!(n, 1);
     let v: Value = serde_json::from_str(&m).unwrap();
@@ -297,9 +227,6 @@ fn database_is_opened_read_only() {
     let _ = db.run(START, &[]);
     // The monitor never writes (no schema change, no WAL checkpoint of its own).
     let conn = sessionwatch_upstream::opencode::open_ro(&db.path).unwrap();
-    assert!(
-        conn.execute("INSERT INTO session (id) VALUES ('x')", [])
-            .is_err()
-    );
+    assert!(conn.execute("INSERT INTO session (id) VALUES ('x')", []).is_err());
     assert_eq!(before.len(), std::fs::read(&db.path).unwrap().len());
 }

@@ -35,16 +35,7 @@ fn doc_fixture_only_the_typed_prompt() {
     let (_d, p) = write(DOC.as_bytes());
     let (n, m, _) = drain(CatalogId::Pi, &file_ref(&p), START, &[]);
     assert_eq!((n, offset_of(&m)), (1, DOC.len() as u64));
-    assert_eq!(
-        drain(
-            CatalogId::Pi,
-            &file_ref(&p),
-            START,
-            &own(&["rename Cart to Basket everywhere"])
-        )
-        .0,
-        0
-    );
+    assert_eq!(drain(CatalogId::Pi, &file_ref(&p), START, &own(&["rename Cart to Basket everywhere"])).0, 0);
 }
 
 #[test]
@@ -81,12 +72,7 @@ fn legacy_file_is_adoptable_and_survives_in_place_migration() {
     let content = format!("{v1_header}{}{}", v1_user("old one"), v1_user("old two"));
     let (d, p) = write(content.as_bytes());
     let homes = Homes::with_home(d.path());
-    let a = adopt(
-        &homes,
-        CatalogId::Pi,
-        "8d3e1c52-6a1f-4c7e-9f10-2b3c4d5e6f70",
-    )
-    .unwrap();
+    let a = adopt(&homes, CatalogId::Pi, "8d3e1c52-6a1f-4c7e-9f10-2b3c4d5e6f70").unwrap();
     let m: Value = serde_json::from_str(&a.link.marker_json).unwrap();
     assert_eq!(m["humans"], 2);
     let r = &a.link.reference_json;
@@ -118,10 +104,6 @@ fn oversized_prompt_and_truncated_tail() {
     let r = file_ref(&p);
     let (n, m, _) = drain(CatalogId::Pi, &r, START, &[]);
     assert_eq!((n, offset_of(&m)), (2, s.len() as u64));
-    let probe = Probe {
-        reference_json: &r,
-        marker_json: &m,
-        own_recent_user_texts: &[],
-    };
+    let probe = Probe { reference_json: &r, marker_json: &m, own_recent_user_texts: &[] };
     assert_eq!(check(CatalogId::Pi, &probe), CheckOutcome::NoChange);
 }
