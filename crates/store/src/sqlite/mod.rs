@@ -1,6 +1,7 @@
 //! The embedded SQLite store: one file, WAL, one writer connection (every write `BEGIN IMMEDIATE`) and a
 //! small pool of readers.
 
+pub mod bench;
 mod log;
 mod prune;
 mod schema;
