@@ -10,12 +10,15 @@ use sessionwatch_core::{
 };
 use sessionwatch_store::{AppendOutcome, AppendRequest, Head, NewSession, RetentionPolicy, Store};
 
+/// A backend hook that turns the (watcher, target) cursor into a legacy one.
+pub type MakeLegacy<S> = Box<dyn Fn(&S, &str, &str) + Send + Sync>;
+
 /// What a backend hands the suite.
 pub struct Harness<S> {
     pub store: S,
     /// Turns the (watcher, target) cursor into a legacy one: a cursor whose watcher store is unknown
     /// (`watcher_store_path` NULL), as written before store binding existed.
-    pub make_legacy: Box<dyn Fn(&S, &str, &str) + Send + Sync>,
+    pub make_legacy: MakeLegacy<S>,
 }
 
 /// Instantiates every check of the suite as a `#[tokio::test]`. `$make` is a path to a function returning
