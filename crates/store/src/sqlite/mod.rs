@@ -1,6 +1,7 @@
 //! The embedded SQLite store: one file, WAL, one writer connection (every write `BEGIN IMMEDIATE`) and a
 //! small pool of readers.
 
+pub mod bench;
 mod links;
 mod log;
 mod prune;
@@ -94,15 +95,19 @@ impl SqliteStore {
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut writer = Connection::open_with_flags(&path, flags)?;
-        configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
         if exists {
+            // Validate before `configure`, which switches the file to WAL (a write): a refused file
+            // must be left exactly as it was.
+            writer.busy_timeout(options.busy_timeout)?;
             let check: String = writer
                 .query_row("PRAGMA quick_check", [], |r| r.get(0))
                 .map_err(|e| corrupt(format!("integrity check failed: {e}")))?;
             if check != "ok" {
                 return Err(corrupt(format!("integrity check failed: {check}")));
             }
+            schema::check_compatible(&writer)?;
         }
+        configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
         schema::migrate(&mut writer)?;
         if let Some(pages) = options.max_page_count {
             writer.pragma_update(None, "max_page_count", pages as i64)?;
