@@ -1,7 +1,7 @@
 //! `sessionwatch bench gateway`: the gateway over loopback HTTP with 16 concurrent clients.
 
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sessionwatch_core::SystemClock;
 use sessionwatch_server::{AppState, Config, Gateway};
 use sessionwatch_store::{SqliteOptions, SqliteStore};
@@ -24,7 +24,13 @@ struct Target {
 
 impl Target {
     async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        let resp = self.client.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(body).send().await?;
+        let resp = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await?;
         anyhow::ensure!(resp.status().is_success(), "{path} answered {}", resp.status());
         Ok(resp.json().await?)
     }
@@ -83,15 +89,25 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let t = Arc::new(Target { client: reqwest::Client::new(), base, token });
     let per_client = if quick { 20 } else { 1500 };
     let mut figures = vec![];
-    let mut fig = |name: &str, value: f64, unit: &'static str| figures.push(Figure { name: name.into(), value, unit });
+    let mut fig =
+        |name: &str, value: f64, unit: &'static str| figures.push(Figure { name: name.into(), value, unit });
 
     // A watched child with some history.
     let main = "agent:main:main";
-    let spawned = t.post("/tools/invoke", &json!({ "tool": "sessions_spawn", "args": { "task": "bench" }, "sessionKey": main })).await?;
+    let spawned = t
+        .post(
+            "/tools/invoke",
+            &json!({ "tool": "sessions_spawn", "args": { "task": "bench" }, "sessionKey": main }),
+        )
+        .await?;
     let child = spawned["result"]["childSessionKey"].as_str().unwrap_or_default().to_string();
     let child_path = format!("/v1/sessions/{}/inbound", child.replace(':', "%3A"));
     for i in 0..40 {
-        t.post(&child_path, &json!({ "text": format!("warm {i}"), "channel": "bench", "actor": { "type": "human" } })).await?;
+        t.post(
+            &child_path,
+            &json!({ "text": format!("warm {i}"), "channel": "bench", "actor": { "type": "human" } }),
+        )
+        .await?;
     }
 
     let status_body = Arc::new(json!({ "tool": "session_status", "sessionKey": main,
@@ -132,7 +148,12 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let mut wakes = Vec::with_capacity(samples);
     for i in 0..samples {
         let watcher = format!("agent:w{i}:main");
-        let r = t.post("/tools/invoke", &json!({ "tool": "sessions_spawn", "args": { "task": "x" }, "sessionKey": watcher })).await?;
+        let r = t
+            .post(
+                "/tools/invoke",
+                &json!({ "tool": "sessions_spawn", "args": { "task": "x" }, "sessionKey": watcher }),
+            )
+            .await?;
         let target = r["result"]["childSessionKey"].as_str().unwrap_or_default().to_string();
         let resp = t
             .client

@@ -30,6 +30,7 @@ async fn twenty_rapid_changes_one_line_one_wake() {
         match s {
             Signal::Wake { session, .. } => wakes.push(session),
             Signal::Notice { session, .. } => notice_signals.push(session),
+            Signal::Message { .. } => {}
         }
     }
     assert_eq!(wakes, vec![MAIN.to_string()], "one wake, for the main-session watcher only");
