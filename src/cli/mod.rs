@@ -41,6 +41,17 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// The signal log, watches and notices on SQLite, against a bare SQLite commit loop.
+    Kernel {
+        #[arg(long)]
+        json: bool,
+        /// Small sizes (a smoke test).
+        #[arg(long)]
+        quick: bool,
+        /// Where the bench databases go (default: a temporary dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// The gateway over loopback HTTP with 16 concurrent clients.
     Gateway {
         #[arg(long)]
@@ -63,6 +74,13 @@ fn print_figures(figures: &[(String, f64, &str)], json: bool) {
 
 async fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
     match what {
+        BenchWhat::Kernel { json, quick, dir } => {
+            let tmp = tempfile::tempdir()?;
+            let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+            let figures = sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await;
+            let rows: Vec<_> = figures.into_iter().map(|f| (f.name.to_string(), f.value, f.unit)).collect();
+            print_figures(&rows, json);
+        }
         BenchWhat::Gateway { json, quick } => {
             let figures = bench_gateway::run(quick).await?;
             let rows: Vec<_> = figures.into_iter().map(|f| (f.name, f.value, f.unit)).collect();

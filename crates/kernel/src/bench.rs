@@ -82,6 +82,36 @@ async fn append(k: &Kernel<SqliteStore>, key: &str) {
     }
 }
 
+/// Concurrent producers, as in a gateway serving many turns at once: their appends share group commits,
+/// and each producer waits for its own commit before its next append.
+pub const PRODUCERS: u64 = 16;
+
+/// `total` appends from [`PRODUCERS`] tasks; `key_of(i)` names the session of the i-th append.
+async fn append_concurrently(
+    k: &Kernel<SqliteStore>,
+    total: u64,
+    key_of: impl Fn(u64) -> String + Send + Sync + 'static,
+) -> Duration {
+    let key_of = Arc::new(key_of);
+    let start = Instant::now();
+    let mut tasks = vec![];
+    for p in 0..PRODUCERS {
+        let k = k.clone();
+        let key_of = key_of.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut i = p;
+            while i < total {
+                append(&k, &key_of(i)).await;
+                i += PRODUCERS;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("bench: producer task");
+    }
+    start.elapsed()
+}
+
 fn percentile(sorted: &[Duration], pct: usize) -> Duration {
     sorted[(sorted.len() * pct / 100).min(sorted.len() - 1)]
 }
@@ -105,26 +135,31 @@ pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
     let mut out = vec![];
     let mut fig = |name, value, unit| out.push(Figure { name, value, unit });
 
-    // Appends to one session, each durably committed before the next.
-    let single_per_s = {
-        let k = kernel(dir, "append-single", big_retention()).await;
+    // Appends to one session, each durably committed before the next (one producer).
+    let sequential_per_s = {
+        let k = kernel(dir, "append-sequential", big_retention()).await;
         let start = Instant::now();
         for _ in 0..sz.appends {
             append(&k, "agent:main:subagent:single").await;
         }
         per_second(sz.appends, start.elapsed())
     };
+    fig("append_single_session_sequential_per_s", sequential_per_s, "appends/s");
+
+    // The same with concurrent producers: appends share group commits.
+    let single_per_s = {
+        let k = kernel(dir, "append-single", big_retention()).await;
+        let elapsed = append_concurrently(&k, sz.appends, |_| "agent:main:subagent:single".to_string()).await;
+        per_second(sz.appends, elapsed)
+    };
     fig("append_single_session_per_s", single_per_s, "appends/s");
 
-    // Appends spread round-robin over 100 sessions.
+    // Appends spread over 100 sessions.
     {
         let k = kernel(dir, "append-100-sessions", big_retention()).await;
-        let keys: Vec<String> = (0..100).map(|i| format!("agent:main:subagent:s{i}")).collect();
-        let start = Instant::now();
-        for i in 0..sz.appends {
-            append(&k, &keys[i as usize % keys.len()]).await;
-        }
-        fig("append_100_sessions_per_s", per_second(sz.appends, start.elapsed()), "appends/s");
+        let elapsed =
+            append_concurrently(&k, sz.appends, |i| format!("agent:main:subagent:s{}", i % 100)).await;
+        fig("append_100_sessions_per_s", per_second(sz.appends, elapsed), "appends/s");
     }
 
     // One target watched by 100 sessions: every append moves 100 cursors and queues 100 notices.
@@ -134,11 +169,8 @@ pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
         for i in 0..100 {
             assert!(k.register_watch(&format!("agent:w{i}:main"), target, Provenance::Explicit).await);
         }
-        let start = Instant::now();
-        for _ in 0..sz.watcher_appends {
-            append(&k, target).await;
-        }
-        fig("append_100_watchers_per_s", per_second(sz.watcher_appends, start.elapsed()), "appends/s");
+        let elapsed = append_concurrently(&k, sz.watcher_appends, move |_| target.to_string()).await;
+        fig("append_100_watchers_per_s", per_second(sz.watcher_appends, elapsed), "appends/s");
     }
 
     // changesSince(limit 200) at random positions of a big log.
@@ -215,6 +247,7 @@ pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
     };
     fig("raw_sqlite_commit_per_s", raw_per_s, "commits/s");
     fig("append_vs_raw_ratio", single_per_s / raw_per_s, "ratio");
+    fig("append_sequential_vs_raw_ratio", sequential_per_s / raw_per_s, "ratio");
     fig("peak_rss_mb", peak_rss_mb(), "MiB");
     out
 }

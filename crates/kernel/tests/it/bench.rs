@@ -10,6 +10,7 @@ async fn quick_bench_reports_every_figure() {
     assert_eq!(
         names,
         [
+            "append_single_session_sequential_per_s",
             "append_single_session_per_s",
             "append_100_sessions_per_s",
             "append_100_watchers_per_s",
@@ -19,6 +20,7 @@ async fn quick_bench_reports_every_figure() {
             "sweep_100k_cursors_ms",
             "raw_sqlite_commit_per_s",
             "append_vs_raw_ratio",
+            "append_sequential_vs_raw_ratio",
             "peak_rss_mb",
         ]
     );
