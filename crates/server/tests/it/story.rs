@@ -356,3 +356,17 @@ async fn home_notice_on_creation_without_wake() {
     assert!(!text.contains("cron:nightly"));
     assert!(collect(&mut stream, "wake", Duration::from_millis(200)).await.is_empty());
 }
+
+#[tokio::test]
+async fn graceful_restart_restores_the_pending_notice_once() {
+    let h = Harness::start().await;
+    let child = h.spawn_child(MAIN).await;
+    h.human_turn(&child, "x").await;
+    let config = h.gateway.config().clone();
+    let dir = h.stop().await;
+    let h = Harness::start_in(dir, config.clone(), None).await;
+    assert_eq!(h.turn(MAIN).await.len(), 1, "the start-up sweep restored it");
+    let dir = h.stop().await;
+    let h = Harness::start_in(dir, config, None).await;
+    assert!(h.turn(MAIN).await.is_empty(), "acknowledged before the restart");
+}

@@ -16,7 +16,6 @@ pub struct Harness {
     pub client: reqwest::Client,
     pub gateway: Arc<Gateway<SqliteStore>>,
     pub dir: tempfile::TempDir,
-    pub clock: Option<Arc<ManualClock>>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -64,7 +63,6 @@ impl Harness {
             client: reqwest::Client::new(),
             gateway,
             dir,
-            clock,
             stop: Some(stop),
             server: Some(server),
         }
