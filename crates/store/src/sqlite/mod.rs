@@ -230,7 +230,26 @@ impl Store for SqliteStore {
     }
 
     async fn sweep(&self, watcher_store: String, now: Millis) -> Result<Vec<Notice>> {
-        self.blocking(move |s| s.sweep_sync(&watcher_store, now)).await
+        self.blocking(move |s| s.sweep_sync(&watcher_store, None, now)).await
+    }
+
+    async fn sweep_for_host(
+        &self,
+        watcher_store: String,
+        host_id: Option<String>,
+        now: Millis,
+    ) -> Result<Vec<Notice>> {
+        self.blocking(move |s| s.sweep_sync(&watcher_store, host_id.as_deref(), now)).await
+    }
+
+    async fn pending_notices_for_host(
+        &self,
+        watcher_store: String,
+        host_id: Option<String>,
+        watcher: Option<String>,
+    ) -> Result<Vec<Notice>> {
+        self.blocking(move |s| s.pending_notices_sync(&watcher_store, host_id.as_deref(), watcher.as_deref()))
+            .await
     }
 
     async fn changes_since(
