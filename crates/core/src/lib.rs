@@ -21,7 +21,7 @@ pub use event::{
     Actor, ActorType, EventKind, GoalChange, MAX_OCCURRED_AT_SKEW_MS, NewEvent, Payload, RunOutcome,
     RunStatus, StoredEvent, clamp_occurred_at,
 };
-pub use key::{AgentSessionKey, SessionKind, classify_session_kind};
+pub use key::{AgentSessionKey, SessionKind, classify_session_kind, is_valid_agent_id};
 pub use notice::{Notice, context_key, decode_context_key, notice_text};
 pub use queue::{PushOutcome, QueuedEvent, SYSTEM_EVENT_QUEUE_CAP, SystemEventQueue};
 

@@ -61,6 +61,8 @@ pub enum Signal {
     Wake { session: String, reason: String },
     /// A new entry was queued for the session.
     Notice { session: String, text: String },
+    /// A message was added to the session's transcript or inbox (no content: the id and role only).
+    Message { session: String, id: i64, role: String, run_id: Option<String> },
 }
 
 /// The outcome of a best-effort append.
@@ -386,6 +388,11 @@ impl<S: Store> Kernel<S> {
             .send(Signal::Wake { session: session.to_string(), reason: reason.to_string() });
     }
 
+    /// Publishes a signal to every subscriber (the gateway's transcript messages).
+    pub fn publish(&self, signal: Signal) {
+        let _ = self.inner.signals.send(signal);
+    }
+
     /// Queues a non-watch system event (e.g. the Home creation notice). No wake.
     pub fn enqueue(&self, session: &str, text: String, context_key: String, replace: bool) -> bool {
         let added = self.inner.queues.push(session, text.clone(), context_key, replace);
@@ -393,6 +400,11 @@ impl<S: Store> Kernel<S> {
             let _ = self.inner.signals.send(Signal::Notice { session: session.to_string(), text });
         }
         added
+    }
+
+    /// Drops the session's queued events without acknowledging anything (its incarnation ended).
+    pub fn discard_queue(&self, session: &str) {
+        self.inner.queues.forget(session);
     }
 
     /// The session's queued system events, without draining them.

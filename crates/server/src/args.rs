@@ -1,0 +1,95 @@
+//! Strict argument reading for tools and host calls: wrong types, out-of-range numbers and unknown fields
+//! are `invalid_argument` errors that name the field.
+
+use crate::error::{ApiError, ApiResult};
+use serde_json::{Map, Value};
+
+pub struct Args<'a> {
+    what: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Args<'a> {
+    /// `value` must be an object (or null/absent, read as empty) holding only `allowed` keys.
+    pub fn new(what: &'a str, value: &'a Value, allowed: &[&str]) -> ApiResult<Args<'a>> {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        let map = match value {
+            Value::Object(m) => m,
+            Value::Null => EMPTY.get_or_init(Map::new),
+            _ => return Err(ApiError::invalid(format!("{what} must be a JSON object"))),
+        };
+        if let Some(k) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(ApiError::invalid(format!(
+                "{what}: unknown field \"{k}\" (allowed: {})",
+                allowed.join(", ")
+            )));
+        }
+        Ok(Args { what, map })
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    pub fn opt_str(&self, key: &str) -> ApiResult<Option<&'a str>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(ApiError::invalid(format!("{}.{key} must be a string", self.what))),
+        }
+    }
+
+    pub fn str(&self, key: &str) -> ApiResult<&'a str> {
+        match self.opt_str(key)? {
+            Some(s) if !s.trim().is_empty() => Ok(s),
+            Some(_) => Err(ApiError::invalid(format!("{}.{key} must not be empty", self.what))),
+            None => Err(ApiError::invalid(format!("{}.{key} is required", self.what))),
+        }
+    }
+
+    pub fn opt_bool(&self, key: &str) -> ApiResult<Option<bool>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(ApiError::invalid(format!("{}.{key} must be a boolean", self.what))),
+        }
+    }
+
+    /// An integer in `[min, max]`.
+    pub fn opt_int(&self, key: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        let n = v
+            .as_i64()
+            .filter(|_| v.is_i64() || v.is_u64())
+            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64));
+        match n {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            Some(_) => Err(ApiError::invalid(format!("{}.{key} must be between {min} and {max}", self.what))),
+            None => Err(ApiError::invalid(format!("{}.{key} must be an integer", self.what))),
+        }
+    }
+
+    pub fn opt_str_list(&self, key: &str) -> ApiResult<Option<Vec<&'a str>>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| {
+                    i.as_str().ok_or_else(|| {
+                        ApiError::invalid(format!("{}.{key} must be a list of strings", self.what))
+                    })
+                })
+                .collect::<ApiResult<Vec<_>>>()
+                .map(Some),
+            Some(_) => Err(ApiError::invalid(format!("{}.{key} must be a list of strings", self.what))),
+        }
+    }
+
+    pub fn opt_object(&self, key: &str) -> ApiResult<Option<&'a Value>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v @ Value::Object(_)) => Ok(Some(v)),
+            Some(_) => Err(ApiError::invalid(format!("{}.{key} must be an object", self.what))),
+        }
+    }
+}

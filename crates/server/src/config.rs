@@ -1,0 +1,370 @@
+//! Configuration: one TOML file, overridden by environment variables and flags.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    PerSender,
+    Global,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupScope {
+    PerGroup,
+    Main,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMode {
+    Token,
+    None,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub scope: Scope,
+    pub group_scope: GroupScope,
+    pub main_key: String,
+    pub notify_on_create: bool,
+    pub retention_days: u64,
+    pub retention_max_rows: u64,
+    pub monitor_first_tick_secs: u64,
+    pub monitor_interval_secs: u64,
+    pub listen: SocketAddr,
+    /// `sqlite:PATH`, a plain path, or `postgres://…`; `None` means the data dir's SQLite file.
+    pub database: Option<String>,
+    pub data_dir: PathBuf,
+    pub auth: AuthMode,
+}
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            scope: Scope::PerSender,
+            group_scope: GroupScope::PerGroup,
+            main_key: "main".into(),
+            notify_on_create: true,
+            retention_days: 30,
+            retention_max_rows: 50_000,
+            monitor_first_tick_secs: 15,
+            monitor_interval_secs: 60,
+            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
+            database: None,
+            data_dir: default_data_dir(),
+            auth: AuthMode::Token,
+        }
+    }
+}
+
+/// `$SESSIONWATCH_HOME`, else `$XDG_DATA_HOME/sessionwatch`, else `~/.local/share/sessionwatch`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(h) = std::env::var_os("SESSIONWATCH_HOME") {
+        return PathBuf::from(h);
+    }
+    if let Some(x) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(x).join("sessionwatch");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    home.join(".local/share/sessionwatch")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("config file {path}: {message}")]
+    Invalid { path: String, message: String },
+    #[error("{key}: {message}")]
+    Value { key: String, message: String },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    session: Option<FileSession>,
+    retention: Option<FileRetention>,
+    monitor: Option<FileMonitor>,
+    gateway: Option<FileGateway>,
+    /// Shorthands at the top level.
+    listen: Option<String>,
+    database: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileSession {
+    scope: Option<Scope>,
+    group_scope: Option<GroupScope>,
+    main_key: Option<String>,
+    notify_on_create: Option<bool>,
+    dm_scope: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileRetention {
+    days: Option<u64>,
+    max_rows: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileMonitor {
+    first_tick_seconds: Option<u64>,
+    interval_seconds: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileGateway {
+    listen: Option<String>,
+    database: Option<String>,
+    auth: Option<String>,
+    data_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Reads a TOML file over the defaults. Unknown keys and bad values are errors naming the key.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+        Config::from_toml(&text).map_err(|e| match e {
+            ConfigError::Invalid { message, .. } => {
+                ConfigError::Invalid { path: path.display().to_string(), message }
+            }
+            other => other,
+        })
+    }
+
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: String::new(),
+            message: e.to_string().trim().to_string(),
+        })?;
+        let mut c = Config::default();
+        if let Some(s) = file.session {
+            if let Some(v) = s.scope {
+                c.scope = v;
+            }
+            if let Some(v) = s.group_scope {
+                c.group_scope = v;
+            }
+            if let Some(v) = s.main_key {
+                c.set("session.mainKey", &v)?;
+            }
+            if let Some(v) = s.notify_on_create {
+                c.notify_on_create = v;
+            }
+            let _ = s.dm_scope; // independent of watching; accepted for compatibility
+        }
+        if let Some(r) = file.retention {
+            if let Some(v) = r.days {
+                c.set("retention.days", &v.to_string())?;
+            }
+            if let Some(v) = r.max_rows {
+                c.set("retention.maxRows", &v.to_string())?;
+            }
+        }
+        if let Some(m) = file.monitor {
+            if let Some(v) = m.first_tick_seconds {
+                c.monitor_first_tick_secs = v;
+            }
+            if let Some(v) = m.interval_seconds {
+                c.set("monitor.intervalSeconds", &v.to_string())?;
+            }
+        }
+        let gateway = file.gateway.unwrap_or_default();
+        if let Some(v) = gateway.listen.or(file.listen) {
+            c.set("gateway.listen", &v)?;
+        }
+        if let Some(v) = gateway.database.or(file.database) {
+            c.set("gateway.database", &v)?;
+        }
+        if let Some(v) = gateway.auth {
+            c.set("gateway.auth", &v)?;
+        }
+        if let Some(v) = gateway.data_dir {
+            c.data_dir = v;
+        }
+        Ok(c)
+    }
+
+    /// Sets one key from a string (environment variables and flags use the same names and checks).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let err = |message: &str| ConfigError::Value { key: key.to_string(), message: message.to_string() };
+        match key {
+            "session.scope" => {
+                self.scope = match value {
+                    "per-sender" => Scope::PerSender,
+                    "global" => Scope::Global,
+                    _ => return Err(err("expected \"per-sender\" or \"global\"")),
+                }
+            }
+            "session.groupScope" => {
+                self.group_scope = match value {
+                    "per-group" => GroupScope::PerGroup,
+                    "main" => GroupScope::Main,
+                    _ => return Err(err("expected \"per-group\" or \"main\"")),
+                }
+            }
+            "session.mainKey" => {
+                let v = value.trim().to_ascii_lowercase();
+                if v.is_empty() || v.contains(char::is_whitespace) {
+                    return Err(err("must be a non-empty key part without spaces"));
+                }
+                self.main_key = v;
+            }
+            "session.notifyOnCreate" => {
+                self.notify_on_create = value.parse().map_err(|_| err("expected true or false"))?;
+            }
+            "retention.days" => {
+                let v: u64 = value.parse().map_err(|_| err("expected a whole number of days"))?;
+                if v == 0 || v > 3650 {
+                    return Err(err("must be between 1 and 3650"));
+                }
+                self.retention_days = v;
+            }
+            "retention.maxRows" => {
+                let v: u64 = value.parse().map_err(|_| err("expected a whole number"))?;
+                if v == 0 {
+                    return Err(err("must be at least 1"));
+                }
+                self.retention_max_rows = v;
+            }
+            "monitor.intervalSeconds" => {
+                let v: u64 = value.parse().map_err(|_| err("expected a whole number of seconds"))?;
+                if v == 0 {
+                    return Err(err("must be at least 1"));
+                }
+                self.monitor_interval_secs = v;
+            }
+            "gateway.listen" => {
+                self.listen = value.parse().map_err(|_| err("expected an address such as 127.0.0.1:7420"))?;
+            }
+            "gateway.database" => {
+                if value.trim().is_empty() {
+                    return Err(err("must not be empty"));
+                }
+                self.database = Some(value.trim().to_string());
+            }
+            "gateway.auth" => {
+                self.auth = match value {
+                    "token" => AuthMode::Token,
+                    "none" => AuthMode::None,
+                    _ => return Err(err("expected \"token\" or \"none\"")),
+                }
+            }
+            _ => return Err(err("unknown key")),
+        }
+        Ok(())
+    }
+
+    /// Applies `SESSIONWATCH_*` environment variables.
+    pub fn apply_env(&mut self) -> Result<(), ConfigError> {
+        const VARS: &[(&str, &str)] = &[
+            ("SESSIONWATCH_SCOPE", "session.scope"),
+            ("SESSIONWATCH_GROUP_SCOPE", "session.groupScope"),
+            ("SESSIONWATCH_MAIN_KEY", "session.mainKey"),
+            ("SESSIONWATCH_NOTIFY_ON_CREATE", "session.notifyOnCreate"),
+            ("SESSIONWATCH_RETENTION_DAYS", "retention.days"),
+            ("SESSIONWATCH_RETENTION_MAX_ROWS", "retention.maxRows"),
+            ("SESSIONWATCH_LISTEN", "gateway.listen"),
+            ("SESSIONWATCH_DATABASE", "gateway.database"),
+            ("SESSIONWATCH_AUTH", "gateway.auth"),
+        ];
+        for (var, key) in VARS {
+            if let Ok(v) = std::env::var(var) {
+                self.set(key, &v)
+                    .map_err(|e| ConfigError::Value { key: (*var).to_string(), message: e.to_string() })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `--auth none` is only allowed on a loopback address.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.auth == AuthMode::None && !self.listen.ip().is_loopback() {
+            return Err(ConfigError::Value {
+                key: "gateway.auth".into(),
+                message: format!("\"none\" is refused on the non-loopback address {}", self.listen),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn sqlite_path(&self) -> PathBuf {
+        match &self.database {
+            Some(d) if !d.starts_with("postgres://") && !d.starts_with("postgresql://") => {
+                PathBuf::from(d.strip_prefix("sqlite:").unwrap_or(d))
+            }
+            _ => self.data_dir.join("sessionwatch.db"),
+        }
+    }
+
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.database.as_deref().filter(|d| d.starts_with("postgres://") || d.starts_with("postgresql://"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_full_file() {
+        let c = Config::from_toml(
+            r#"
+            [session]
+            scope = "global"
+            groupScope = "main"
+            mainKey = "home"
+            notifyOnCreate = false
+            [retention]
+            days = 7
+            maxRows = 1000
+            [gateway]
+            listen = "127.0.0.1:9999"
+            database = "/tmp/x.db"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.scope, Scope::Global);
+        assert_eq!(c.group_scope, GroupScope::Main);
+        assert_eq!(c.main_key, "home");
+        assert!(!c.notify_on_create);
+        assert_eq!((c.retention_days, c.retention_max_rows), (7, 1000));
+        assert_eq!(c.listen.port(), 9999);
+        assert_eq!(c.sqlite_path(), PathBuf::from("/tmp/x.db"));
+    }
+
+    #[test]
+    fn bad_files_name_the_key() {
+        let cases = [
+            ("[session]\nscope = \"everyone\"", "scope"),
+            ("[session]\nbogus = 1", "bogus"),
+            ("[retention]\ndays = 0", "retention.days"),
+            ("[gateway]\nlisten = \"nowhere\"", "gateway.listen"),
+            ("[session]\nnotifyOnCreate = \"yes\"", "notifyOnCreate"),
+            ("not toml at all [", ""),
+        ];
+        for (text, key) in cases {
+            let e = Config::from_toml(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn auth_none_only_on_loopback() {
+        let mut c = Config::default();
+        c.set("gateway.auth", "none").unwrap();
+        assert!(c.validate().is_ok());
+        c.set("gateway.listen", "0.0.0.0:7420").unwrap();
+        assert!(c.validate().is_err());
+    }
+}

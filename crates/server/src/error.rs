@@ -1,0 +1,49 @@
+//! Errors a tool or host call answers with: `{"ok":false,"error":{"type","message"}}`.
+
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    UnknownTool(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ApiError::InvalidArgument(_) => "invalid_argument",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::UnknownTool(_) => "unknown_tool",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    pub fn body(&self) -> Value {
+        json!({ "ok": false, "error": { "type": self.kind(), "message": self.to_string() } })
+    }
+
+    pub fn invalid(msg: impl Into<String>) -> ApiError {
+        ApiError::InvalidArgument(msg.into())
+    }
+}
+
+impl From<sessionwatch_store::StoreError> for ApiError {
+    fn from(e: sessionwatch_store::StoreError) -> Self {
+        tracing::warn!(error = %e, "store error");
+        ApiError::Internal("the state store failed; try again".into())
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,325 @@
+//! The host API for channel adapters and agent runtimes: sessions, inbound turns, begin-turn,
+//! transcript messages, goals, compactions, reset, delete and run results.
+
+use super::{Gateway, RunResult, SessionRef, SessionSpec};
+use crate::config::GroupScope;
+use crate::error::{ApiError, ApiResult};
+use crate::wire;
+use serde_json::{Value, json};
+use sessionwatch_core::{
+    Actor, ActorType, GoalChange, NewEvent, Provenance, RunStatus, SessionKind, classify_session_kind,
+};
+use sessionwatch_kernel::{RecordOutcome, Signal};
+use sessionwatch_store::{FinishRun, NewMessage, Store};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `POST /v1/sessions`.
+#[derive(Clone, Debug, Default)]
+pub struct NewSessionRequest {
+    pub session_key: String,
+    pub agent_id: Option<String>,
+    pub chat_type: Option<String>,
+    pub channel: Option<String>,
+    pub label: Option<String>,
+    pub created_via: Option<String>,
+    pub creator: Option<Actor>,
+    pub creator_label: Option<String>,
+    pub quiet: bool,
+}
+
+/// `POST /v1/sessions/{key}/inbound`.
+#[derive(Clone, Debug)]
+pub struct InboundTurn {
+    pub text: String,
+    pub channel: String,
+    pub actor: Actor,
+    pub chat_type: Option<String>,
+    pub run_id: Option<String>,
+}
+
+impl<S: Store> Gateway<S> {
+    /// Resolves a host-API key (agent from the key, else `agentId`, else `main`).
+    pub fn resolve_host_key(&self, raw: &str, agent_id: Option<&str>) -> ApiResult<SessionRef> {
+        let agent = agent_id.map(str::to_string).unwrap_or_else(|| Self::caller_agent(raw));
+        self.resolve(raw, &agent)
+    }
+
+    pub async fn create_session(&self, req: NewSessionRequest) -> ApiResult<Value> {
+        let r = self.resolve_host_key(&req.session_key, req.agent_id.as_deref())?;
+        let (row, created) = self
+            .ensure_session(
+                &r,
+                SessionSpec {
+                    chat_type: req.chat_type.as_deref(),
+                    channel: req.channel.as_deref(),
+                    label: req.label.as_deref(),
+                    spawned_by: None,
+                    created_via: req.created_via.as_deref(),
+                    creator: req.creator.clone(),
+                    creator_label: req.creator_label.as_deref(),
+                    quiet: req.quiet,
+                },
+            )
+            .await?;
+        Ok(
+            json!({ "sessionKey": row.session_key, "sessionId": row.session_id, "kind": row.kind, "created": created }),
+        )
+    }
+
+    pub async fn inbound(&self, raw_key: &str, turn: InboundTurn) -> ApiResult<Value> {
+        let r = self.resolve_host_key(raw_key, None)?;
+        let (row, _) = self
+            .ensure_session(
+                &r,
+                SessionSpec {
+                    chat_type: turn.chat_type.as_deref(),
+                    channel: Some(&turn.channel),
+                    created_via: Some("inbound"),
+                    creator: Some(turn.actor.clone()),
+                    ..SessionSpec::default()
+                },
+            )
+            .await?;
+        let store = self.kernel.store();
+        store
+            .touch_session(r.key.clone(), r.agent_id.clone(), Some(self.host_id.clone()), self.now())
+            .await?;
+        let from = (turn.actor.kind == ActorType::Agent).then(|| turn.actor.id.clone()).flatten();
+        self.deliver_message(&r, &row.session_id, &turn.text, turn.run_id.as_deref(), from.as_deref())
+            .await?;
+
+        let mut event = None;
+        if turn.actor.kind == ActorType::Human {
+            let outcome = self
+                .kernel
+                .record(
+                    NewEvent::human_message(&r.key, &r.agent_id, &turn.channel, turn.actor.id.clone())
+                        .with_session_id(Some(row.session_id.clone()))
+                        .with_run_id(turn.run_id.clone()),
+                    row.spawned_by.iter().cloned().collect(),
+                    row.spawned_by.is_none(),
+                )
+                .await;
+            if let RecordOutcome::Recorded(e) = &outcome {
+                event = Some(wire::event(e));
+            }
+            // The main session watches its groups after their first human turn (queue only, no wake).
+            let kind = classify_session_kind(&r.key, row.chat_type.as_deref(), &self.config.main_key);
+            if self.config.group_scope == GroupScope::PerGroup
+                && kind == SessionKind::Group
+                && row.spawned_by.is_none()
+            {
+                let home = self.home_key(&r.agent_id);
+                self.kernel.register_watch(&home, &r.key, Provenance::AmbientGroup).await;
+            }
+        }
+        let head = self.kernel.head(&r.key, &r.agent_id).await;
+        let mut out = json!({ "sessionKey": r.key, "sessionId": row.session_id, "stateVersion": head.head });
+        if let Some(e) = event {
+            out["event"] = e;
+        }
+        Ok(out)
+    }
+
+    /// Begins a turn: drains (and acknowledges) the system-event queue and takes the inbox.
+    pub async fn begin_turn(&self, raw_key: &str) -> ApiResult<Value> {
+        let r = self.resolve_host_key(raw_key, None)?;
+        self.require_session(&r).await?;
+        let store = self.kernel.store();
+        store
+            .touch_session(r.key.clone(), r.agent_id.clone(), Some(self.host_id.clone()), self.now())
+            .await?;
+        let system_events = self.kernel.drain(&r.key).await;
+        let inbox = store.take_inbox(r.key.clone(), r.agent_id.clone()).await?;
+        Ok(json!({
+            "sessionKey": r.key,
+            "systemEvents": system_events.iter().map(wire::system_event).collect::<Vec<_>>(),
+            "inbox": inbox.iter().map(wire::inbox_item).collect::<Vec<_>>(),
+        }))
+    }
+
+    pub async fn add_message(
+        &self,
+        raw_key: &str,
+        role: &str,
+        text: &str,
+        run_id: Option<&str>,
+    ) -> ApiResult<Value> {
+        let r = self.resolve_host_key(raw_key, None)?;
+        let row = self.require_session(&r).await?;
+        let id = self
+            .kernel
+            .store()
+            .append_message(
+                r.key.clone(),
+                r.agent_id.clone(),
+                NewMessage {
+                    session_id: row.session_id.clone(),
+                    role: role.to_string(),
+                    text: text.to_string(),
+                    run_id: run_id.map(str::to_string),
+                    from_session: None,
+                },
+                self.now(),
+            )
+            .await?;
+        self.kernel.publish(Signal::Message {
+            session: r.key.clone(),
+            id,
+            role: role.to_string(),
+            run_id: run_id.map(str::to_string),
+        });
+        Ok(json!({ "sessionKey": r.key, "id": id }))
+    }
+
+    /// Sets the goal (both `None` clears it) and records `goal_changed` when it changed.
+    pub async fn set_goal(
+        &self,
+        raw_key: &str,
+        objective: Option<String>,
+        status: Option<String>,
+        actor: Actor,
+    ) -> ApiResult<Value> {
+        let r = self.resolve_host_key(raw_key, None)?;
+        self.require_session(&r).await?;
+        let clearing = objective.is_none() && status.is_none();
+        let before = self
+            .kernel
+            .store()
+            .update_goal(r.key.clone(), r.agent_id.clone(), objective.clone(), status.clone(), self.now())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("unknown session \"{}\"", r.key)))?;
+        let had_goal = before.goal_objective.is_some() || before.goal_status.is_some();
+        let change = if clearing {
+            had_goal.then_some(GoalChange::Cleared)
+        } else if !had_goal {
+            Some(GoalChange::Created)
+        } else if before.goal_objective == objective && before.goal_status == status {
+            None
+        } else if before.goal_objective == objective {
+            Some(GoalChange::StatusChanged(status.clone().unwrap_or_else(|| "none".into())))
+        } else {
+            Some(GoalChange::Updated)
+        };
+        let mut out = json!({ "sessionKey": r.key, "changed": change.is_some() });
+        if let Some(change) = change {
+            let e = NewEvent::goal_changed(&r.key, &r.agent_id, &change, actor)
+                .with_session_id(Some(before.session_id.clone()));
+            if let RecordOutcome::Recorded(ev) =
+                self.kernel.record(e, before.spawned_by.iter().cloned().collect(), false).await
+            {
+                out["event"] = wire::event(&ev);
+            }
+        }
+        out["stateVersion"] = self.kernel.head(&r.key, &r.agent_id).await.head.into();
+        Ok(out)
+    }
+
+    pub async fn compacted(
+        &self,
+        raw_key: &str,
+        operation_id: &str,
+        run_id: Option<String>,
+    ) -> ApiResult<Value> {
+        let r = self.resolve_host_key(raw_key, None)?;
+        let row = self.require_session(&r).await?;
+        let e = NewEvent::compacted(&r.key, &r.agent_id, operation_id)
+            .with_session_id(Some(row.session_id))
+            .with_run_id(run_id);
+        let outcome = self.kernel.record(e, vec![], false).await;
+        let mut out =
+            json!({ "sessionKey": r.key, "recorded": matches!(outcome, RecordOutcome::Recorded(_)) });
+        if let Some(e) = outcome.event() {
+            out["event"] = wire::event(e);
+        }
+        Ok(out)
+    }
+
+    /// Reset: a new session id; the session's own watches are cleared (a committed reset clears them
+    /// even if a later step fails). The key's history is kept.
+    pub async fn reset(&self, raw_key: &str) -> ApiResult<Value> {
+        let r = self.resolve_host_key(raw_key, None)?;
+        self.require_session(&r).await?;
+        let new_id = uuid::Uuid::new_v4().to_string();
+        let store = self.kernel.store();
+        if !store.reset_session(r.key.clone(), r.agent_id.clone(), new_id.clone(), self.now()).await? {
+            return Err(ApiError::NotFound(format!("unknown session \"{}\"", r.key)));
+        }
+        let cleared = match self.kernel.reset_watcher(&r.key).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(error = %e, session = %r.key, "clearing watches after reset failed");
+                0
+            }
+        };
+        // Queued events of the old incarnation go with it.
+        self.kernel.discard_queue(&r.key);
+        Ok(json!({ "sessionKey": r.key, "sessionId": new_id, "watchesCleared": cleared }))
+    }
+
+    pub async fn delete(&self, raw_key: &str) -> ApiResult<Value> {
+        let r = self.resolve_host_key(raw_key, None)?;
+        self.require_session(&r).await?;
+        self.kernel.delete_session(&r.key, &r.agent_id).await?;
+        Ok(json!({ "sessionKey": r.key, "deleted": true }))
+    }
+
+    /// The terminal outcome of a run: the first write of its current owner wins. Child runs record
+    /// `run_completed` / `run_failed` off the request path.
+    pub async fn run_result(
+        self: &Arc<Self>,
+        run_id: &str,
+        status: RunStatus,
+        reply: Option<String>,
+        session_id: Option<String>,
+    ) -> ApiResult<Value> {
+        let store = self.kernel.store();
+        let outcome = store
+            .finish_run(
+                run_id.to_string(),
+                status.as_str().to_string(),
+                reply.clone(),
+                session_id,
+                self.now(),
+            )
+            .await?;
+        match outcome {
+            FinishRun::Unknown => Err(ApiError::NotFound(format!("unknown run \"{run_id}\""))),
+            FinishRun::NotOwner(_) => Err(ApiError::Conflict(format!(
+                "run \"{run_id}\" is no longer owned by this writer (replaced run or older session incarnation)"
+            ))),
+            FinishRun::AlreadyFinished(run) => Ok(json!({
+                "runId": run_id, "accepted": false, "status": run.status.unwrap_or_default()
+            })),
+            FinishRun::Finished(run) => {
+                if let Some(text) = &reply {
+                    let r = SessionRef { key: run.session_key.clone(), agent_id: run.agent_id.clone() };
+                    let _ = self.add_message(&r.key, "assistant", text, Some(run_id)).await;
+                }
+                self.finish_waiters(run_id, RunResult { status: status.as_str().to_string(), reply });
+                if run.is_child {
+                    let gateway = self.clone();
+                    let event = NewEvent::run_terminal(&run.session_key, &run.agent_id, run_id, status)
+                        .with_session_id(Some(run.session_id.clone()));
+                    let watchers: Vec<String> = run.requester.iter().cloned().collect();
+                    tokio::spawn(async move {
+                        gateway.kernel.record(event, watchers, false).await;
+                    });
+                }
+                Ok(json!({ "runId": run_id, "accepted": true, "status": status.as_str() }))
+            }
+        }
+    }
+
+    /// A spawned child's run that has not finished after `secs` times out.
+    pub(super) fn schedule_run_timeout(&self, run_id: String, secs: u64) {
+        let Some(gateway) = self.self_arc() else { return };
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            let _ = gateway
+                .run_result(&run_id, RunStatus::Failed(sessionwatch_core::RunOutcome::Timeout), None, None)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,399 @@
+//! The OpenClaw-compatible tools: `session_status`, `sessions_list`, `sessions_history`,
+//! `sessions_send`, `sessions_spawn`, `sessions_unwatch`.
+
+use super::{Gateway, RunResult, SessionRef, SessionSpec};
+use crate::args::Args;
+use crate::error::{ApiError, ApiResult};
+use crate::wire;
+use serde_json::{Value, json};
+use sessionwatch_core::{Actor, Limit, NewEvent, Provenance, is_valid_agent_id};
+use sessionwatch_kernel::Signal;
+use sessionwatch_store::{InboxItem, NewMessage, RunRow, SessionFilter, Store};
+use std::time::Duration;
+
+pub const TOOL_NAMES: [&str; 6] = [
+    "session_status",
+    "sessions_list",
+    "sessions_history",
+    "sessions_send",
+    "sessions_spawn",
+    "sessions_unwatch",
+];
+
+const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+impl<S: Store> Gateway<S> {
+    /// Invokes a tool as `caller` (default `main`; created on first use).
+    pub async fn invoke_tool(&self, caller: Option<&str>, tool: &str, args: &Value) -> ApiResult<Value> {
+        if !TOOL_NAMES.contains(&tool) {
+            return Err(ApiError::UnknownTool(format!("unknown tool \"{tool}\"")));
+        }
+        let caller = self.resolve_caller(caller)?;
+        // Validate arguments before anything is written (bad input changes nothing).
+        let call = ToolCall::parse(tool, args)?;
+        self.ensure_session(&caller, SessionSpec { created_via: Some("tool"), ..SessionSpec::default() })
+            .await?;
+        match call {
+            ToolCall::Status { session_key, changes_since, limit } => {
+                self.session_status(&caller, session_key.as_deref(), changes_since, limit).await
+            }
+            ToolCall::List { kinds, limit, active_minutes } => {
+                self.sessions_list(kinds, limit, active_minutes).await
+            }
+            ToolCall::History { session_key, limit, include_tools } => {
+                self.sessions_history(&caller, &session_key, limit, include_tools).await
+            }
+            ToolCall::Send { session_key, message, timeout_seconds, watch } => {
+                self.sessions_send(&caller, &session_key, message, timeout_seconds, watch).await
+            }
+            ToolCall::Spawn { task, label, agent_id, run_timeout_seconds } => {
+                self.sessions_spawn(&caller, task, label, agent_id, run_timeout_seconds).await
+            }
+            ToolCall::Unwatch { session_key } => self.sessions_unwatch(&caller, &session_key).await,
+        }
+    }
+
+    async fn session_status(
+        &self,
+        caller: &SessionRef,
+        key: Option<&str>,
+        changes_since: Option<u64>,
+        limit: Limit,
+    ) -> ApiResult<Value> {
+        let target = match key {
+            Some(k) => self.resolve(k, &caller.agent_id)?,
+            None => caller.clone(),
+        };
+        let row = self.require_session(&target).await?;
+        let head = self.kernel.head(&target.key, &target.agent_id).await;
+        let mut result = json!({
+            "sessionKey": row.session_key,
+            "sessionId": row.session_id,
+            "kind": row.kind,
+            "stateVersion": head.head,
+        });
+        let mut status_text = format!(
+            "Session {} ({}), session id {}, state version {}.",
+            row.session_key, row.kind, row.session_id, head.head
+        );
+        if let Some(goal) = &row.goal_objective {
+            status_text.push_str(&format!("\nGoal: {goal}"));
+            if let Some(st) = &row.goal_status {
+                status_text.push_str(&format!(" ({st})"));
+            }
+        }
+        if let Some(since) = changes_since {
+            let page = self.kernel.changes_since(&target.key, &target.agent_id, since, limit).await;
+            let changes = wire::state_changes(&page);
+            let block = json!({ "stateVersion": head.head, "stateChanges": changes });
+            status_text.push_str(&format!(
+                "\n\nSession state changes:\n```json\n{}\n```",
+                serde_json::to_string_pretty(&block).unwrap_or_default()
+            ));
+            result["stateChanges"] = changes;
+        }
+        result["statusText"] = status_text.into();
+        Ok(result)
+    }
+
+    async fn sessions_list(
+        &self,
+        kinds: Option<Vec<String>>,
+        limit: u32,
+        active_minutes: Option<i64>,
+    ) -> ApiResult<Value> {
+        let filter =
+            SessionFilter { kinds, updated_since: active_minutes.map(|m| self.now() - m * 60_000), limit };
+        let rows = self.kernel.store().list_sessions(filter).await?;
+        let versions = self
+            .kernel
+            .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
+            .await;
+        let sessions: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let v = versions.get(&(r.session_key.clone(), r.agent_id.clone())).copied().unwrap_or(0);
+                wire::session_list_row(r, v)
+            })
+            .collect();
+        Ok(json!({ "sessions": sessions }))
+    }
+
+    async fn sessions_history(
+        &self,
+        caller: &SessionRef,
+        key: &str,
+        limit: u32,
+        include_tools: bool,
+    ) -> ApiResult<Value> {
+        let target = self.resolve(key, &caller.agent_id)?;
+        let row = self.require_session(&target).await?;
+        let messages = self.kernel.store().messages(target.key.clone(), target.agent_id.clone(), 500).await?;
+        let mut shown: Vec<Value> =
+            messages.iter().filter(|m| include_tools || m.role != "tool").map(wire::message).collect();
+        let skip = shown.len().saturating_sub(limit as usize);
+        shown.drain(..skip);
+        Ok(json!({ "sessionKey": row.session_key, "messages": shown }))
+    }
+
+    async fn sessions_send(
+        &self,
+        caller: &SessionRef,
+        key: &str,
+        message: String,
+        timeout_seconds: u64,
+        watch: Option<bool>,
+    ) -> ApiResult<Value> {
+        let target = self.resolve(key, &caller.agent_id)?;
+        let row = self.require_session(&target).await?;
+        let now = self.now();
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let store = self.kernel.store();
+        store
+            .create_run(RunRow {
+                run_id: run_id.clone(),
+                session_key: row.session_key.clone(),
+                agent_id: row.agent_id.clone(),
+                session_id: row.session_id.clone(),
+                requester: Some(caller.key.clone()),
+                is_child: false,
+                status: None,
+                reply: None,
+                superseded: false,
+                created_at: now,
+                finished_at: None,
+            })
+            .await?;
+        let waiter = (timeout_seconds > 0).then(|| self.wait_for_run(&run_id));
+        self.deliver_message(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key)).await?;
+        // Dispatched: only now may the sender watch the session that received it.
+        let watched = match watch {
+            Some(true) => {
+                Some(self.kernel.register_watch(&caller.key, &row.session_key, Provenance::Explicit).await)
+            }
+            Some(false) => Some(false),
+            None => None,
+        };
+        let mut result = json!({ "runId": run_id, "status": "accepted", "sessionKey": row.session_key });
+        if let Some(rx) = waiter {
+            match tokio::time::timeout(Duration::from_secs(timeout_seconds), rx).await {
+                Ok(Ok(RunResult { status, reply })) => {
+                    result["status"] = if status == "ok" {
+                        "ok"
+                    } else if status == "timeout" {
+                        "timeout"
+                    } else {
+                        "error"
+                    }
+                    .into();
+                    if let Some(r) = reply {
+                        result["reply"] = r.into();
+                    }
+                }
+                Ok(Err(_)) => result["status"] = "error".into(),
+                Err(_) => result["status"] = "timeout".into(),
+            }
+        }
+        if let Some(w) = watched {
+            result["watched"] = w.into();
+        }
+        Ok(result)
+    }
+
+    /// Puts a message in the session's inbox and transcript and tells the stream.
+    pub(super) async fn deliver_message(
+        &self,
+        target: &SessionRef,
+        session_id: &str,
+        text: &str,
+        run_id: Option<&str>,
+        from: Option<&str>,
+    ) -> ApiResult<()> {
+        let store = self.kernel.store();
+        let now = self.now();
+        store
+            .push_inbox(
+                target.key.clone(),
+                target.agent_id.clone(),
+                InboxItem {
+                    id: 0,
+                    run_id: run_id.map(str::to_string),
+                    from_session: from.map(str::to_string),
+                    text: text.to_string(),
+                    created_at: now,
+                },
+            )
+            .await?;
+        let id = store
+            .append_message(
+                target.key.clone(),
+                target.agent_id.clone(),
+                NewMessage {
+                    session_id: session_id.to_string(),
+                    role: "user".into(),
+                    text: text.to_string(),
+                    run_id: run_id.map(str::to_string),
+                    from_session: from.map(str::to_string),
+                },
+                now,
+            )
+            .await?;
+        self.kernel.publish(Signal::Message {
+            session: target.key.clone(),
+            id,
+            role: "user".into(),
+            run_id: run_id.map(str::to_string),
+        });
+        Ok(())
+    }
+
+    async fn sessions_spawn(
+        &self,
+        caller: &SessionRef,
+        task: String,
+        label: Option<String>,
+        agent_id: Option<String>,
+        run_timeout_seconds: Option<u64>,
+    ) -> ApiResult<Value> {
+        let agent = agent_id.unwrap_or_else(|| caller.agent_id.clone());
+        let child = SessionRef {
+            key: format!("agent:{agent}:subagent:{}", uuid::Uuid::new_v4()),
+            agent_id: agent.clone(),
+        };
+        let (row, _) = self
+            .ensure_session(
+                &child,
+                SessionSpec {
+                    label: label.as_deref(),
+                    spawned_by: Some(&caller.key),
+                    created_via: Some("spawn"),
+                    creator: Some(Actor::agent(caller.key.clone())),
+                    ..SessionSpec::default()
+                },
+            )
+            .await?;
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let now = self.now();
+        self.kernel
+            .store()
+            .create_run(RunRow {
+                run_id: run_id.clone(),
+                session_key: row.session_key.clone(),
+                agent_id: row.agent_id.clone(),
+                session_id: row.session_id.clone(),
+                requester: Some(caller.key.clone()),
+                is_child: true,
+                status: None,
+                reply: None,
+                superseded: false,
+                created_at: now,
+                finished_at: None,
+            })
+            .await?;
+        let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &caller.key, &run_id)
+            .with_session_id(Some(row.session_id.clone()));
+        self.kernel.record(spawned, vec![caller.key.clone()], false).await;
+        self.deliver_message(&child, &row.session_id, &task, Some(&run_id), Some(&caller.key)).await?;
+        if let Some(secs) = run_timeout_seconds.filter(|s| *s > 0) {
+            self.schedule_run_timeout(run_id.clone(), secs);
+        }
+        Ok(json!({ "status": "accepted", "runId": run_id, "childSessionKey": row.session_key }))
+    }
+
+    async fn sessions_unwatch(&self, caller: &SessionRef, key: &str) -> ApiResult<Value> {
+        let target = self.resolve(key, &caller.agent_id)?;
+        let unwatched = self.kernel.unwatch(&caller.key, &target.key).await;
+        Ok(json!({ "unwatched": unwatched }))
+    }
+}
+
+/// A parsed, validated tool call.
+enum ToolCall {
+    Status { session_key: Option<String>, changes_since: Option<u64>, limit: Limit },
+    List { kinds: Option<Vec<String>>, limit: u32, active_minutes: Option<i64> },
+    History { session_key: String, limit: u32, include_tools: bool },
+    Send { session_key: String, message: String, timeout_seconds: u64, watch: Option<bool> },
+    Spawn { task: String, label: Option<String>, agent_id: Option<String>, run_timeout_seconds: Option<u64> },
+    Unwatch { session_key: String },
+}
+
+impl ToolCall {
+    fn parse(tool: &str, args: &Value) -> ApiResult<ToolCall> {
+        Ok(match tool {
+            "session_status" => {
+                let a = Args::new("args", args, &["sessionKey", "changesSince", "limit"])?;
+                let limit = match a.opt_int("limit", 1, 200)? {
+                    Some(n) => Limit::new(n)
+                        .map_err(|_| ApiError::invalid("args.limit must be between 1 and 200"))?,
+                    None => Limit::MAX,
+                };
+                ToolCall::Status {
+                    session_key: a.opt_str("sessionKey")?.map(str::to_string),
+                    changes_since: a.opt_int("changesSince", 0, i64::MAX)?.map(|n| n as u64),
+                    limit,
+                }
+            }
+            "sessions_list" => {
+                let a = Args::new("args", args, &["kinds", "limit", "activeMinutes"])?;
+                let kinds = a.opt_str_list("kinds")?;
+                if let Some(bad) =
+                    kinds.iter().flatten().find(|k| sessionwatch_core::SessionKind::parse(k).is_none())
+                {
+                    return Err(ApiError::invalid(format!(
+                        "args.kinds: unknown kind \"{bad}\" (main, group, subagent, acp, cron, hook, node, other)"
+                    )));
+                }
+                ToolCall::List {
+                    kinds: kinds.map(|k| k.into_iter().map(str::to_string).collect()),
+                    limit: a.opt_int("limit", 1, 200)?.unwrap_or(50) as u32,
+                    active_minutes: a.opt_int("activeMinutes", 1, 10 * 365 * 24 * 60)?,
+                }
+            }
+            "sessions_history" => {
+                let a = Args::new("args", args, &["sessionKey", "limit", "includeTools"])?;
+                ToolCall::History {
+                    session_key: a.str("sessionKey")?.to_string(),
+                    limit: a.opt_int("limit", 1, 500)?.unwrap_or(50) as u32,
+                    include_tools: a.opt_bool("includeTools")?.unwrap_or(false),
+                }
+            }
+            "sessions_send" => {
+                let a = Args::new("args", args, &["sessionKey", "message", "timeoutSeconds", "watch"])?;
+                let message = a.str("message")?;
+                if message.len() > MAX_MESSAGE_BYTES {
+                    return Err(ApiError::invalid(format!("args.message is over {MAX_MESSAGE_BYTES} bytes")));
+                }
+                ToolCall::Send {
+                    session_key: a.str("sessionKey")?.to_string(),
+                    message: message.to_string(),
+                    timeout_seconds: a.opt_int("timeoutSeconds", 0, 3600)?.unwrap_or(0) as u64,
+                    watch: a.opt_bool("watch")?,
+                }
+            }
+            "sessions_spawn" => {
+                let a = Args::new("args", args, &["task", "label", "agentId", "runTimeoutSeconds"])?;
+                let task = a.str("task")?;
+                if task.len() > MAX_MESSAGE_BYTES {
+                    return Err(ApiError::invalid(format!("args.task is over {MAX_MESSAGE_BYTES} bytes")));
+                }
+                let agent_id = a.opt_str("agentId")?.map(|s| s.trim().to_ascii_lowercase());
+                if let Some(id) = &agent_id
+                    && !is_valid_agent_id(id)
+                {
+                    return Err(ApiError::invalid(format!("args.agentId \"{id}\" is not a valid agent id")));
+                }
+                ToolCall::Spawn {
+                    task: task.to_string(),
+                    label: a.opt_str("label")?.map(str::to_string),
+                    agent_id,
+                    run_timeout_seconds: a.opt_int("runTimeoutSeconds", 0, 7 * 24 * 3600)?.map(|n| n as u64),
+                }
+            }
+            "sessions_unwatch" => {
+                let a = Args::new("args", args, &["sessionKey"])?;
+                ToolCall::Unwatch { session_key: a.str("sessionKey")?.to_string() }
+            }
+            _ => return Err(ApiError::UnknownTool(format!("unknown tool \"{tool}\""))),
+        })
+    }
+}

@@ -1,0 +1,336 @@
+//! HTTP: `POST /tools/invoke`, the host API, the live stream, health and metrics.
+
+use crate::args::Args;
+use crate::error::{ApiError, ApiResult};
+use crate::gateway::{Gateway, InboundTurn, NewSessionRequest};
+use crate::metrics::HttpMetrics;
+use crate::sse;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use sessionwatch_core::{Actor, ActorType, RunStatus};
+use sessionwatch_store::Store;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// What every handler shares.
+pub struct AppState<S: Store> {
+    pub gateway: Arc<Gateway<S>>,
+    /// `None`: no auth (loopback only).
+    pub token: Option<String>,
+    pub metrics: HttpMetrics,
+}
+
+type Shared<S> = Arc<AppState<S>>;
+
+/// The whole HTTP surface (tests call it with `oneshot`).
+pub fn app<S: Store>(state: Arc<AppState<S>>) -> Router {
+    let api = Router::new()
+        .route("/tools/invoke", post(invoke_tool::<S>))
+        .route("/v1/sessions", post(create_session::<S>))
+        .route("/v1/sessions/{key}", axum::routing::delete(delete_session::<S>))
+        .route("/v1/sessions/{key}/inbound", post(inbound::<S>))
+        .route("/v1/sessions/{key}/turns", post(begin_turn::<S>))
+        .route("/v1/sessions/{key}/messages", post(add_message::<S>))
+        .route("/v1/sessions/{key}/goal", put(set_goal::<S>).delete(clear_goal::<S>))
+        .route("/v1/sessions/{key}/compactions", post(compaction::<S>))
+        .route("/v1/sessions/{key}/reset", post(reset::<S>))
+        .route("/v1/runs/{run_id}/result", post(run_result::<S>))
+        .route("/v1/stream", get(sse::stream::<S>))
+        .route("/metrics", get(metrics::<S>))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>));
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({ "ok": true })) }))
+        .merge(api)
+        .fallback(|| async {
+            error_response(StatusCode::NOT_FOUND, &ApiError::NotFound("no such route".into()))
+        })
+        .layer(middleware::from_fn_with_state(state.clone(), measure::<S>))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+async fn require_token<S: Store>(State(state): State<Shared<S>>, req: Request, next: Next) -> Response {
+    if let Some(token) = &state.token {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+            return error_response(
+                StatusCode::UNAUTHORIZED,
+                &ApiError::Unauthorized("missing or wrong bearer token".into()),
+            );
+        }
+    }
+    next.run(req).await
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn measure<S: Store>(State(state): State<Shared<S>>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    state.metrics.observe(started.elapsed());
+    resp
+}
+
+pub fn error_response(status: StatusCode, e: &ApiError) -> Response {
+    (status, Json(e.body())).into_response()
+}
+
+/// Host API errors: unknown sessions are 404.
+fn host_error(e: ApiError) -> Response {
+    let status = match &e {
+        ApiError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
+        ApiError::NotFound(_) | ApiError::UnknownTool(_) => StatusCode::NOT_FOUND,
+        ApiError::Conflict(_) => StatusCode::CONFLICT,
+        ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error_response(status, &e)
+}
+
+fn host_answer(r: ApiResult<Value>) -> Response {
+    match r {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => host_error(e),
+    }
+}
+
+/// Parses a JSON body; an empty body reads as `{}`.
+fn json_body(body: &Bytes) -> ApiResult<Value> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        return Ok(json!({}));
+    }
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("malformed JSON body: {e}")))?;
+    if !v.is_object() {
+        return Err(ApiError::invalid("the body must be a JSON object"));
+    }
+    Ok(v)
+}
+
+async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["tool", "args", "sessionKey", "action", "dryRun"])?;
+        let tool = a.str("tool")?;
+        let caller = a.opt_str("sessionKey")?;
+        let args = v.get("args").cloned().unwrap_or(Value::Null);
+        state.gateway.invoke_tool(caller, tool, &args).await
+    };
+    match run.await {
+        Ok(result) => Json(json!({ "ok": true, "result": result })).into_response(),
+        Err(e @ ApiError::UnknownTool(_)) => error_response(StatusCode::NOT_FOUND, &e),
+        Err(e @ ApiError::Internal(_)) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &e),
+        Err(e) => error_response(StatusCode::BAD_REQUEST, &e),
+    }
+}
+
+fn actor(v: Option<&Value>, default: Actor) -> ApiResult<Actor> {
+    let Some(v) = v else { return Ok(default) };
+    let a = Args::new("actor", v, &["type", "id", "label"])?;
+    let kind = ActorType::parse(a.str("type")?)
+        .ok_or_else(|| ApiError::invalid("actor.type must be \"human\", \"agent\" or \"system\""))?;
+    let id = a.opt_str("id")?.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    if kind == ActorType::Agent && id.is_none() {
+        return Err(ApiError::invalid("actor.id (the acting session key) is required for an agent"));
+    }
+    let id = match (kind, id) {
+        (ActorType::Agent, Some(id)) => Some(id.to_ascii_lowercase()),
+        (_, id) => id,
+    };
+    Ok(Actor { kind, id })
+}
+
+async fn create_session<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new(
+            "body",
+            &v,
+            &[
+                "sessionKey",
+                "agentId",
+                "chatType",
+                "channel",
+                "label",
+                "createdVia",
+                "creator",
+                "visibility",
+                "incognito",
+            ],
+        )?;
+        let creator = a.opt_object("creator")?;
+        let req = NewSessionRequest {
+            session_key: a.str("sessionKey")?.to_string(),
+            agent_id: a.opt_str("agentId")?.map(|s| s.trim().to_ascii_lowercase()),
+            chat_type: a.opt_str("chatType")?.map(str::to_string),
+            channel: a.opt_str("channel")?.map(str::to_string),
+            label: a.opt_str("label")?.map(str::to_string),
+            created_via: a.opt_str("createdVia")?.map(str::to_string),
+            creator: creator.map(|c| actor(Some(c), Actor::system())).transpose()?,
+            creator_label: creator.and_then(|c| c.get("label")).and_then(Value::as_str).map(str::to_string),
+            quiet: a.opt_str("visibility")? == Some("draft") || a.opt_bool("incognito")?.unwrap_or(false),
+        };
+        if let Some(agent) = &req.agent_id
+            && !sessionwatch_core::is_valid_agent_id(agent)
+        {
+            return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")));
+        }
+        state.gateway.create_session(req).await
+    };
+    host_answer(run.await)
+}
+
+async fn inbound<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>, body: Bytes) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["text", "channel", "actor", "chatType", "runId"])?;
+        let turn = InboundTurn {
+            text: a.str("text")?.to_string(),
+            channel: a.opt_str("channel")?.unwrap_or("unknown").to_string(),
+            actor: actor(a.opt_object("actor")?, Actor::human(None))?,
+            chat_type: a.opt_str("chatType")?.map(str::to_string),
+            run_id: a.opt_str("runId")?.map(str::to_string),
+        };
+        state.gateway.inbound(&key, turn).await
+    };
+    host_answer(run.await)
+}
+
+async fn begin_turn<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        Args::new("body", &v, &[])?;
+        state.gateway.begin_turn(&key).await
+    };
+    host_answer(run.await)
+}
+
+async fn add_message<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["role", "text", "runId"])?;
+        let role = a.str("role")?;
+        if !["assistant", "user", "tool", "system"].contains(&role) {
+            return Err(ApiError::invalid("role must be assistant, user, tool or system"));
+        }
+        let text = a.opt_str("text")?.ok_or_else(|| ApiError::invalid("body.text is required"))?;
+        state.gateway.add_message(&key, role, text, a.opt_str("runId")?).await
+    };
+    host_answer(run.await)
+}
+
+async fn set_goal<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["objective", "status", "actor"])?;
+        let objective = a.opt_str("objective")?.map(str::to_string);
+        let status = a.opt_str("status")?.map(str::to_string);
+        if objective.is_none() && status.is_none() {
+            return Err(ApiError::invalid("give objective and/or status (DELETE clears the goal)"));
+        }
+        let actor = actor(a.opt_object("actor")?, Actor::system())?;
+        state.gateway.set_goal(&key, objective, status, actor).await
+    };
+    host_answer(run.await)
+}
+
+async fn clear_goal<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["actor"])?;
+        let actor = actor(a.opt_object("actor")?, Actor::system())?;
+        state.gateway.set_goal(&key, None, None, actor).await
+    };
+    host_answer(run.await)
+}
+
+async fn compaction<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["operationId", "runId"])?;
+        state.gateway.compacted(&key, a.str("operationId")?, a.opt_str("runId")?.map(str::to_string)).await
+    };
+    host_answer(run.await)
+}
+
+async fn reset<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
+    host_answer(state.gateway.reset(&key).await)
+}
+
+async fn delete_session<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
+    host_answer(state.gateway.delete(&key).await)
+}
+
+async fn run_result<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(run_id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["status", "reply", "sessionId"])?;
+        let status = RunStatus::parse(a.str("status")?)
+            .ok_or_else(|| ApiError::invalid("status must be ok, error, timeout or cancelled"))?;
+        state
+            .gateway
+            .run_result(
+                &run_id,
+                status,
+                a.opt_str("reply")?.map(str::to_string),
+                a.opt_str("sessionId")?.map(str::to_string),
+            )
+            .await
+    };
+    host_answer(run.await)
+}
+
+async fn metrics<S: Store>(State(state): State<Shared<S>>) -> Response {
+    let body = state.metrics.render(state.gateway.kernel());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// Parses `?a=b&c=d` (percent-decoded).
+pub fn query_param(headers_uri: &axum::http::Uri, name: &str) -> Option<String> {
+    let q = headers_uri.query()?;
+    q.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (k == name).then(|| {
+            percent_encoding::percent_decode_str(&v.replace('+', " ")).decode_utf8_lossy().into_owned()
+        })
+    })
+}

@@ -1,0 +1,30 @@
+//! The sessionwatch gateway: sessions around the kernel, the OpenClaw-compatible tools, the host API, a
+//! live stream, auth and config. This is the only crate that knows JSON wire shapes.
+
+pub mod args;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod gateway;
+pub mod http;
+pub mod metrics;
+pub mod sse;
+pub mod wire;
+
+pub use config::Config;
+pub use gateway::Gateway;
+pub use http::{AppState, app};
+
+use sessionwatch_store::Store;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Serves `state` on `listener` until `shutdown` resolves; in-flight requests finish first.
+pub async fn run<S: Store>(
+    listener: TcpListener,
+    state: Arc<AppState<S>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await
+}

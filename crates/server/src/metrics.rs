@@ -1,0 +1,85 @@
+//! `/metrics` in the Prometheus text format.
+
+use sessionwatch_kernel::Kernel;
+use sessionwatch_store::Store;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+const BUCKETS_SECONDS: [f64; 10] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0];
+
+/// Request latency histogram.
+#[derive(Default)]
+pub struct HttpMetrics {
+    buckets: [AtomicU64; 10],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+impl HttpMetrics {
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        for (i, b) in BUCKETS_SECONDS.iter().enumerate() {
+            if secs <= *b {
+                self.buckets[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_micros.fetch_add(d.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn render<S: Store>(&self, kernel: &Kernel<S>) -> String {
+        let m = kernel.metrics();
+        let mut out = String::new();
+        let counters = [
+            ("sessionwatch_events_recorded_total", "Events appended to the signal log.", &m.events_recorded),
+            (
+                "sessionwatch_events_not_recorded_total",
+                "Appends that failed (best effort).",
+                &m.events_not_recorded,
+            ),
+            ("sessionwatch_notices_queued_total", "Stale-state notices queued.", &m.notices_queued),
+            (
+                "sessionwatch_notices_acknowledged_total",
+                "Notices acknowledged on drain.",
+                &m.notices_acknowledged,
+            ),
+            (
+                "sessionwatch_notices_reopened_total",
+                "Notices re-opened for interleaved work.",
+                &m.notices_reopened,
+            ),
+            ("sessionwatch_wakes_total", "Wake signals sent to main-session watchers.", &m.wakes),
+        ];
+        for (name, help, v) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                v.load(Ordering::Relaxed)
+            );
+        }
+        let depths = kernel.queue_depths();
+        let _ = writeln!(out, "# HELP sessionwatch_queue_depth Queued system events per session.");
+        let _ = writeln!(out, "# TYPE sessionwatch_queue_depth gauge");
+        for (session, depth) in &depths {
+            let label = session.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(out, "sessionwatch_queue_depth{{session=\"{label}\"}} {depth}");
+        }
+        let total: usize = depths.iter().map(|(_, d)| d).sum();
+        let _ = writeln!(out, "# HELP sessionwatch_queue_depth_total Queued system events in all sessions.");
+        let _ = writeln!(
+            out,
+            "# TYPE sessionwatch_queue_depth_total gauge\nsessionwatch_queue_depth_total {total}"
+        );
+        let name = "sessionwatch_http_request_duration_seconds";
+        let _ = writeln!(out, "# HELP {name} HTTP request latency.\n# TYPE {name} histogram");
+        for (i, b) in BUCKETS_SECONDS.iter().enumerate() {
+            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {}", self.buckets[i].load(Ordering::Relaxed));
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(out, "{name}_sum {}", self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6);
+        let _ = writeln!(out, "{name}_count {count}");
+        out
+    }
+}

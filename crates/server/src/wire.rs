@@ -1,0 +1,99 @@
+//! JSON wire shapes. Domain types are not `Serialize`; this module projects them.
+
+use serde_json::{Map, Value, json};
+use sessionwatch_core::{ChangesPage, Payload, QueuedEvent, StoredEvent};
+use sessionwatch_store::{InboxItem, SessionRow, TranscriptMessage};
+
+/// One event of `stateChanges.events`: only the documented fields; the payload keeps only
+/// `outcome`, `channel` and `turns`.
+pub fn event(e: &StoredEvent) -> Value {
+    let mut m = Map::new();
+    m.insert("sequence".into(), e.sequence.into());
+    m.insert("kind".into(), e.kind.as_str().into());
+    m.insert("actorType".into(), e.actor.kind.as_str().into());
+    m.insert("occurredAt".into(), e.occurred_at.into());
+    m.insert("summary".into(), e.summary.clone().into());
+    if let Some(a) = &e.actor.id {
+        m.insert("actorId".into(), a.clone().into());
+    }
+    if let Some(r) = &e.run_id {
+        m.insert("runId".into(), r.clone().into());
+    }
+    if let Some(p) = payload(&e.payload) {
+        m.insert("payload".into(), p);
+    }
+    Value::Object(m)
+}
+
+fn payload(p: &Payload) -> Option<Value> {
+    if p.is_empty() {
+        return None;
+    }
+    let mut m = Map::new();
+    if let Some(o) = p.outcome {
+        m.insert("outcome".into(), o.as_str().into());
+    }
+    if let Some(c) = &p.channel {
+        m.insert("channel".into(), c.clone().into());
+    }
+    if let Some(t) = p.turns {
+        m.insert("turns".into(), t.into());
+    }
+    Some(Value::Object(m))
+}
+
+pub fn state_changes(page: &ChangesPage) -> Value {
+    json!({
+        "events": page.events.iter().map(event).collect::<Vec<_>>(),
+        "truncated": page.truncated,
+        "earliestAvailableSequence": page.earliest_available_sequence,
+        "historyGap": page.history_gap,
+    })
+}
+
+pub fn session_list_row(s: &SessionRow, state_version: u64) -> Value {
+    let mut m = Map::new();
+    m.insert("key".into(), s.session_key.clone().into());
+    m.insert("kind".into(), s.kind.clone().into());
+    m.insert("channel".into(), s.channel.clone().map_or(Value::Null, Value::from));
+    if let Some(label) = &s.label {
+        m.insert("displayName".into(), label.clone().into());
+    }
+    m.insert("updatedAt".into(), s.updated_at.into());
+    m.insert("sessionId".into(), s.session_id.clone().into());
+    if state_version > 0 {
+        m.insert("stateVersion".into(), state_version.into());
+    }
+    Value::Object(m)
+}
+
+pub fn message(m: &TranscriptMessage) -> Value {
+    let mut o = Map::new();
+    o.insert("role".into(), m.role.clone().into());
+    o.insert("text".into(), m.text.clone().into());
+    o.insert("createdAt".into(), m.created_at.into());
+    if let Some(r) = &m.run_id {
+        o.insert("runId".into(), r.clone().into());
+    }
+    if let Some(f) = &m.from_session {
+        o.insert("fromSessionKey".into(), f.clone().into());
+    }
+    Value::Object(o)
+}
+
+pub fn system_event(e: &QueuedEvent) -> Value {
+    json!({ "text": e.text, "contextKey": e.context_key })
+}
+
+pub fn inbox_item(i: &InboxItem) -> Value {
+    let mut o = Map::new();
+    o.insert("text".into(), i.text.clone().into());
+    o.insert("createdAt".into(), i.created_at.into());
+    if let Some(r) = &i.run_id {
+        o.insert("runId".into(), r.clone().into());
+    }
+    if let Some(f) = &i.from_session {
+        o.insert("fromSessionKey".into(), f.clone().into());
+    }
+    Value::Object(o)
+}

@@ -1,0 +1,458 @@
+//! Client subcommands: every tool and host call against a running gateway.
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+
+#[derive(Args, Debug, Clone)]
+pub struct Conn {
+    /// Gateway URL.
+    #[arg(long, global = true, env = "SESSIONWATCH_URL", default_value = "http://127.0.0.1:7420")]
+    pub url: String,
+    /// Bearer token (default: read from the data dir).
+    #[arg(long, global = true, env = "SESSIONWATCH_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Data dir holding the token.
+    #[arg(long, global = true)]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Print the raw JSON answer.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The calling session for tools (default: main).
+    #[arg(long = "as", global = true)]
+    pub caller: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClientCommand {
+    /// Tool session_status: a session's state version, and the changes since N.
+    Status {
+        key: Option<String>,
+        #[arg(long)]
+        since: Option<u64>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Tool sessions_list.
+    List {
+        #[arg(long, value_delimiter = ',')]
+        kinds: Vec<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        active_minutes: Option<u64>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Tool sessions_history.
+    History {
+        key: String,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        include_tools: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Tool sessions_send (fire and forget unless --timeout).
+    Send {
+        key: String,
+        message: String,
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// Watch the session that receives the message.
+        #[arg(long)]
+        watch: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Tool sessions_spawn.
+    Spawn {
+        task: String,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        run_timeout: Option<u64>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Tool sessions_unwatch.
+    Unwatch {
+        key: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Any tool with raw JSON arguments.
+    Tool {
+        name: String,
+        #[arg(default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: create a session.
+    Create {
+        key: String,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        chat_type: Option<String>,
+        #[arg(long)]
+        channel: Option<String>,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long)]
+        created_via: Option<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: an inbound turn (a human's by default).
+    Inbound {
+        key: String,
+        text: String,
+        #[arg(long, default_value = "cli")]
+        channel: String,
+        #[arg(long, default_value = "human")]
+        actor: String,
+        #[arg(long)]
+        actor_id: Option<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: begin a turn (drains and acknowledges notices, takes the inbox).
+    Turn {
+        key: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: report a transcript message.
+    Message {
+        key: String,
+        role: String,
+        text: String,
+        #[arg(long)]
+        run_id: Option<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: set the goal (or clear it with --clear).
+    Goal {
+        key: String,
+        #[arg(long)]
+        objective: Option<String>,
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        clear: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: record a compaction.
+    Compact {
+        key: String,
+        operation_id: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: reset a session (new session id, its watches cleared).
+    Reset {
+        key: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: delete a session (history, head, cursors).
+    Delete {
+        key: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: the terminal outcome of a run.
+    RunResult {
+        run_id: String,
+        /// ok, error, timeout or cancelled
+        status: String,
+        #[arg(long)]
+        reply: Option<String>,
+        #[arg(long)]
+        session_id: Option<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Host: follow the live stream (wake, notice, message).
+    Stream {
+        key: Option<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Gateway health.
+    Health {
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+struct Client {
+    http: reqwest::Client,
+    conn: Conn,
+    token: Option<String>,
+}
+
+fn enc(key: &str) -> String {
+    percent_encode(key)
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl Client {
+    fn new(conn: Conn) -> anyhow::Result<Client> {
+        let token = match &conn.token {
+            Some(t) => Some(t.clone()),
+            None => {
+                let dir = conn.data_dir.clone().unwrap_or_else(super::default_data_dir);
+                sessionwatch_server::auth::read_token(&dir).context("cannot read the gateway token")?
+            }
+        };
+        Ok(Client { http: reqwest::Client::new(), conn, token })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.conn.url.trim_end_matches('/'), path)
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<(u16, Value)> {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp =
+            req.send().await.with_context(|| format!("cannot reach the gateway at {}", self.conn.url))?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await?;
+        let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Ok((status, v))
+    }
+
+    async fn tool(&self, name: &str, args: Value) -> anyhow::Result<(u16, Value)> {
+        let mut body = json!({ "tool": name, "args": args });
+        if let Some(c) = &self.conn.caller {
+            body["sessionKey"] = c.clone().into();
+        }
+        self.call(reqwest::Method::POST, "/tools/invoke", Some(body)).await
+    }
+}
+
+fn strip_nulls(mut v: Value) -> Value {
+    if let Value::Object(m) = &mut v {
+        m.retain(|_, x| !x.is_null());
+    }
+    v
+}
+
+impl ClientCommand {
+    fn conn(&self) -> &Conn {
+        use ClientCommand::*;
+        match self {
+            Status { conn, .. }
+            | List { conn, .. }
+            | History { conn, .. }
+            | Send { conn, .. }
+            | Spawn { conn, .. }
+            | Unwatch { conn, .. }
+            | Tool { conn, .. }
+            | Create { conn, .. }
+            | Inbound { conn, .. }
+            | Turn { conn, .. }
+            | Message { conn, .. }
+            | Goal { conn, .. }
+            | Compact { conn, .. }
+            | Reset { conn, .. }
+            | Delete { conn, .. }
+            | RunResult { conn, .. }
+            | Stream { conn, .. }
+            | Health { conn, .. } => conn,
+        }
+    }
+}
+
+pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
+    use reqwest::Method;
+    let c = Client::new(cmd.conn().clone())?;
+    let (status, answer) = match cmd {
+        ClientCommand::Status { key, since, limit, .. } => {
+            c.tool(
+                "session_status",
+                strip_nulls(json!({ "sessionKey": key, "changesSince": since, "limit": limit })),
+            )
+            .await?
+        }
+        ClientCommand::List { kinds, limit, active_minutes, .. } => {
+            let kinds = (!kinds.is_empty()).then_some(kinds);
+            let args = json!({ "kinds": kinds, "limit": limit, "activeMinutes": active_minutes });
+            c.tool("sessions_list", strip_nulls(args)).await?
+        }
+        ClientCommand::History { key, limit, include_tools, .. } => {
+            let args = json!({ "sessionKey": key, "limit": limit, "includeTools": include_tools });
+            c.tool("sessions_history", strip_nulls(args)).await?
+        }
+        ClientCommand::Send { key, message, timeout, watch, .. } => {
+            let args = json!({ "sessionKey": key, "message": message, "timeoutSeconds": timeout, "watch": watch.then_some(true) });
+            c.tool("sessions_send", strip_nulls(args)).await?
+        }
+        ClientCommand::Spawn { task, label, agent, run_timeout, .. } => {
+            let args =
+                json!({ "task": task, "label": label, "agentId": agent, "runTimeoutSeconds": run_timeout });
+            c.tool("sessions_spawn", strip_nulls(args)).await?
+        }
+        ClientCommand::Unwatch { key, .. } => {
+            c.tool("sessions_unwatch", json!({ "sessionKey": key })).await?
+        }
+        ClientCommand::Tool { name, args, .. } => {
+            let args: Value = serde_json::from_str(&args).context("ARGS must be a JSON object")?;
+            c.tool(&name, args).await?
+        }
+        ClientCommand::Create { key, agent, chat_type, channel, label, created_via, .. } => {
+            let body = json!({ "sessionKey": key, "agentId": agent, "chatType": chat_type, "channel": channel,
+                "label": label, "createdVia": created_via });
+            c.call(Method::POST, "/v1/sessions", Some(strip_nulls(body))).await?
+        }
+        ClientCommand::Inbound { key, text, channel, actor, actor_id, .. } => {
+            let body = json!({ "text": text, "channel": channel, "actor": strip_nulls(json!({ "type": actor, "id": actor_id })) });
+            c.call(Method::POST, &format!("/v1/sessions/{}/inbound", enc(&key)), Some(body)).await?
+        }
+        ClientCommand::Turn { key, .. } => {
+            c.call(Method::POST, &format!("/v1/sessions/{}/turns", enc(&key)), None).await?
+        }
+        ClientCommand::Message { key, role, text, run_id, .. } => {
+            let body = strip_nulls(json!({ "role": role, "text": text, "runId": run_id }));
+            c.call(Method::POST, &format!("/v1/sessions/{}/messages", enc(&key)), Some(body)).await?
+        }
+        ClientCommand::Goal { key, objective, status, clear, .. } => {
+            let path = format!("/v1/sessions/{}/goal", enc(&key));
+            if clear {
+                c.call(Method::DELETE, &path, None).await?
+            } else {
+                let body = json!({ "objective": objective, "status": status, "actor": { "type": "human" } });
+                c.call(Method::PUT, &path, Some(strip_nulls(body))).await?
+            }
+        }
+        ClientCommand::Compact { key, operation_id, .. } => {
+            let body = json!({ "operationId": operation_id });
+            c.call(Method::POST, &format!("/v1/sessions/{}/compactions", enc(&key)), Some(body)).await?
+        }
+        ClientCommand::Reset { key, .. } => {
+            c.call(Method::POST, &format!("/v1/sessions/{}/reset", enc(&key)), None).await?
+        }
+        ClientCommand::Delete { key, .. } => {
+            c.call(Method::DELETE, &format!("/v1/sessions/{}", enc(&key)), None).await?
+        }
+        ClientCommand::RunResult { run_id, status, reply, session_id, .. } => {
+            let body = strip_nulls(json!({ "status": status, "reply": reply, "sessionId": session_id }));
+            c.call(Method::POST, &format!("/v1/runs/{}/result", enc(&run_id)), Some(body)).await?
+        }
+        ClientCommand::Health { .. } => c.call(Method::GET, "/healthz", None).await?,
+        ClientCommand::Stream { key, .. } => return stream(&c, key).await,
+    };
+    print_answer(&answer, c.conn.json);
+    Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+async fn stream(c: &Client, key: Option<String>) -> anyhow::Result<ExitCode> {
+    let path = match &key {
+        Some(k) => format!("/v1/stream?sessionKey={}", enc(k)),
+        None => "/v1/stream".to_string(),
+    };
+    let mut req = c.http.get(c.url(&path));
+    if let Some(t) = &c.token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.context("cannot reach the gateway")?;
+    if !resp.status().is_success() {
+        bail!("the gateway answered {}", resp.status());
+    }
+    let mut body = resp.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        print!("{}", String::from_utf8_lossy(&chunk?));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Readable by default: tool results unwrapped, `statusText` shown as text, other fields as lines.
+pub fn print_answer(v: &Value, raw: bool) {
+    if raw {
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        return;
+    }
+    if v.get("ok") == Some(&Value::Bool(false)) {
+        let e = &v["error"];
+        eprintln!("error ({}): {}", e["type"].as_str().unwrap_or("?"), e["message"].as_str().unwrap_or("?"));
+        return;
+    }
+    let v = v.get("result").unwrap_or(v);
+    if let Some(text) = v.get("statusText").and_then(Value::as_str) {
+        println!("{text}");
+        return;
+    }
+    print_readable(v, 0);
+}
+
+fn print_readable(v: &Value, indent: usize) {
+    let pad = "  ".repeat(indent);
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match x {
+                    Value::Object(_) | Value::Array(_) if !is_empty(x) => {
+                        println!("{pad}{k}:");
+                        print_readable(x, indent + 1);
+                    }
+                    _ => println!("{pad}{k}: {}", scalar(x)),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::Object(_) => {
+                        println!("{pad}-");
+                        print_readable(item, indent + 1);
+                    }
+                    _ => println!("{pad}- {}", scalar(item)),
+                }
+            }
+        }
+        other => println!("{pad}{}", scalar(other)),
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if a.is_empty()) || matches!(v, Value::Object(o) if o.is_empty())
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) if a.is_empty() => "(none)".into(),
+        other => other.to_string(),
+    }
+}

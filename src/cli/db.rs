@@ -1,0 +1,190 @@
+//! `sessionwatch db …`: the signal log, watches and notices directly on a database file.
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+use sessionwatch_core::{
+    Actor, AgentSessionKey, GoalChange, Limit, NewEvent, Provenance, RunOutcome, RunStatus, SystemClock,
+};
+use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
+use sessionwatch_server::wire;
+use sessionwatch_store::{RetentionPolicy, SqliteOptions, SqliteStore};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Args, Debug)]
+pub struct DbArgs {
+    /// The database file (default: the data dir's sessionwatch.db).
+    #[arg(long, global = true)]
+    db: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: DbCommand,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Kind {
+    Human,
+    Goal,
+    Compacted,
+    RunOk,
+    RunFailed,
+    Missing,
+}
+
+#[derive(Subcommand, Debug)]
+enum DbCommand {
+    /// Append an event to a session's log.
+    Record {
+        key: String,
+        kind: Kind,
+        /// Channel (human) or catalog id (missing).
+        #[arg(long, default_value = "cli")]
+        channel: String,
+        /// The session that acted (an agent), for self-suppression.
+        #[arg(long)]
+        actor_id: Option<String>,
+        /// The session's parent (its spawner), who watches it implicitly.
+        #[arg(long)]
+        parent: Option<String>,
+        /// Dedupe key / operation id / run id, depending on the kind.
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Watch TARGET as WATCHER from its current state version.
+    Watch {
+        watcher: String,
+        target: String,
+        #[arg(long)]
+        ambient: bool,
+    },
+    /// Drop a watch.
+    Unwatch { watcher: String, target: String },
+    /// Drain a session's notices (pending ones are restored from the durable cursors) and acknowledge them.
+    Drain { session: String },
+    /// A session's state version and the changes since N.
+    Status {
+        key: String,
+        #[arg(long, default_value_t = 0)]
+        since: u64,
+        #[arg(long, default_value_t = 200)]
+        limit: u32,
+    },
+    /// Apply retention now.
+    Prune {
+        #[arg(long, default_value_t = 30)]
+        days: u64,
+        #[arg(long, default_value_t = 50_000)]
+        max_rows: u64,
+    },
+}
+
+pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
+    super::init_tracing("warn");
+    let path = args.db.clone().unwrap_or_else(|| super::default_data_dir().join("sessionwatch.db"));
+    let store = SqliteStore::open(&path, SqliteOptions::default())?;
+    let mut config = KernelConfig { store_identity: "sessionwatch".into(), ..KernelConfig::default() };
+    if let DbCommand::Prune { days, max_rows } = &args.command {
+        config.retention =
+            RetentionPolicy { max_age_ms: *days as i64 * sessionwatch_core::DAY_MS, max_rows: *max_rows };
+    }
+    let kernel = Kernel::start(store, Arc::new(SystemClock), config).await;
+    let out: Value = match args.command {
+        DbCommand::Record { key, kind, channel, actor_id, parent, id } => {
+            let k = AgentSessionKey::parse(&key);
+            let (key, agent) = match &k {
+                Some(k) => (k.as_str().to_string(), k.agent_id().to_string()),
+                None => (key.clone(), "main".to_string()),
+            };
+            let parent = parent.map(|p| AgentSessionKey::parse(&p).map_or(p, |k| k.as_str().to_string()));
+            let watchers: Vec<String> = parent.iter().cloned().collect();
+            let actor = match actor_id {
+                Some(a) => Actor::agent(a.to_ascii_lowercase()),
+                None => Actor::human(None),
+            };
+            let outcome = match kind {
+                Kind::Human => {
+                    let mut e = NewEvent::human_message(&key, &agent, &channel, None);
+                    e.actor = actor;
+                    kernel.record(e.with_dedupe_key(id), watchers.clone(), watchers.is_empty()).await
+                }
+                Kind::Goal => {
+                    kernel
+                        .record(
+                            NewEvent::goal_changed(&key, &agent, &GoalChange::Updated, actor),
+                            watchers,
+                            false,
+                        )
+                        .await
+                }
+                Kind::Compacted => {
+                    let op = id.context("--id OPERATION_ID is required for compacted")?;
+                    kernel.record(NewEvent::compacted(&key, &agent, &op), vec![], false).await
+                }
+                Kind::RunOk | Kind::RunFailed => {
+                    let run = id.context("--id RUN_ID is required for run events")?;
+                    let status = if matches!(kind, Kind::RunOk) {
+                        RunStatus::Ok
+                    } else {
+                        RunStatus::Failed(RunOutcome::Error)
+                    };
+                    kernel.record(NewEvent::run_terminal(&key, &agent, &run, status), watchers, false).await
+                }
+                Kind::Missing => {
+                    kernel.record(NewEvent::upstream_missing(&key, &agent, &channel), watchers, false).await
+                }
+            };
+            match outcome {
+                RecordOutcome::Recorded(e) => json!({ "recorded": true, "event": wire::event(&e) }),
+                RecordOutcome::Duplicate(e) => {
+                    json!({ "recorded": false, "duplicate": true, "event": wire::event(&e) })
+                }
+                RecordOutcome::Unwatched => {
+                    json!({ "recorded": false, "reason": "nobody watches this session and it has no parent" })
+                }
+                RecordOutcome::NotRecorded(why) => {
+                    json!({ "recorded": false, "failed": true, "reason": why })
+                }
+            }
+        }
+        DbCommand::Watch { watcher, target, ambient } => {
+            let provenance = if ambient { Provenance::AmbientGroup } else { Provenance::Explicit };
+            let watched = kernel
+                .register_watch(&watcher.to_ascii_lowercase(), &target.to_ascii_lowercase(), provenance)
+                .await;
+            json!({ "watched": watched })
+        }
+        DbCommand::Unwatch { watcher, target } => {
+            json!({ "unwatched": kernel.unwatch(&watcher.to_ascii_lowercase(), &target.to_ascii_lowercase()).await })
+        }
+        DbCommand::Drain { session } => {
+            let session = AgentSessionKey::parse(&session).map_or(session, |k| k.as_str().to_string());
+            let drained = kernel.drain(&session).await;
+            json!({ "systemEvents": drained.iter().map(wire::system_event).collect::<Vec<_>>() })
+        }
+        DbCommand::Status { key, since, limit } => {
+            let limit =
+                Limit::new(limit as i64).map_err(|_| anyhow::anyhow!("--limit must be between 1 and 200"))?;
+            let (key, agent) = match AgentSessionKey::parse(&key) {
+                Some(k) => (k.as_str().to_string(), k.agent_id().to_string()),
+                None => (key, "main".into()),
+            };
+            let head = kernel.head(&key, &agent).await;
+            let page = kernel.changes_since(&key, &agent, since, limit).await;
+            json!({ "sessionKey": key, "stateVersion": head.head, "stateChanges": wire::state_changes(&page) })
+        }
+        DbCommand::Prune { .. } => {
+            let r = kernel.prune_now().await?;
+            json!({ "eventsByAge": r.events_by_age, "eventsByCap": r.events_by_cap, "cursorsExpired": r.cursors_expired })
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        super::client::print_answer(&out, false);
+    }
+    Ok(if out.get("failed") == Some(&Value::Bool(true)) { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}

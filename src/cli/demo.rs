@@ -1,0 +1,132 @@
+//! `sessionwatch demo`: the whole story through an embedded gateway over HTTP, so a newcomer sees the
+//! real wire shapes.
+
+use anyhow::{Context, ensure};
+use serde_json::{Value, json};
+use sessionwatch_core::SystemClock;
+use sessionwatch_server::{AppState, Config, Gateway};
+use sessionwatch_store::{SqliteOptions, SqliteStore};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+struct Http {
+    client: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Http {
+    async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        let resp = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await?;
+        let status = resp.status();
+        let v: Value = resp.json().await?;
+        ensure!(status.is_success(), "{path} answered {status}: {v}");
+        Ok(v)
+    }
+
+    async fn tool(&self, caller: &str, tool: &str, args: Value) -> anyhow::Result<Value> {
+        let v =
+            self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await?;
+        Ok(v["result"].clone())
+    }
+}
+
+fn enc(key: &str) -> String {
+    key.replace(':', "%3A")
+}
+
+pub async fn run(json_only: bool) -> anyhow::Result<ExitCode> {
+    let dir = tempfile::tempdir()?;
+    let config =
+        Config { data_dir: dir.path().to_path_buf(), listen: "127.0.0.1:0".parse()?, ..Config::default() };
+    let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default())?;
+    let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
+    let token = sessionwatch_server::auth::load_or_create_token(dir.path())?;
+    let state = Arc::new(AppState { gateway, token: Some(token.clone()), metrics: Default::default() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
+        let _ = stopped.await;
+    }));
+    let http = Http { client: reqwest::Client::new(), base: base.clone(), token };
+    let say = |text: &str| {
+        if !json_only {
+            println!("{text}");
+        }
+    };
+    let show = |label: &str, v: &Value| {
+        if json_only {
+            println!("{}", json!({ "step": label, "answer": v }));
+        } else {
+            println!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default());
+        }
+    };
+
+    let main = "agent:main:main";
+    say(&format!("sessionwatch demo: an embedded gateway on {base}, a temporary database.\n"));
+    say("1. The manager session agent:main:main spawns a worker (tool sessions_spawn):");
+    let spawned = http
+        .tool(main, "sessions_spawn", json!({ "task": "Summarise the incident report", "label": "worker" }))
+        .await?;
+    show("spawn", &spawned);
+    let child = spawned["childSessionKey"].as_str().context("no childSessionKey")?.to_string();
+
+    say(
+        "2. A human jumps straight into the worker and types twenty times (POST /v1/sessions/{key}/inbound):",
+    );
+    let mut last = Value::Null;
+    for i in 1..=20 {
+        last = http
+            .post(
+                &format!("/v1/sessions/{}/inbound", enc(&child)),
+                json!({ "text": format!("human message {i}"), "channel": "telegram", "actor": { "type": "human", "id": "alice" } }),
+            )
+            .await?;
+    }
+    say("   (the last answer)");
+    show("inbound", &last);
+
+    say(
+        "3. The manager begins its next turn (POST /v1/sessions/{key}/turns): exactly one notice, not twenty:",
+    );
+    let turn = http.post(&format!("/v1/sessions/{}/turns", enc(main)), json!({})).await?;
+    show("turn", &turn);
+    let notices = turn["systemEvents"].as_array().map_or(0, Vec::len);
+    ensure!(notices == 1, "expected exactly one notice, got {notices}");
+    let text = turn["systemEvents"][0]["text"].as_str().unwrap_or_default().to_string();
+    let since: u64 =
+        text.rsplit("changesSince ").next().and_then(|s| s.trim_end_matches('.').parse().ok()).unwrap_or(0);
+
+    say(&format!("4. It reconciles before acting (tool session_status, changesSince {since}, limit 5):"));
+    let status = http
+        .tool(main, "session_status", json!({ "sessionKey": child, "changesSince": since, "limit": 5 }))
+        .await?;
+    let mut shown = status.clone();
+    if let Some(o) = shown.as_object_mut() {
+        o.remove("statusText");
+    }
+    show("status", &shown);
+
+    say("5. The human writes once more; the manager's next turn holds exactly one notice again:");
+    http.post(
+        &format!("/v1/sessions/{}/inbound", enc(&child)),
+        json!({ "text": "one more thing", "channel": "telegram", "actor": { "type": "human" } }),
+    )
+    .await?;
+    let turn = http.post(&format!("/v1/sessions/{}/turns", enc(main)), json!({})).await?;
+    show("turn", &turn);
+    let notices = turn["systemEvents"].as_array().map_or(0, Vec::len);
+    ensure!(notices == 1, "expected exactly one notice, got {notices}");
+    say("Done: one coalesced notice per burst, an exact delta on demand.");
+
+    let _ = stop.send(());
+    server.await??;
+    Ok(ExitCode::SUCCESS)
+}

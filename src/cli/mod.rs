@@ -1,0 +1,71 @@
+//! Command-line interface.
+
+mod client;
+mod db;
+mod demo;
+mod serve;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "sessionwatch", version, about = "Session state awareness for multi-agent AI gateways")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway.
+    Serve(serve::ServeArgs),
+    /// Tell the demo story on a temporary gateway: a spawn, twenty human turns, one notice, a reconcile.
+    Demo {
+        /// Print the machine-readable wire shapes only.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Work on a signal-log database directly (no gateway needed).
+    Db(db::DbArgs),
+    /// Talk to a running gateway: tools and host calls.
+    #[command(flatten)]
+    Client(client::ClientCommand),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Demo { json } => demo::run(json).await,
+            Command::Db(args) => db::run(args).await,
+            Command::Client(c) => client::run(c).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr (stdout carries results and, for MCP, the protocol).
+pub fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SESSIONWATCH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+pub fn default_data_dir() -> PathBuf {
+    sessionwatch_server::config::default_data_dir()
+}

@@ -1,0 +1,100 @@
+//! `sessionwatch serve`.
+
+use anyhow::{Context, bail};
+use clap::Args;
+use sessionwatch_core::SystemClock;
+use sessionwatch_server::config::AuthMode;
+use sessionwatch_server::{AppState, Config, Gateway, auth};
+use sessionwatch_store::{SqliteOptions, SqliteStore};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Args, Debug, Default)]
+pub struct ServeArgs {
+    /// TOML config file.
+    #[arg(long, env = "SESSIONWATCH_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Listen address (default 127.0.0.1:7420).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Database: a SQLite path (default: the data dir) or postgres://…
+    #[arg(long)]
+    pub database: Option<String>,
+    /// token (default) or none (loopback only).
+    #[arg(long)]
+    pub auth: Option<String>,
+    /// Data dir (token, default database).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Config: file, then environment, then flags.
+pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
+    let mut config = match &args.config {
+        Some(path) => Config::from_file(path)?,
+        None => Config::default(),
+    };
+    config.apply_env()?;
+    if let Some(v) = &args.listen {
+        config.set("gateway.listen", v)?;
+    }
+    if let Some(v) = &args.database {
+        config.set("gateway.database", v)?;
+    }
+    if let Some(v) = &args.auth {
+        config.set("gateway.auth", v)?;
+    }
+    if let Some(v) = &args.data_dir {
+        config.data_dir = v.clone();
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    super::init_tracing("info");
+    let config = load_config(&args)?;
+    if config.postgres_url().is_some() {
+        bail!("PostgreSQL support is not built into this version yet; use a SQLite path");
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    let token = match config.auth {
+        AuthMode::Token => {
+            Some(auth::load_or_create_token(&config.data_dir).context("cannot create the token")?)
+        }
+        AuthMode::None => None,
+    };
+    let path = config.sqlite_path();
+    let store = SqliteStore::open(&path, SqliteOptions::default())?;
+    let gateway = Gateway::start(store, config.clone(), Arc::new(SystemClock)).await;
+    let state = Arc::new(AppState { gateway, token, metrics: Default::default() });
+    tracing::info!(%addr, database = %path.display(), auth = ?config.auth, "sessionwatch gateway listening");
+    // Printed for scripts that start the gateway on port 0.
+    println!("listening on http://{addr}");
+    sessionwatch_server::run(listener, state, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
