@@ -14,6 +14,7 @@ mod prune;
 mod runs;
 mod schema;
 mod sessions;
+pub mod testing;
 mod watch;
 
 pub use schema::SCHEMA_VERSION;
@@ -158,7 +159,7 @@ impl PostgresStore {
 
     /// The `application_name` of `host_id`'s LISTEN connection (tests terminate it to simulate a loss).
     pub fn listener_application_name(&self, host_id: &str) -> String {
-        let name = format!("{}-listen:{host_id}", self.inner.application_name);
+        let name = format!("{}-listen:{}:{host_id}", self.inner.application_name, self.inner.schema);
         name.chars().take(63).collect()
     }
 

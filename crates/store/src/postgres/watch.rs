@@ -217,15 +217,21 @@ impl PostgresStore {
     pub(crate) async fn acknowledge_pg(
         &self,
         watcher: &AgentSessionKey,
-        mut targets: Vec<AgentSessionKey>,
+        targets: Vec<AgentSessionKey>,
         store: &str,
         now: Millis,
     ) -> Result<Vec<Notice>> {
-        // Lock order: (watcher, target), like appends.
-        targets.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        targets.dedup();
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        // Lock the cursors in (watcher, target) order, like appends; then process in the caller's order.
+        let names: Vec<&str> = targets.iter().map(AgentSessionKey::as_str).collect();
+        query(
+            &tx,
+            "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = $1 AND target_session_key = ANY($2) \
+             ORDER BY target_session_key COLLATE \"C\" FOR UPDATE",
+            &[&watcher.as_str(), &names],
+        )
+        .await?;
         let mut reopened = vec![];
         for target in targets {
             let Some(mut cursor) = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await? else {
@@ -293,7 +299,7 @@ impl PostgresStore {
 
     pub(crate) async fn clear_watcher_pg(&self, watcher: &str) -> Result<Vec<String>> {
         let client = self.client().await?;
-        Ok(query(
+        let mut targets: Vec<String> = query(
             &client,
             "DELETE FROM session_watch_cursors WHERE watcher_session_key = $1 RETURNING target_session_key",
             &[&watcher],
@@ -301,7 +307,10 @@ impl PostgresStore {
         .await?
         .iter()
         .map(|r| r.get(0))
-        .collect())
+        .collect();
+        // In key order, as SQLite answers (it deletes along the primary key).
+        targets.sort();
+        Ok(targets)
     }
 
     pub(crate) async fn delete_session_state_pg(&self, key: &str, agent: &str) -> Result<()> {
