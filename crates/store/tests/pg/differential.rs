@@ -249,13 +249,15 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_answers_like_sqlite() {
-    let schema = pg_schema!("postgres_answers_like_sqlite");
-    for seed in [0x9e37_79b9_7f4a_7c15u64, 0x0123_4567_89ab_cdef, 42] {
+    let seeds: Vec<u64> = match std::env::var("SESSIONWATCH_DIFF_SEEDS") {
+        Ok(n) => (1..=n.parse::<u64>().unwrap()).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect(),
+        Err(_) => vec![0x9e37_79b9_7f4a_7c15u64, 0x0123_4567_89ab_cdef, 42],
+    };
+    for seed in seeds {
         let dir = tempfile::tempdir().unwrap();
         let sqlite = SqliteStore::open(dir.path().join("ref.db"), SqliteOptions::default()).unwrap();
-        let pg_schema_name = sessionwatch_store::postgres::testing::unique_schema_name("swd");
-        let pg =
-            sessionwatch_store::PostgresStore::connect(schema.url(), Some(&pg_schema_name)).await.unwrap();
+        let fresh = pg_schema!("postgres_answers_like_sqlite");
+        let pg = fresh.store().await;
         let (mut r1, mut r2) = (Rng(seed), Rng(seed));
         let mut now = NOW;
         let mut history = vec![];
@@ -274,7 +276,5 @@ async fn postgres_answers_like_sqlite() {
                 history.iter().rev().take(8).rev().cloned().collect::<Vec<_>>().join("\n")
             );
         }
-        drop(pg);
-        sessionwatch_store::postgres::testing::drop_schema(schema.url(), &pg_schema_name).await.unwrap();
     }
 }
