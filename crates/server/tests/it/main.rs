@@ -1,0 +1,6 @@
+//! The gateway end to end: a real server on port 0, driven over HTTP.
+
+mod bad_input;
+mod story;
+mod support;
+mod wire_shapes;
