@@ -1,11 +1,15 @@
 //! The CLI as a user runs it: `demo`, `db …`, and client commands against a running gateway.
 
-use crate::support::{bin, Server};
+use crate::support::{Server, bin};
 use std::process::Command;
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let out = Command::new(bin()).args(args).envs(env.iter().copied()).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -25,10 +29,14 @@ fn db_commands_on_a_file() {
     let (ok, out, err) = run(&["db", "--db", db, "--json", "record", "agent:main:worker", "human"], &[]);
     assert!(ok, "{err}");
     assert!(out.contains("\"recorded\": false"), "an unwatched human turn writes nothing: {out}");
-    let (ok, out, _) = run(&["db", "--db", db, "--json", "watch", "agent:main:main", "agent:main:worker"], &[]);
+    let (ok, out, _) =
+        run(&["db", "--db", db, "--json", "watch", "agent:main:main", "agent:main:worker"], &[]);
     assert!(ok && out.contains("\"watched\": true"), "{out}");
     for _ in 0..3 {
-        let (ok, out, _) = run(&["db", "--db", db, "--json", "record", "agent:main:worker", "human", "--channel", "slack"], &[]);
+        let (ok, out, _) = run(
+            &["db", "--db", db, "--json", "record", "agent:main:worker", "human", "--channel", "slack"],
+            &[],
+        );
         assert!(ok && out.contains("\"recorded\": true"), "{out}");
     }
     let (ok, out, _) = run(&["db", "--db", db, "--json", "drain", "agent:main:main"], &[]);

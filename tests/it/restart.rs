@@ -42,7 +42,10 @@ async fn graceful_shutdown_on_sigterm_keeps_pending_notices() {
     assert_eq!(status, 200);
     server.tool(MAIN, "sessions_send", json!({ "sessionKey": target, "message": "hi", "watch": true })).await;
     server
-        .post(&format!("/v1/sessions/{}/inbound", target.replace(':', "%3A")), json!({ "text": "x", "channel": "slack" }))
+        .post(
+            &format!("/v1/sessions/{}/inbound", target.replace(':', "%3A")),
+            json!({ "text": "x", "channel": "slack" }),
+        )
         .await;
     let pid = server.child.id() as i32;
     // SAFETY: sending a signal to our own child process.

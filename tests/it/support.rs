@@ -1,6 +1,6 @@
 //! Start `sessionwatch serve` as a child process and talk to it.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -28,7 +28,11 @@ impl Server {
             .expect("start sessionwatch serve");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let base = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected: {line:?}")).to_string();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected: {line:?}"))
+            .to_string();
         let token = std::fs::read_to_string(data_dir.join("token")).unwrap().trim().to_string();
         Server { child, base, token }
     }
@@ -51,14 +55,16 @@ impl Server {
     }
 
     pub async fn tool(&self, caller: &str, tool: &str, args: Value) -> Value {
-        let (status, body) = self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await;
+        let (status, body) =
+            self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await;
         assert_eq!(status, 200, "{body}");
         body["result"].clone()
     }
 
     /// Session-state notice texts drained by a turn of `key`.
     pub async fn turn(&self, key: &str) -> Vec<String> {
-        let (status, body) = self.post(&format!("/v1/sessions/{}/turns", key.replace(':', "%3A")), json!({})).await;
+        let (status, body) =
+            self.post(&format!("/v1/sessions/{}/turns", key.replace(':', "%3A")), json!({})).await;
         assert_eq!(status, 200, "{body}");
         body["systemEvents"]
             .as_array()

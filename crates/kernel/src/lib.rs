@@ -4,6 +4,7 @@
 //! schedule) and drives the [`Store`] for everything durable. Recording is best effort: no method here
 //! returns an error that could break the caller's turn; failures are logged and reported as values.
 
+pub mod bench_pg;
 mod queues;
 
 use queues::Queues;

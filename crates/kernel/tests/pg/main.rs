@@ -244,3 +244,13 @@ async fn concurrent_appends_from_two_gateways_are_contiguous() {
     assert_eq!(seqs, (1..=160).collect::<Vec<_>>(), "1..n, no hole, no duplicate");
     assert_eq!(b.head(T, "main").await.head, 160);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cross_gateway_bench_runs() {
+    let Some(schema) = TestSchema::create("the_cross_gateway_bench_runs").await else { return };
+    let figures = sessionwatch_kernel::bench_pg::cross_gateway_notice_ms(schema.url(), 20).await.unwrap();
+    let get = |n: &str| figures.iter().find(|(name, ..)| name == n).map(|f| f.1).unwrap();
+    assert_eq!(get("cross_gateway_notice_samples"), 20.0);
+    assert!(get("cross_gateway_notice_p50_ms") < 1000.0, "{figures:?}");
+    assert!(get("cross_gateway_notice_p50_ms") <= get("cross_gateway_notice_p99_ms"));
+}
