@@ -1,7 +1,8 @@
 //! Support for tests and benchmarks that need a PostgreSQL server: a fresh, uniquely named schema per
 //! test, dropped afterwards.
 //!
-//! The server comes from `SESSIONWATCH_PG_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
+//! The server comes from `SESSIONWATCH_TEST_PG_URL` (or `SESSIONWATCH_PG_URL`; default
+//! `postgres://postgres@127.0.0.1:5432/test`).
 //! When it does not answer, [`TestSchema::create`] prints a `SKIPPED` line and answers `None`, unless
 //! `SESSIONWATCH_REQUIRE_PG=1` is set (CI), in which case it panics.
 
@@ -15,7 +16,10 @@ pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// The server URL tests use.
 pub fn url() -> String {
-    std::env::var("SESSIONWATCH_PG_URL").ok().filter(|u| !u.trim().is_empty()).unwrap_or(DEFAULT_URL.into())
+    ["SESSIONWATCH_TEST_PG_URL", "SESSIONWATCH_PG_URL"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+        .unwrap_or_else(|| DEFAULT_URL.into())
 }
 
 fn required() -> bool {
@@ -103,7 +107,7 @@ fn skip(test: &str, url: &str, why: &str) -> Option<TestSchema> {
     if required() {
         panic!("PostgreSQL at {url} is required (SESSIONWATCH_REQUIRE_PG=1) but unreachable: {why}");
     }
-    eprintln!("SKIPPED: {test}: PostgreSQL at {url} is unreachable ({why}); set SESSIONWATCH_PG_URL");
+    eprintln!("SKIPPED: {test}: PostgreSQL at {url} is unreachable ({why}); set SESSIONWATCH_TEST_PG_URL");
     None
 }
 
