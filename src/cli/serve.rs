@@ -1,11 +1,11 @@
 //! `sessionwatch serve`.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use sessionwatch_core::SystemClock;
 use sessionwatch_server::config::AuthMode;
 use sessionwatch_server::{AppState, Config, Gateway, auth};
-use sessionwatch_store::{SqliteOptions, SqliteStore};
+use sessionwatch_store::{PostgresStore, SqliteOptions, SqliteStore, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -55,29 +55,67 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     super::init_tracing("info");
     let config = load_config(&args)?;
-    if config.postgres_url().is_some() {
-        bail!("PostgreSQL support is not built into this version yet; use a SQLite path");
-    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
-    let addr = listener.local_addr()?;
     let token = match config.auth {
         AuthMode::Token => {
             Some(auth::load_or_create_token(&config.data_dir).context("cannot create the token")?)
         }
         AuthMode::None => None,
     };
-    let path = config.sqlite_path();
-    let store = SqliteStore::open(&path, SqliteOptions::default())?;
-    let gateway = Gateway::start(store, config.clone(), Arc::new(SystemClock)).await;
+    match config.postgres_url() {
+        Some(url) => {
+            let store = PostgresStore::connect(url, None)
+                .await
+                .with_context(|| "cannot open the PostgreSQL state database".to_string())?;
+            let identity = store.identity().to_string();
+            let host = host_id(&config.data_dir)?;
+            tracing::info!(host = %host, "sharing state through PostgreSQL");
+            let gateway =
+                Gateway::start_shared(store, config.clone(), Arc::new(SystemClock), identity, Some(host))
+                    .await;
+            serve(listener, gateway, token, &config, "postgres").await
+        }
+        None => {
+            let path = config.sqlite_path();
+            let store = SqliteStore::open(&path, SqliteOptions::default())?;
+            let gateway = Gateway::start(store, config.clone(), Arc::new(SystemClock)).await;
+            serve(listener, gateway, token, &config, &path.display().to_string()).await
+        }
+    }
+}
+
+async fn serve<S: Store>(
+    listener: tokio::net::TcpListener,
+    gateway: Arc<Gateway<S>>,
+    token: Option<String>,
+    config: &Config,
+    database: &str,
+) -> anyhow::Result<ExitCode> {
+    let addr = listener.local_addr()?;
     let state = Arc::new(AppState { gateway, token, metrics: Default::default() });
-    tracing::info!(%addr, database = %path.display(), auth = ?config.auth, "sessionwatch gateway listening");
+    tracing::info!(%addr, database, auth = ?config.auth, "sessionwatch gateway listening");
     // Printed for scripts that start the gateway on port 0.
     println!("listening on http://{addr}");
     sessionwatch_server::run(listener, state, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// This gateway's host id for a shared database: kept in the data dir so it survives restarts (a
+/// restarted gateway still hosts its sessions and gets their pending notices back).
+fn host_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
+    let path = data_dir.join("host-id");
+    if let Ok(id) = std::fs::read_to_string(&path)
+        && !id.trim().is_empty()
+    {
+        return Ok(id.trim().to_string());
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let id = format!("gw-{}", uuid::Uuid::new_v4().simple());
+    std::fs::write(&path, format!("{id}\n")).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(id)
 }
 
 async fn shutdown_signal() {

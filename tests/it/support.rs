@@ -82,3 +82,86 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+impl Server {
+    /// Starts a gateway with extra `serve` arguments.
+    pub fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .args(extra)
+            .env("SESSIONWATCH_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start sessionwatch serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected: {line:?}"))
+            .to_string();
+        let token = std::fs::read_to_string(data_dir.join("token")).unwrap().trim().to_string();
+        Server { child, base, token }
+    }
+
+    /// Follows the live stream of `key`; answers once the subscription is live.
+    pub async fn stream(&self, key: &str) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
+        use futures::StreamExt;
+        let resp = reqwest::Client::new()
+            .get(format!("{}/v1/stream?sessionKey={}", self.base, key.replace(':', "%3A")))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let mut body = resp.bytes_stream();
+            let mut buf = String::new();
+            let mut ready = Some(ready_tx);
+            while let Some(Ok(chunk)) = body.next().await {
+                buf.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(i) = buf.find("\n\n") {
+                    let block: String = buf.drain(..i + 2).collect();
+                    if block.starts_with(':') {
+                        if let Some(r) = ready.take() {
+                            let _ = r.send(());
+                        }
+                        continue;
+                    }
+                    let event =
+                        block.lines().find_map(|l| l.strip_prefix("event:")).unwrap_or("").trim().to_string();
+                    let data = block
+                        .lines()
+                        .find_map(|l| l.strip_prefix("data:"))
+                        .unwrap_or("null")
+                        .trim()
+                        .to_string();
+                    if tx.send((event, serde_json::from_str(&data).unwrap_or(Value::Null))).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), ready_rx).await;
+        rx
+    }
+}
+
+/// Wake events of `rx` within `wait`.
+pub async fn wakes(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<(String, Value)>,
+    wait: std::time::Duration,
+) -> usize {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut n = 0;
+    while let Ok(Some((event, _))) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        if event == "wake" {
+            n += 1;
+        }
+    }
+    n
+}

@@ -18,16 +18,7 @@ pub async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -
         Some(raw) => match gateway.resolve_host_key(&raw, None) {
             Ok(r) => {
                 // The gateway serving a session's stream hosts it.
-                let _ = gateway
-                    .kernel()
-                    .store()
-                    .touch_session(
-                        r.key.clone(),
-                        r.agent_id.clone(),
-                        Some(gateway.host_id().to_string()),
-                        gateway.kernel().now(),
-                    )
-                    .await;
+                gateway.kernel().host_session(&r.key, &r.agent_id).await;
                 Some(r.key)
             }
             Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),

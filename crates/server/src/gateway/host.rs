@@ -81,10 +81,7 @@ impl<S: Store> Gateway<S> {
                 },
             )
             .await?;
-        let store = self.kernel.store();
-        store
-            .touch_session(r.key.clone(), r.agent_id.clone(), Some(self.host_id.clone()), self.now())
-            .await?;
+        self.kernel.host_session(&r.key, &r.agent_id).await;
         let from = (turn.actor.kind == ActorType::Agent).then(|| turn.actor.id.clone()).flatten();
         self.deliver_message(&r, &row.session_id, &turn.text, turn.run_id.as_deref(), from.as_deref())
             .await?;
@@ -126,10 +123,8 @@ impl<S: Store> Gateway<S> {
     pub async fn begin_turn(&self, raw_key: &str) -> ApiResult<Value> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
+        self.kernel.host_session(&r.key, &r.agent_id).await;
         let store = self.kernel.store();
-        store
-            .touch_session(r.key.clone(), r.agent_id.clone(), Some(self.host_id.clone()), self.now())
-            .await?;
         let system_events = self.kernel.drain(&r.key).await;
         let inbox = store.take_inbox(r.key.clone(), r.agent_id.clone()).await?;
         Ok(json!({

@@ -33,7 +33,6 @@ pub struct RunResult {
 pub struct Gateway<S: Store> {
     kernel: Kernel<S>,
     config: Config,
-    host_id: String,
     waiters: Mutex<HashMap<String, Vec<oneshot::Sender<RunResult>>>>,
     /// Background work (run timeouts) holds the gateway through this.
     me: Weak<Gateway<S>>,
@@ -43,14 +42,28 @@ pub const DEFAULT_AGENT: &str = "main";
 const MAX_KEY_LEN: usize = 512;
 
 impl<S: Store> Gateway<S> {
-    /// Starts the kernel (sweep + prune) on `store` and wraps it.
+    /// Starts the kernel (sweep + prune) on `store` and wraps it: one gateway on its own store.
     pub async fn start(
         store: S,
         config: Config,
         clock: Arc<dyn sessionwatch_core::Clock>,
     ) -> Arc<Gateway<S>> {
+        Gateway::start_shared(store, config, clock, "sessionwatch".into(), None).await
+    }
+
+    /// Starts a gateway that may share its store with others: `store_identity` binds cursors to the
+    /// store, `host_id` (stable across restarts) names this gateway as the host of the sessions it
+    /// serves, so notices for them are pushed here.
+    pub async fn start_shared(
+        store: S,
+        config: Config,
+        clock: Arc<dyn sessionwatch_core::Clock>,
+        store_identity: String,
+        host_id: Option<String>,
+    ) -> Arc<Gateway<S>> {
         let kernel_config = KernelConfig {
-            store_identity: "sessionwatch".into(),
+            store_identity,
+            host_id,
             retention: RetentionPolicy {
                 max_age_ms: config.retention_days as i64 * sessionwatch_core::DAY_MS,
                 max_rows: config.retention_max_rows,
@@ -59,13 +72,7 @@ impl<S: Store> Gateway<S> {
             ..KernelConfig::default()
         };
         let kernel = Kernel::start(store, clock, kernel_config).await;
-        Arc::new_cyclic(|me| Gateway {
-            kernel,
-            config,
-            host_id: format!("gw-{}", uuid::Uuid::new_v4().simple()),
-            waiters: Mutex::new(HashMap::new()),
-            me: me.clone(),
-        })
+        Arc::new_cyclic(|me| Gateway { kernel, config, waiters: Mutex::new(HashMap::new()), me: me.clone() })
     }
 
     fn self_arc(&self) -> Option<Arc<Gateway<S>>> {
@@ -80,8 +87,9 @@ impl<S: Store> Gateway<S> {
         &self.config
     }
 
-    pub fn host_id(&self) -> &str {
-        &self.host_id
+    /// This gateway's host id when it shares its store with other gateways.
+    pub fn host_id(&self) -> Option<&str> {
+        self.kernel.config().host_id.as_deref()
     }
 
     fn now(&self) -> i64 {
@@ -175,7 +183,7 @@ impl<S: Store> Gateway<S> {
             label: spec.label.map(str::to_string),
             spawned_by: spec.spawned_by.map(str::to_string),
             created_via: spec.created_via.map(str::to_string),
-            host_id: Some(self.host_id.clone()),
+            host_id: self.kernel.config().host_id.clone(),
         };
         let (row, created) = self.kernel.store().ensure_session(new, self.now()).await?;
         if created {

@@ -1,0 +1,97 @@
+//! Two gateway processes sharing one PostgreSQL database: notices are pushed to the gateway that
+//! hosts the watcher.
+
+use crate::support::{Server, wakes};
+use serde_json::json;
+use sessionwatch_store::postgres::testing;
+use std::time::{Duration, Instant};
+
+const MAIN: &str = "agent:main:main";
+
+/// A fresh database on the test server, dropped afterwards; `None` (skipped) when no server answers.
+struct TestDatabase {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+impl TestDatabase {
+    async fn create() -> Option<TestDatabase> {
+        let admin_url = testing::url();
+        let admin = match testing::admin_client(&admin_url).await {
+            Ok(c) => c,
+            Err(e) => {
+                let required = std::env::var("SESSIONWATCH_REQUIRE_PG").is_ok_and(|v| v == "1");
+                assert!(!required, "PostgreSQL at {admin_url} is required but unreachable: {e}");
+                eprintln!("SKIPPED: PostgreSQL at {admin_url} is unreachable ({e})");
+                return None;
+            }
+        };
+        let name = format!("sw_it_{}", uuid::Uuid::new_v4().simple());
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap();
+        Some(TestDatabase { url: format!("{base}/{name}"), admin_url, name })
+    }
+
+    async fn drop_it(self) {
+        if let Ok(admin) = testing::admin_client(&self.admin_url).await {
+            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)).await;
+        }
+    }
+}
+
+async fn human_turn(server: &Server, key: &str, text: &str) {
+    let (status, body) = server
+        .post(
+            &format!("/v1/sessions/{}/inbound", key.replace(':', "%3A")),
+            json!({ "text": text, "channel": "telegram", "actor": { "type": "human" } }),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_turn_on_gateway_a_wakes_the_watcher_hosted_on_b() {
+    let Some(db) = TestDatabase::create().await else { return };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start_with(dir_a.path(), &["--database", &db.url]);
+    let b = Server::start_with(dir_b.path(), &["--database", &db.url]);
+
+    // The manager lives on B: it spawns the child there and follows its stream there.
+    let child = b.tool(MAIN, "sessions_spawn", json!({ "task": "work" })).await["childSessionKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut stream = b.stream(MAIN).await;
+
+    let started = Instant::now();
+    human_turn(&a, &child, "typed on A").await;
+    assert_eq!(wakes(&mut stream, Duration::from_secs(1)).await, 1, "woken on B within a second, once");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(b.turn(MAIN).await.len(), 1);
+    assert!(a.turn(MAIN).await.is_empty(), "A does not deliver B's notice");
+
+    // Twenty rapid changes on A: one notice on B. B acknowledges; the changes after the notice's frozen
+    // watermark reopen exactly one notice, which more changes from A do not multiply.
+    for i in 0..20 {
+        human_turn(&a, &child, &format!("burst {i}")).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(b.turn(MAIN).await.len(), 1, "one notice for the burst");
+    human_turn(&a, &child, "after the ack").await;
+    human_turn(&a, &child, "and again").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(b.turn(MAIN).await.len(), 1, "one reopen");
+    assert_eq!(b.turn(MAIN).await.len(), 1, "the work that landed after the reopen's watermark, once");
+    assert!(b.turn(MAIN).await.is_empty());
+
+    // Kill B with a pending notice; it comes back exactly once on restart.
+    human_turn(&a, &child, "while B is down").await;
+    b.kill();
+    let b = Server::start_with(dir_b.path(), &["--database", &db.url]);
+    assert_eq!(b.turn(MAIN).await.len(), 1, "restored after SIGKILL");
+    assert!(b.turn(MAIN).await.is_empty(), "exactly once");
+    drop(a);
+    drop(b);
+    db.drop_it().await;
+}
