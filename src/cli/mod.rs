@@ -1,9 +1,11 @@
 //! Command-line interface.
 
+mod bench;
 mod client;
 mod db;
 mod demo;
 mod serve;
+mod upstream;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -28,6 +30,31 @@ enum Command {
     },
     /// Work on a signal-log database directly (no gateway needed).
     Db(db::DbArgs),
+    /// List the Claude Code, Codex, OpenCode and Pi sessions on this machine (read-only, local).
+    Catalog {
+        /// Print `{"sessions":[...]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Adopt a catalog session through the running gateway (`POST /v1/catalog/continue`).
+    Adopt {
+        /// claude, codex, opencode or pi.
+        catalog: String,
+        /// The native session id (see `sessionwatch catalog`).
+        thread: String,
+        /// The owning agent (default main): the key is `agent:<agent>:<catalog>:<thread>`.
+        #[arg(long)]
+        agent: Option<String>,
+        #[command(flatten)]
+        conn: client::Conn,
+    },
+    /// Run one upstream monitor tick on the running gateway now (`POST /v1/monitor/tick`).
+    MonitorTick {
+        #[command(flatten)]
+        conn: client::Conn,
+    },
+    /// Measurements.
+    Bench(bench::BenchArgs),
     /// Talk to a running gateway: tools and host calls.
     #[command(flatten)]
     Client(client::ClientCommand),
@@ -47,6 +74,12 @@ pub fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Demo { json } => demo::run(json).await,
             Command::Db(args) => db::run(args).await,
+            Command::Catalog { json } => upstream::catalog(json),
+            Command::Adopt { catalog, thread, agent, conn } => {
+                upstream::adopt(catalog, thread, agent, conn).await
+            }
+            Command::MonitorTick { conn } => upstream::monitor_tick(conn).await,
+            Command::Bench(args) => bench::run(args).await,
             Command::Client(c) => client::run(c).await,
         }
     });
