@@ -7,6 +7,7 @@ use sessionwatch_server::Config;
 use sessionwatch_store::Store;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const MAIN: &str = "agent:main:main";
 const ECHO: &str = "Please   run the tests\nagain, then report.";
@@ -554,4 +555,24 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
     out.sort();
     out
+}
+
+#[tokio::test]
+async fn the_background_monitor_ticks_on_its_own() {
+    let home = home_with(&[Src::Pi]);
+    let h = harness_at(home.path()).await;
+    let location = PathBuf::from(entry(&h, Src::Pi).await["location"].as_str().unwrap().to_string());
+    let key = adopt(&h, Src::Pi).await["sessionKey"].as_str().unwrap().to_string();
+    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "hi", "watch": true })).await;
+    append_user(Src::Pi, &location, "typed while nobody ticked by hand", 1);
+    let monitor = h.gateway.spawn_monitor(Duration::from_millis(20), Duration::from_millis(100));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut notices = vec![];
+    while notices.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        notices = h.turn(MAIN).await;
+    }
+    monitor.abort();
+    assert_eq!(notices.len(), 1, "the monitor recorded the turn on its own cadence");
+    assert!(notices[0].contains(&format!("\"{key}\"")));
 }
