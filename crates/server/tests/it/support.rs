@@ -16,6 +16,7 @@ pub struct Harness {
     pub client: reqwest::Client,
     pub gateway: Arc<Gateway<SqliteStore>>,
     pub dir: tempfile::TempDir,
+    #[allow(dead_code)]
     pub clock: Option<Arc<ManualClock>>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,

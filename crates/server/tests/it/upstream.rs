@@ -383,8 +383,7 @@ async fn missing_streak_survives_a_restart_and_continuing_again_makes_a_fresh_li
 
     // Restart on the same database: the streak is durable, so one more check is the third.
     let dir = h.stop().await;
-    let mut config = Config::default();
-    config.data_dir = dir.path().to_path_buf();
+    let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
     let h = Harness::start_in(dir, config, None).await;
     h.set_home(home.path());
     let t = tick(&h).await;
