@@ -1,15 +1,10 @@
 //! `sessionwatch bench gateway`: the gateway over loopback HTTP with 16 concurrent clients.
 
+use super::bench::Figure;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-pub struct Figure {
-    pub name: String,
-    pub value: f64,
-    pub unit: &'static str,
-}
 
 const CLIENTS: usize = 16;
 

@@ -197,7 +197,7 @@ pub enum ClientCommand {
     },
 }
 
-struct Client {
+pub(super) struct Client {
     http: reqwest::Client,
     conn: Conn,
     token: Option<String>,
@@ -217,7 +217,7 @@ fn percent_encode(s: &str) -> String {
 }
 
 impl Client {
-    fn new(conn: Conn) -> anyhow::Result<Client> {
+    pub(super) fn new(conn: Conn) -> anyhow::Result<Client> {
         let token = match &conn.token {
             Some(t) => Some(t.clone()),
             None => {
@@ -232,7 +232,7 @@ impl Client {
         format!("{}{}", self.conn.url.trim_end_matches('/'), path)
     }
 
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: reqwest::Method,
         path: &str,

@@ -1,11 +1,13 @@
 //! Command-line interface.
 
+mod bench;
 mod bench_gateway;
 mod client;
 mod db;
 mod demo;
 mod embedded;
 mod serve;
+mod upstream;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -28,67 +30,36 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Benchmarks; one JSON object per figure with --json.
-    Bench {
-        #[command(subcommand)]
-        what: BenchWhat,
-    },
     /// Work on a signal-log database directly (no gateway needed).
     Db(db::DbArgs),
+    /// List the Claude Code, Codex, OpenCode and Pi sessions on this machine (read-only, local).
+    Catalog {
+        /// Print `{"sessions":[...]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Adopt a catalog session through the running gateway (`POST /v1/catalog/continue`).
+    Adopt {
+        /// claude, codex, opencode or pi.
+        catalog: String,
+        /// The native session id (see `sessionwatch catalog`).
+        thread: String,
+        /// The owning agent (default main): the key is `agent:<agent>:<catalog>:<thread>`.
+        #[arg(long)]
+        agent: Option<String>,
+        #[command(flatten)]
+        conn: client::Conn,
+    },
+    /// Run one upstream monitor tick on the running gateway now (`POST /v1/monitor/tick`).
+    MonitorTick {
+        #[command(flatten)]
+        conn: client::Conn,
+    },
+    /// Benchmarks (kernel, gateway, upstream); one JSON object per figure with --json.
+    Bench(bench::BenchArgs),
     /// Talk to a running gateway: tools and host calls.
     #[command(flatten)]
     Client(client::ClientCommand),
-}
-
-#[derive(Subcommand)]
-enum BenchWhat {
-    /// The signal log, watches and notices on SQLite, against a bare SQLite commit loop.
-    Kernel {
-        #[arg(long)]
-        json: bool,
-        /// Small sizes (a smoke test).
-        #[arg(long)]
-        quick: bool,
-        /// Where the bench databases go (default: a temporary dir).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
-    /// The gateway over loopback HTTP with 16 concurrent clients.
-    Gateway {
-        #[arg(long)]
-        json: bool,
-        /// Small sizes (a smoke test).
-        #[arg(long)]
-        quick: bool,
-    },
-}
-
-fn print_figures(figures: &[(String, f64, &str)], json: bool) {
-    for (name, value, unit) in figures {
-        if json {
-            println!("{}", serde_json::json!({ "name": name, "value": value, "unit": unit }));
-        } else {
-            println!("{name:<40} {value:>14.2} {unit}");
-        }
-    }
-}
-
-async fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
-    match what {
-        BenchWhat::Kernel { json, quick, dir } => {
-            let tmp = tempfile::tempdir()?;
-            let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
-            let figures = sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await;
-            let rows: Vec<_> = figures.into_iter().map(|f| (f.name.to_string(), f.value, f.unit)).collect();
-            print_figures(&rows, json);
-        }
-        BenchWhat::Gateway { json, quick } => {
-            let figures = bench_gateway::run(quick).await?;
-            let rows: Vec<_> = figures.into_iter().map(|f| (f.name, f.value, f.unit)).collect();
-            print_figures(&rows, json);
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 pub fn main() -> ExitCode {
@@ -104,8 +75,13 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Demo { json } => demo::run(json).await,
-            Command::Bench { what } => bench(what).await,
             Command::Db(args) => db::run(args).await,
+            Command::Catalog { json } => upstream::catalog(json),
+            Command::Adopt { catalog, thread, agent, conn } => {
+                upstream::adopt(catalog, thread, agent, conn).await
+            }
+            Command::MonitorTick { conn } => upstream::monitor_tick(conn).await,
+            Command::Bench(args) => bench::run(args).await,
             Command::Client(c) => client::run(c).await,
         }
     });

@@ -9,6 +9,7 @@ use sessionwatch_store::{PostgresStore, SqliteOptions, SqliteStore, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
@@ -94,11 +95,17 @@ async fn serve<S: Store>(
     database: &str,
 ) -> anyhow::Result<ExitCode> {
     let addr = listener.local_addr()?;
+    // Upstream monitor of adopted Claude Code / Codex / OpenCode / Pi sessions.
+    let monitor = gateway.spawn_monitor(
+        Duration::from_secs(config.monitor_first_tick_secs),
+        Duration::from_secs(config.monitor_interval_secs),
+    );
     let state = Arc::new(AppState { gateway, token, metrics: Default::default() });
     tracing::info!(%addr, database, auth = ?config.auth, "sessionwatch gateway listening");
     // Printed for scripts that start the gateway on port 0.
     println!("listening on http://{addr}");
     sessionwatch_server::run(listener, state, shutdown_signal()).await?;
+    monitor.abort();
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -44,6 +44,9 @@ pub fn app<S: Store>(state: Arc<AppState<S>>) -> Router {
         .route("/v1/sessions/{key}/reset", post(reset::<S>))
         .route("/v1/runs/{run_id}/result", post(run_result::<S>))
         .route("/v1/stream", get(sse::stream::<S>))
+        .route("/v1/catalog", get(catalog::<S>))
+        .route("/v1/catalog/continue", post(catalog_continue::<S>))
+        .route("/v1/monitor/tick", post(monitor_tick::<S>))
         .route("/metrics", get(metrics::<S>))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>));
     Router::new()
@@ -315,6 +318,32 @@ async fn run_result<S: Store>(
                 a.opt_str("sessionId")?.map(str::to_string),
             )
             .await
+    };
+    host_answer(run.await)
+}
+
+/// `GET /v1/catalog`: adoptable native sessions (Claude Code, Codex, OpenCode, Pi).
+async fn catalog<S: Store>(State(state): State<Shared<S>>) -> Response {
+    host_answer(state.gateway.catalog().await)
+}
+
+/// `POST /v1/catalog/continue {catalogId, threadId, agentId?}`: adopt one.
+async fn catalog_continue<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["catalogId", "threadId", "agentId"])?;
+        state.gateway.continue_catalog(a.str("catalogId")?, a.str("threadId")?, a.opt_str("agentId")?).await
+    };
+    host_answer(run.await)
+}
+
+/// `POST /v1/monitor/tick`: run one upstream monitor tick now; answers its report.
+async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        Args::new("body", &v, &[])?;
+        let report = state.gateway.monitor_tick().await;
+        serde_json::to_value(report).map_err(|e| ApiError::Internal(e.to_string()))
     };
     host_answer(run.await)
 }

@@ -4,8 +4,10 @@
 mod home;
 mod host;
 mod tools;
+mod upstream;
 
 pub use host::{InboundTurn, NewSessionRequest};
+pub use upstream::{LOCAL_HOST_ID, TickReport, adopted_key, source_key};
 
 use crate::config::{Config, GroupScope, Scope};
 use crate::error::{ApiError, ApiResult};
@@ -13,6 +15,7 @@ use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, SessionKind, classify_
 use sessionwatch_kernel::{Kernel, KernelConfig};
 use sessionwatch_store::{NewSession, RetentionPolicy, SessionRow, Store};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::oneshot;
 
@@ -36,6 +39,11 @@ pub struct Gateway<S: Store> {
     waiters: Mutex<HashMap<String, Vec<oneshot::Sender<RunResult>>>>,
     /// Background work (run timeouts) holds the gateway through this.
     me: Weak<Gateway<S>>,
+    /// Where the native stores of Claude Code, Codex, OpenCode and Pi live (`Homes::from_env` at start).
+    homes: Mutex<sessionwatch_upstream::Homes>,
+    /// Single flight for the upstream monitor.
+    monitor_running: AtomicBool,
+    monitor_source_timeout_ms: AtomicU64,
 }
 
 pub const DEFAULT_AGENT: &str = "main";
@@ -72,7 +80,15 @@ impl<S: Store> Gateway<S> {
             ..KernelConfig::default()
         };
         let kernel = Kernel::start(store, clock, kernel_config).await;
-        Arc::new_cyclic(|me| Gateway { kernel, config, waiters: Mutex::new(HashMap::new()), me: me.clone() })
+        Arc::new_cyclic(|me| Gateway {
+            kernel,
+            config,
+            waiters: Mutex::new(HashMap::new()),
+            me: me.clone(),
+            homes: Mutex::new(sessionwatch_upstream::Homes::from_env()),
+            monitor_running: AtomicBool::new(false),
+            monitor_source_timeout_ms: AtomicU64::new(upstream::DEFAULT_SOURCE_TIMEOUT.as_millis() as u64),
+        })
     }
 
     fn self_arc(&self) -> Option<Arc<Gateway<S>>> {

@@ -3,4 +3,5 @@
 mod bad_input;
 mod story;
 mod support;
+mod upstream;
 mod wire_shapes;

@@ -80,6 +80,11 @@ impl Harness {
         Reply { status, body: serde_json::from_str(&text).unwrap_or(Value::String(text)) }
     }
 
+    /// Points the gateway's upstream catalog and monitor at a (temporary) HOME.
+    pub fn set_home(&self, home: &std::path::Path) {
+        self.gateway.set_homes(sessionwatch_upstream::Homes::with_home(home));
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> Reply {
         self.request(reqwest::Method::POST, path, Some(body)).await
     }

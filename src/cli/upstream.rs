@@ -1,0 +1,126 @@
+//! `sessionwatch catalog` (local discovery), `sessionwatch adopt` and `sessionwatch monitor-tick`
+//! (through the running gateway).
+
+use super::client::{Client, Conn, print_answer};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
+use sessionwatch_upstream::{CatalogEntry, Homes};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    if std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::stderr());
+    } else {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    if let Ok(style) = ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({elapsed})") {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(what.to_string());
+    pb
+}
+
+fn entry_json(e: &CatalogEntry) -> Value {
+    json!({
+        "catalogId": e.catalog_id.as_str(),
+        "threadId": e.thread_id,
+        "title": e.title,
+        "cwd": e.cwd,
+        "updatedAt": e.updated_at_ms,
+        "location": e.location,
+    })
+}
+
+/// `sessionwatch catalog`: the native sessions on this machine (read-only; no gateway needed).
+pub fn catalog(json_out: bool) -> anyhow::Result<ExitCode> {
+    let homes = Homes::from_env();
+    let pb = progress_bar(0, "discovering");
+    let entries = sessionwatch_upstream::discover(&homes, &mut |done, total| {
+        pb.set_length(total as u64);
+        pb.set_position(done as u64);
+    });
+    pb.finish_and_clear();
+    if json_out {
+        let sessions: Vec<Value> = entries.iter().map(entry_json).collect();
+        println!("{}", json!({ "sessions": sessions }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if entries.is_empty() {
+        println!("no Claude Code, Codex, OpenCode or Pi sessions found under {}", homes.home.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in &entries {
+        let title = e.title.as_deref().unwrap_or("");
+        let title: String = title.chars().take(60).collect();
+        println!(
+            "{:<9} {:<40} {:<24} {}",
+            e.catalog_id.as_str(),
+            e.thread_id,
+            format_ms(e.updated_at_ms),
+            title
+        );
+    }
+    println!("\n{} sessions; adopt one with: sessionwatch adopt CATALOG THREAD", entries.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessionwatch adopt CATALOG THREAD [--agent A]`: `POST /v1/catalog/continue`.
+pub async fn adopt(
+    catalog: String,
+    thread: String,
+    agent: Option<String>,
+    conn: Conn,
+) -> anyhow::Result<ExitCode> {
+    let raw = conn.json;
+    let c = Client::new(conn)?;
+    let mut body = json!({ "catalogId": catalog, "threadId": thread });
+    if let Some(a) = agent {
+        body["agentId"] = a.into();
+    }
+    let (status, answer) = c.call(reqwest::Method::POST, "/v1/catalog/continue", Some(body)).await?;
+    print_answer(&answer, raw);
+    Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+/// `sessionwatch monitor-tick`: `POST /v1/monitor/tick`.
+pub async fn monitor_tick(conn: Conn) -> anyhow::Result<ExitCode> {
+    let raw = conn.json;
+    let c = Client::new(conn)?;
+    let (status, answer) = c.call(reqwest::Method::POST, "/v1/monitor/tick", None).await?;
+    print_answer(&answer, raw);
+    Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+fn format_ms(ms: i64) -> String {
+    if ms <= 0 {
+        return "-".into();
+    }
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_times() {
+        assert_eq!(super::format_ms(0), "-");
+        assert_eq!(super::format_ms(1_796_205_600_000), "2026-12-02 10:00:00 UTC");
+    }
+}
