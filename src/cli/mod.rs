@@ -3,6 +3,7 @@
 mod client;
 mod db;
 mod demo;
+mod mcp;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the session tools over MCP on stdio, as one caller session.
+    Mcp(mcp::McpArgs),
     /// Work on a signal-log database directly (no gateway needed).
     Db(db::DbArgs),
     /// Talk to a running gateway: tools and host calls.
@@ -47,6 +50,7 @@ pub fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Demo { json } => demo::run(json).await,
             Command::Db(args) => db::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
             Command::Client(c) => client::run(c).await,
         }
     });

@@ -3,9 +3,11 @@
 
 mod home;
 mod host;
+mod notices;
 mod tools;
 
 pub use host::{InboundTurn, NewSessionRequest};
+pub use tools::TOOL_NAMES;
 
 use crate::config::{Config, GroupScope, Scope};
 use crate::error::{ApiError, ApiResult};
