@@ -40,6 +40,9 @@ pub struct McpArgs {
     /// Never start an embedded gateway: fail if no gateway answers.
     #[arg(long)]
     pub remote_only: bool,
+    /// Always use an embedded gateway on the database (ignores --url and a gateway at the default URL).
+    #[arg(long, conflicts_with = "remote_only")]
+    pub embedded: bool,
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -55,7 +58,8 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     };
     let url = args.url.clone().unwrap_or_else(|| format!("http://{DEFAULT_LISTEN}"));
     let remote = RemoteBackend::new(&url, token);
-    let use_remote = args.url.is_some() || args.remote_only || remote.is_up(Duration::from_millis(500)).await;
+    let use_remote = !args.embedded
+        && (args.url.is_some() || args.remote_only || remote.is_up(Duration::from_millis(500)).await);
     if use_remote {
         remote.check().await.map_err(|e| anyhow::anyhow!("{e}"))?;
         tracing::info!(url = %remote.base_url(), session = %caller, "MCP on stdio, tools of the gateway");

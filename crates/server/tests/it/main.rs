@@ -1,0 +1,3 @@
+//! Integration tests of the gateway: one test binary, one module per area.
+
+mod mcp;
