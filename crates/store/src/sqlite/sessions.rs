@@ -79,7 +79,7 @@ impl SqliteStore {
             let mut out = vec![];
             for row in rows {
                 let row = row?;
-                if filter.kinds.as_ref().is_some_and(|k| !k.iter().any(|k| *k == row.kind)) {
+                if filter.kinds.as_ref().is_some_and(|k| !k.contains(&row.kind)) {
                     continue;
                 }
                 out.push(row);
