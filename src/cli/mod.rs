@@ -1,5 +1,6 @@
 //! Command-line interface.
 
+mod bench_gateway;
 mod client;
 mod db;
 mod demo;
@@ -27,6 +28,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Benchmarks; one JSON object per figure with --json.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
     /// Serve the session tools over MCP on stdio, as one caller session.
     Mcp(mcp::McpArgs),
     /// Work on a signal-log database directly (no gateway needed).
@@ -34,6 +40,57 @@ enum Command {
     /// Talk to a running gateway: tools and host calls.
     #[command(flatten)]
     Client(client::ClientCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// The signal log, watches and notices on SQLite, against a bare SQLite commit loop.
+    Kernel {
+        #[arg(long)]
+        json: bool,
+        /// Small sizes (a smoke test).
+        #[arg(long)]
+        quick: bool,
+        /// Where the bench databases go (default: a temporary dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// The gateway over loopback HTTP with 16 concurrent clients.
+    Gateway {
+        #[arg(long)]
+        json: bool,
+        /// Small sizes (a smoke test).
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn print_figures(figures: &[(String, f64, &str)], json: bool) {
+    for (name, value, unit) in figures {
+        if json {
+            println!("{}", serde_json::json!({ "name": name, "value": value, "unit": unit }));
+        } else {
+            println!("{name:<40} {value:>14.2} {unit}");
+        }
+    }
+}
+
+async fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
+    match what {
+        BenchWhat::Kernel { json, quick, dir } => {
+            let tmp = tempfile::tempdir()?;
+            let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+            let figures = sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await;
+            let rows: Vec<_> = figures.into_iter().map(|f| (f.name.to_string(), f.value, f.unit)).collect();
+            print_figures(&rows, json);
+        }
+        BenchWhat::Gateway { json, quick } => {
+            let figures = bench_gateway::run(quick).await?;
+            let rows: Vec<_> = figures.into_iter().map(|f| (f.name, f.value, f.unit)).collect();
+            print_figures(&rows, json);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn main() -> ExitCode {
@@ -49,6 +106,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Demo { json } => demo::run(json).await,
+            Command::Bench { what } => bench(what).await,
             Command::Db(args) => db::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
             Command::Client(c) => client::run(c).await,

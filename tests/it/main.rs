@@ -1,4 +1,7 @@
-//! End-to-end tests of the sessionwatch binary.
+//! End-to-end tests of the `sessionwatch` binary, started the way a user starts it.
 
+mod cli;
 mod mcp_docs;
 mod mcp_stdio;
+mod restart;
+mod support;

@@ -52,6 +52,8 @@ pub enum SkipReason {
     SelfWatch,
     /// The cursor belongs to a replaced (or unknown legacy) store of the watcher.
     StoreReplaced,
+    /// The watcher holds no cursor on the target (never registered, reset, expired or unwatched).
+    NotWatching,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,14 +152,9 @@ pub fn on_material(
         return MaterialDecision::Skip(SkipReason::SelfCaused);
     }
     let cursor = match existing {
-        None => Cursor {
-            last_seen: 0,
-            notified: sequence,
-            material: sequence,
-            provenance: Provenance::Explicit,
-            store_path: Some(watcher_store.to_string()),
-            updated_at: now,
-        },
+        // Watches come only from spawn seeds and registrations: a producer naming a watcher (the
+        // spawner) does not create one, so a reset, an unwatch or an expiry stays in force.
+        None => return MaterialDecision::Skip(SkipReason::NotWatching),
         Some(c) if !c.store_matches(watcher_store) => {
             return MaterialDecision::Skip(SkipReason::StoreReplaced);
         }

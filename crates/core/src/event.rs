@@ -230,16 +230,13 @@ impl NewEvent {
         channel: &str,
         actor_id: Option<String>,
     ) -> NewEvent {
-        let channel = normalize_channel(channel);
-        let mut e = NewEvent::base(
+        NewEvent::base(
             session_key,
             agent_id,
             EventKind::HumanDirectMessage,
             Actor::human(actor_id),
-            format!("human message via {channel}"),
-        );
-        e.payload.channel = Some(channel);
-        e
+            format!("human message via {}", normalize_channel(channel)),
+        )
     }
 
     pub fn with_turns(mut self, turns: u32) -> NewEvent {

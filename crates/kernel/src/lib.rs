@@ -4,6 +4,7 @@
 //! schedule) and drives the [`Store`] for everything durable. Recording is best effort: no method here
 //! returns an error that could break the caller's turn; failures are logged and reported as values.
 
+pub mod bench;
 mod queues;
 
 use queues::Queues;
@@ -231,7 +232,10 @@ impl<S: Store> Kernel<S> {
     fn deliver(&self, notice: &Notice, allow_wake: bool) {
         let watcher = notice.watcher.as_str().to_string();
         let text = notice.text();
-        let added = self.inner.queues.push(&watcher, text.clone(), notice.context_key(), notice.queue_only);
+        // A watcher has at most one line per target: a newer text for the same target replaces the old
+        // one in place. (A material event recorded between a drain and its acknowledgement queues a line
+        // with the old `changesSince`; the reopen after the acknowledgement must not add a second one.)
+        let added = self.inner.queues.push(&watcher, text.clone(), notice.context_key(), true);
         if added {
             self.inner.metrics.notices_queued.fetch_add(1, Ordering::Relaxed);
             let _ = self.inner.signals.send(Signal::Notice { session: watcher.clone(), text });

@@ -23,6 +23,15 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The same failure for another caller (a failed group commit fails every job in it).
+    pub(crate) fn copy(&self) -> StoreError {
+        match self {
+            StoreError::Full => StoreError::Full,
+            StoreError::Busy => StoreError::Busy,
+            other => StoreError::Task(format!("the commit failed: {other}")),
+        }
+    }
+
     pub(crate) fn classify(e: rusqlite::Error) -> StoreError {
         use rusqlite::ErrorCode;
         match e.sqlite_error_code() {

@@ -91,11 +91,8 @@ fn sweep_restores_exactly_the_pending_cursors() {
 }
 
 #[test]
-fn first_material_without_cursor_creates_one_from_zero() {
-    let c = notify(None, 5);
-    assert_eq!((c.last_seen, c.notified, c.material), (0, 5, 5));
-    assert_eq!(c.provenance, Provenance::Explicit);
-    assert!(c.store_matches(S));
+fn material_without_cursor_notifies_nobody() {
+    assert_eq!(on_material(None, W, T, None, 5, S, 0), MaterialDecision::Skip(SkipReason::NotWatching));
 }
 
 #[test]

@@ -1,4 +1,8 @@
-//! Integration tests of the gateway: one test binary, one module per area.
+//! The gateway end to end: a real server on port 0, driven over HTTP (and MCP).
 
+mod bad_input;
 mod mcp;
 mod mcp_story;
+mod story;
+mod support;
+mod wire_shapes;

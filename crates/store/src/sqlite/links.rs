@@ -34,42 +34,40 @@ fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLi
 }
 
 impl SqliteStore {
-    pub(crate) fn upsert_link_sync(&self, link: &UpstreamLinkRow) -> Result<LinkUpsert> {
-        self.write(|tx| {
-            let existing = load_link(tx, &link.session_key, &link.agent_id)?;
-            let outcome = match &existing {
-                None => LinkUpsert::Created,
-                Some(old)
-                    if old.catalog_id == link.catalog_id
-                        && old.host_id == link.host_id
-                        && old.thread_id == link.thread_id
-                        && old.upstream_kind == link.upstream_kind
-                        && old.reference_json == link.reference_json =>
-                {
-                    return Ok(LinkUpsert::Kept);
-                }
-                Some(_) => LinkUpsert::Rebaselined,
-            };
-            tx.execute(
-                &format!(
-                    "INSERT OR REPLACE INTO session_upstream_links ({LINK_COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 0, ?9, ?10)"
-                ),
-                params![
-                    link.session_key,
-                    link.agent_id,
-                    link.catalog_id,
-                    link.host_id,
-                    link.thread_id,
-                    link.upstream_kind,
-                    link.reference_json,
-                    link.marker_json,
-                    existing.as_ref().map_or(link.created_at, |o| o.created_at),
-                    link.updated_at
-                ],
-            )?;
-            Ok(outcome)
-        })
+    pub(crate) fn upsert_link_op(tx: &Connection, link: &UpstreamLinkRow) -> Result<LinkUpsert> {
+        let existing = load_link(tx, &link.session_key, &link.agent_id)?;
+        let outcome = match &existing {
+            None => LinkUpsert::Created,
+            Some(old)
+                if old.catalog_id == link.catalog_id
+                    && old.host_id == link.host_id
+                    && old.thread_id == link.thread_id
+                    && old.upstream_kind == link.upstream_kind
+                    && old.reference_json == link.reference_json =>
+            {
+                return Ok(LinkUpsert::Kept);
+            }
+            Some(_) => LinkUpsert::Rebaselined,
+        };
+        tx.execute(
+            &format!(
+                "INSERT OR REPLACE INTO session_upstream_links ({LINK_COLUMNS}) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 0, ?9, ?10)"
+            ),
+            params![
+                link.session_key,
+                link.agent_id,
+                link.catalog_id,
+                link.host_id,
+                link.thread_id,
+                link.upstream_kind,
+                link.reference_json,
+                link.marker_json,
+                existing.as_ref().map_or(link.created_at, |o| o.created_at),
+                link.updated_at
+            ],
+        )?;
+        Ok(outcome)
     }
 
     pub(crate) fn get_link_sync(&self, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
@@ -89,45 +87,39 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) fn advance_link_marker_sync(
-        &self,
+    pub(crate) fn advance_link_marker_op(
+        tx: &Connection,
         key: &str,
         agent: &str,
         expected: Millis,
         marker: &str,
         now: Millis,
     ) -> Result<bool> {
-        self.write(|tx| {
-            Ok(tx.execute(
-                "UPDATE session_upstream_links SET last_marker_json = ?4, last_scanned_at = ?5, updated_at = ?5, \
-                 missing_streak = 0 WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
-                params![key, agent, expected, marker, now],
-            )? > 0)
-        })
+        Ok(tx.execute(
+            "UPDATE session_upstream_links SET last_marker_json = ?4, last_scanned_at = ?5, updated_at = ?5, \
+             missing_streak = 0 WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
+            params![key, agent, expected, marker, now],
+        )? > 0)
     }
 
-    pub(crate) fn set_link_missing_streak_sync(
-        &self,
+    pub(crate) fn set_link_missing_streak_op(
+        tx: &Connection,
         key: &str,
         agent: &str,
         expected: Millis,
         streak: u32,
     ) -> Result<bool> {
-        self.write(|tx| {
-            Ok(tx.execute(
-                "UPDATE session_upstream_links SET missing_streak = ?4 \
-                 WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
-                params![key, agent, expected, streak as i64],
-            )? > 0)
-        })
+        Ok(tx.execute(
+            "UPDATE session_upstream_links SET missing_streak = ?4 \
+             WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
+            params![key, agent, expected, streak as i64],
+        )? > 0)
     }
 
-    pub(crate) fn delete_link_sync(&self, key: &str, agent: &str) -> Result<bool> {
-        self.write(|tx| {
-            Ok(tx.execute(
-                "DELETE FROM session_upstream_links WHERE session_key = ?1 AND agent_id = ?2",
-                params![key, agent],
-            )? > 0)
-        })
+    pub(crate) fn delete_link_op(tx: &Connection, key: &str, agent: &str) -> Result<bool> {
+        Ok(tx.execute(
+            "DELETE FROM session_upstream_links WHERE session_key = ?1 AND agent_id = ?2",
+            params![key, agent],
+        )? > 0)
     }
 }

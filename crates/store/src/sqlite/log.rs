@@ -47,106 +47,105 @@ pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
 }
 
 impl SqliteStore {
-    pub(crate) fn append_sync(&self, req: &AppendRequest, now: Millis) -> Result<AppendOutcome> {
+    pub(crate) fn append_op(tx: &Connection, req: &AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let e = &req.event;
-        self.write(|tx| {
-            if let Some(dedupe) = &e.dedupe_key {
-                let existing = tx
-                    .prepare_cached(&format!(
-                        "SELECT {EVENT_COLUMNS} FROM session_state_events \
-                         WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3"
-                    ))?
-                    .query_row(params![e.session_key, e.agent_id, dedupe], event_from_row)
-                    .optional()?;
-                if let Some(existing) = existing {
-                    return Ok(AppendOutcome::Duplicate(existing));
-                }
+        if let Some(dedupe) = &e.dedupe_key {
+            let existing = tx
+                .prepare_cached(&format!(
+                    "SELECT {EVENT_COLUMNS} FROM session_state_events \
+                     WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3"
+                ))?
+                .query_row(params![e.session_key, e.agent_id, dedupe], event_from_row)
+                .optional()?;
+            if let Some(existing) = existing {
+                return Ok(AppendOutcome::Duplicate(existing));
             }
-            if req.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
-                return Ok(AppendOutcome::Unwatched);
-            }
-            let sequence: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
-                     VALUES (?1, ?2, 1, 0, ?3) \
-                     ON CONFLICT (session_key, agent_id) DO UPDATE SET head = head + 1, updated_at = ?3 \
-                     RETURNING head",
-                )?
-                .query_row(params![e.session_key, e.agent_id, now], |r| r.get(0))
-                .map_err(StoreError::classify)?;
-            let stored = StoredEvent {
-                sequence: sequence as u64,
-                session_key: e.session_key.clone(),
-                agent_id: e.agent_id.clone(),
-                session_id: e.session_id.clone(),
-                kind: e.kind,
-                actor: e.actor.clone(),
-                run_id: e.run_id.clone(),
-                occurred_at: clamp_occurred_at(e.occurred_at, now),
-                summary: e.summary.clone(),
-                payload: e.payload.clone(),
-                dedupe_key: e.dedupe_key.clone(),
-            };
-            tx.prepare_cached(
-                "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
-                 actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        }
+        if req.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
+            return Ok(AppendOutcome::Unwatched);
+        }
+        let sequence: i64 = tx
+            .prepare_cached(
+                "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
+                 VALUES (?1, ?2, 1, 0, ?3) \
+                 ON CONFLICT (session_key, agent_id) DO UPDATE SET head = head + 1, updated_at = ?3 \
+                 RETURNING head",
             )?
-            .execute(params![
-                stored.session_key,
-                stored.agent_id,
-                sequence,
-                stored.session_id,
-                stored.kind.as_str(),
-                stored.actor.kind.as_str(),
-                stored.actor.id,
-                stored.run_id,
-                stored.occurred_at,
-                stored.summary,
-                payload::encode(&stored.payload),
-                stored.dedupe_key,
-            ])
+            .query_row(params![e.session_key, e.agent_id, now], |r| r.get(0))
             .map_err(StoreError::classify)?;
+        let stored = StoredEvent {
+            sequence: sequence as u64,
+            session_key: e.session_key.clone(),
+            agent_id: e.agent_id.clone(),
+            session_id: e.session_id.clone(),
+            kind: e.kind,
+            actor: e.actor.clone(),
+            run_id: e.run_id.clone(),
+            occurred_at: clamp_occurred_at(e.occurred_at, now),
+            summary: e.summary.clone(),
+            payload: e.payload.clone(),
+            dedupe_key: e.dedupe_key.clone(),
+        };
+        tx.prepare_cached(
+            "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
+             actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )?
+        .execute(params![
+            stored.session_key,
+            stored.agent_id,
+            sequence,
+            stored.session_id,
+            stored.kind.as_str(),
+            stored.actor.kind.as_str(),
+            stored.actor.id,
+            stored.run_id,
+            stored.occurred_at,
+            stored.summary,
+            payload::encode(&stored.payload),
+            stored.dedupe_key,
+        ])
+        .map_err(StoreError::classify)?;
 
-            let mut notices = vec![];
-            if e.kind == EventKind::ChildSpawned {
-                for watcher in &req.producer_watchers {
-                    if sessionwatch_core::check_watch_address(watcher, &e.session_key).is_ok() {
-                        let seeded = Cursor::seeded(sequence as u64, Provenance::Explicit, &req.watcher_store, now);
-                        watch::save_cursor(tx, watcher, &e.session_key, &seeded)?;
-                    }
+        let mut notices = vec![];
+        if e.kind == EventKind::ChildSpawned {
+            for watcher in &req.producer_watchers {
+                if sessionwatch_core::check_watch_address(watcher, &e.session_key).is_ok() {
+                    let seeded =
+                        Cursor::seeded(sequence as u64, Provenance::Explicit, &req.watcher_store, now);
+                    watch::save_cursor(tx, watcher, &e.session_key, &seeded)?;
                 }
-            } else if e.kind.notifies() {
-                let mut watchers: BTreeSet<String> = req.producer_watchers.iter().cloned().collect();
-                watchers.extend(watch::watchers_of(tx, &e.session_key)?);
-                for watcher in watchers {
-                    let existing = watch::load_cursor(tx, &watcher, &e.session_key)?;
-                    let decision = on_material(
-                        existing.as_ref(),
-                        &watcher,
-                        &e.session_key,
-                        e.actor.id.as_deref(),
-                        sequence as u64,
-                        &req.watcher_store,
-                        now,
-                    );
-                    if let MaterialDecision::Notify(cursor) = decision {
-                        watch::save_cursor(tx, &watcher, &e.session_key, &cursor)?;
-                        if let (Some(w), Some(t)) =
-                            (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&e.session_key))
-                        {
-                            notices.push(Notice {
-                                watcher: w,
-                                target: t,
-                                since: cursor.last_seen,
-                                queue_only: cursor.queue_only(),
-                            });
-                        }
+            }
+        } else if e.kind.notifies() {
+            let mut watchers: BTreeSet<String> = req.producer_watchers.iter().cloned().collect();
+            watchers.extend(watch::watchers_of(tx, &e.session_key)?);
+            for watcher in watchers {
+                let existing = watch::load_cursor(tx, &watcher, &e.session_key)?;
+                let decision = on_material(
+                    existing.as_ref(),
+                    &watcher,
+                    &e.session_key,
+                    e.actor.id.as_deref(),
+                    sequence as u64,
+                    &req.watcher_store,
+                    now,
+                );
+                if let MaterialDecision::Notify(cursor) = decision {
+                    watch::save_cursor(tx, &watcher, &e.session_key, &cursor)?;
+                    if let (Some(w), Some(t)) =
+                        (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&e.session_key))
+                    {
+                        notices.push(Notice {
+                            watcher: w,
+                            target: t,
+                            since: cursor.last_seen,
+                            queue_only: cursor.queue_only(),
+                        });
                     }
                 }
             }
-            Ok(AppendOutcome::Recorded { event: stored, notices })
-        })
+        }
+        Ok(AppendOutcome::Recorded { event: stored, notices })
     }
 
     pub(crate) fn changes_since_sync(

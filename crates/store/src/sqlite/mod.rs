@@ -1,6 +1,7 @@
 //! The embedded SQLite store: one file, WAL, one writer connection (every write `BEGIN IMMEDIATE`) and a
 //! small pool of readers.
 
+pub mod bench;
 mod links;
 mod log;
 mod prune;
@@ -8,6 +9,7 @@ mod runs;
 mod schema;
 mod sessions;
 mod watch;
+mod writer;
 
 pub use schema::SCHEMA_VERSION;
 
@@ -16,7 +18,7 @@ use crate::{
     PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter, SessionRow, Store,
     StoreError, TranscriptMessage, UpstreamLinkRow,
 };
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -54,7 +56,7 @@ impl Default for SqliteOptions {
 
 struct Inner {
     path: PathBuf,
-    writer: Mutex<Connection>,
+    writer: writer::Writer,
     readers: Mutex<Vec<Connection>>,
     options: SqliteOptions,
 }
@@ -94,15 +96,19 @@ impl SqliteStore {
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut writer = Connection::open_with_flags(&path, flags)?;
-        configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
         if exists {
+            // Validate before `configure`, which switches the file to WAL (a write): a refused file
+            // must be left exactly as it was.
+            writer.busy_timeout(options.busy_timeout)?;
             let check: String = writer
                 .query_row("PRAGMA quick_check", [], |r| r.get(0))
                 .map_err(|e| corrupt(format!("integrity check failed: {e}")))?;
             if check != "ok" {
                 return Err(corrupt(format!("integrity check failed: {check}")));
             }
+            schema::check_compatible(&writer)?;
         }
+        configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
         schema::migrate(&mut writer)?;
         if let Some(pages) = options.max_page_count {
             writer.pragma_update(None, "max_page_count", pages as i64)?;
@@ -119,7 +125,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
-                writer: Mutex::new(writer),
+                writer: writer::Writer::new(writer),
                 readers: Mutex::new(readers),
                 options,
             }),
@@ -130,14 +136,21 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer; commits on `Ok`.
-    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let tx =
-            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(StoreError::classify)?;
-        let out = f(&tx)?;
-        tx.commit().map_err(StoreError::classify)?;
-        Ok(out)
+    /// Runs `f` alone in one `BEGIN IMMEDIATE` transaction on the writer, blocking; commits on `Ok`.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.inner.writer.exclusive(f)
+    }
+
+    /// Runs `f` in the next group commit; answers after that commit.
+    async fn write_async<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.inner.writer.submit(f, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.await.unwrap_or_else(|_| Err(StoreError::Task("the write was not executed".into())))
     }
 
     /// Runs `f` on a reader connection (a fresh one if the pool is empty).
@@ -155,30 +168,14 @@ impl SqliteStore {
             }
         };
         let out = f(&conn);
-        let mut pool = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.len() < self.inner.options.readers {
-            pool.push(conn);
-        }
+        // The pool grows to the peak number of concurrent readers instead of reopening connections.
+        self.inner.readers.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
         out
     }
 
     /// `PRAGMA integrity_check` (used by the crash tests and `sessionwatch` maintenance).
     pub fn integrity_check(&self) -> Result<String> {
         self.read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
-    }
-
-    /// Runs a sync store operation on the blocking pool so async callers never stall a runtime worker.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&SqliteStore) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        let store = self.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(_) => tokio::task::spawn_blocking(move || f(&store))
-                .await
-                .map_err(|e| StoreError::Task(e.to_string()))?,
-            Err(_) => f(&store),
-        }
     }
 }
 
@@ -198,9 +195,11 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
     Ok(())
 }
 
+// Reads run in place: WAL readers never wait for the writer and a read is a few statements. Writes go
+// through the group-committing writer.
 impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
-        self.blocking(move |s| s.append_sync(&req, now)).await
+        self.write_async(move |c| SqliteStore::append_op(c, &req, now)).await
     }
 
     async fn register_watch(
@@ -211,12 +210,14 @@ impl Store for SqliteStore {
         watcher_store: String,
         now: Millis,
     ) -> Result<RegisterOutcome> {
-        self.blocking(move |s| s.register_watch_sync(&watcher, &target, provenance, &watcher_store, now))
-            .await
+        self.write_async(move |c| {
+            SqliteStore::register_watch_op(c, &watcher, &target, provenance, &watcher_store, now)
+        })
+        .await
     }
 
     async fn unwatch(&self, watcher: String, target: String) -> Result<bool> {
-        self.blocking(move |s| s.unwatch_sync(&watcher, &target)).await
+        self.write_async(move |c| SqliteStore::unwatch_op(c, &watcher, &target)).await
     }
 
     async fn acknowledge(
@@ -226,11 +227,12 @@ impl Store for SqliteStore {
         watcher_store: String,
         now: Millis,
     ) -> Result<Vec<Notice>> {
-        self.blocking(move |s| s.acknowledge_sync(&watcher, &targets, &watcher_store, now)).await
+        self.write_async(move |c| SqliteStore::acknowledge_op(c, &watcher, &targets, &watcher_store, now))
+            .await
     }
 
     async fn sweep(&self, watcher_store: String, now: Millis) -> Result<Vec<Notice>> {
-        self.blocking(move |s| s.sweep_sync(&watcher_store, now)).await
+        self.write_async(move |c| SqliteStore::sweep_op(c, &watcher_store, now)).await
     }
 
     async fn changes_since(
@@ -240,50 +242,50 @@ impl Store for SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Result<ChangesPage> {
-        self.blocking(move |s| s.changes_since_sync(&session_key, &agent_id, since, limit)).await
+        self.changes_since_sync(&session_key, &agent_id, since, limit)
     }
 
     async fn head(&self, session_key: String, agent_id: String) -> Result<Head> {
-        self.blocking(move |s| s.read(|c| log::head(c, &session_key, &agent_id))).await
+        self.read(|c| log::head(c, &session_key, &agent_id))
     }
 
     async fn state_versions(
         &self,
         sessions: Vec<(String, String)>,
     ) -> Result<HashMap<(String, String), u64>> {
-        self.blocking(move |s| s.state_versions_sync(&sessions)).await
+        self.state_versions_sync(&sessions)
     }
 
     async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
-        self.blocking(move |s| s.prune_sync(policy, now)).await
+        self.write_async(move |c| SqliteStore::prune_op(c, policy, now)).await
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
-        self.blocking(move |s| s.read(|c| watch::load_cursor(c, &watcher, &target))).await
+        self.read(|c| watch::load_cursor(c, &watcher, &target))
     }
 
     async fn cursors_of_watcher(&self, watcher: String) -> Result<Vec<(String, Cursor)>> {
-        self.blocking(move |s| s.cursors_of_watcher_sync(&watcher)).await
+        self.cursors_of_watcher_sync(&watcher)
     }
 
     async fn clear_watcher(&self, watcher: String) -> Result<Vec<String>> {
-        self.blocking(move |s| s.clear_watcher_sync(&watcher)).await
+        self.write_async(move |c| SqliteStore::clear_watcher_op(c, &watcher)).await
     }
 
     async fn delete_session_state(&self, session_key: String, agent_id: String) -> Result<()> {
-        self.blocking(move |s| s.delete_session_state_sync(&session_key, &agent_id)).await
+        self.write_async(move |c| SqliteStore::delete_session_state_op(c, &session_key, &agent_id)).await
     }
 
     async fn ensure_session(&self, new: NewSession, now: Millis) -> Result<(SessionRow, bool)> {
-        self.blocking(move |s| s.ensure_session_sync(&new, now)).await
+        self.write_async(move |c| SqliteStore::ensure_session_op(c, &new, now)).await
     }
 
     async fn get_session(&self, key: String, agent: String) -> Result<Option<SessionRow>> {
-        self.blocking(move |s| s.get_session_sync(&key, &agent)).await
+        self.get_session_sync(&key, &agent)
     }
 
     async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionRow>> {
-        self.blocking(move |s| s.list_sessions_sync(&filter)).await
+        self.list_sessions_sync(&filter)
     }
 
     async fn update_goal(
@@ -294,12 +296,14 @@ impl Store for SqliteStore {
         status: Option<String>,
         now: Millis,
     ) -> Result<Option<SessionRow>> {
-        self.blocking(move |s| s.update_goal_sync(&key, &agent, objective.as_deref(), status.as_deref(), now))
-            .await
+        self.write_async(move |c| {
+            SqliteStore::update_goal_op(c, &key, &agent, objective.as_deref(), status.as_deref(), now)
+        })
+        .await
     }
 
     async fn reset_session(&self, key: String, agent: String, new_id: String, now: Millis) -> Result<bool> {
-        self.blocking(move |s| s.reset_session_sync(&key, &agent, &new_id, now)).await
+        self.write_async(move |c| SqliteStore::reset_session_op(c, &key, &agent, &new_id, now)).await
     }
 
     async fn touch_session(
@@ -309,7 +313,7 @@ impl Store for SqliteStore {
         host: Option<String>,
         now: Millis,
     ) -> Result<()> {
-        self.blocking(move |s| s.touch_session_sync(&key, &agent, host.as_deref(), now)).await
+        self.write_async(move |c| SqliteStore::touch_session_op(c, &key, &agent, host.as_deref(), now)).await
     }
 
     async fn append_message(
@@ -319,27 +323,27 @@ impl Store for SqliteStore {
         message: NewMessage,
         now: Millis,
     ) -> Result<i64> {
-        self.blocking(move |s| s.append_message_sync(&key, &agent, &message, now)).await
+        self.write_async(move |c| SqliteStore::append_message_op(c, &key, &agent, &message, now)).await
     }
 
     async fn messages(&self, key: String, agent: String, limit: u32) -> Result<Vec<TranscriptMessage>> {
-        self.blocking(move |s| s.messages_sync(&key, &agent, limit)).await
+        self.messages_sync(&key, &agent, limit)
     }
 
     async fn push_inbox(&self, key: String, agent: String, item: InboxItem) -> Result<i64> {
-        self.blocking(move |s| s.push_inbox_sync(&key, &agent, &item)).await
+        self.write_async(move |c| SqliteStore::push_inbox_op(c, &key, &agent, &item)).await
     }
 
     async fn take_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {
-        self.blocking(move |s| s.take_inbox_sync(&key, &agent)).await
+        self.write_async(move |c| SqliteStore::take_inbox_op(c, &key, &agent)).await
     }
 
     async fn create_run(&self, run: RunRow) -> Result<()> {
-        self.blocking(move |s| s.create_run_sync(&run)).await
+        self.write_async(move |c| SqliteStore::create_run_op(c, &run)).await
     }
 
     async fn get_run(&self, run_id: String) -> Result<Option<RunRow>> {
-        self.blocking(move |s| s.get_run_sync(&run_id)).await
+        self.get_run_sync(&run_id)
     }
 
     async fn finish_run(
@@ -350,22 +354,22 @@ impl Store for SqliteStore {
         session_id: Option<String>,
         now: Millis,
     ) -> Result<FinishRun> {
-        self.blocking(move |s| {
-            s.finish_run_sync(&run_id, &status, reply.as_deref(), session_id.as_deref(), now)
+        self.write_async(move |c| {
+            SqliteStore::finish_run_op(c, &run_id, &status, reply.as_deref(), session_id.as_deref(), now)
         })
         .await
     }
 
     async fn upsert_link(&self, link: UpstreamLinkRow) -> Result<LinkUpsert> {
-        self.blocking(move |s| s.upsert_link_sync(&link)).await
+        self.write_async(move |c| SqliteStore::upsert_link_op(c, &link)).await
     }
 
     async fn get_link(&self, key: String, agent: String) -> Result<Option<UpstreamLinkRow>> {
-        self.blocking(move |s| s.get_link_sync(&key, &agent)).await
+        self.get_link_sync(&key, &agent)
     }
 
     async fn watched_links(&self) -> Result<Vec<UpstreamLinkRow>> {
-        self.blocking(move |s| s.watched_links_sync()).await
+        self.watched_links_sync()
     }
 
     async fn advance_link_marker(
@@ -376,7 +380,10 @@ impl Store for SqliteStore {
         marker: String,
         now: Millis,
     ) -> Result<bool> {
-        self.blocking(move |s| s.advance_link_marker_sync(&key, &agent, expected, &marker, now)).await
+        self.write_async(move |c| {
+            SqliteStore::advance_link_marker_op(c, &key, &agent, expected, &marker, now)
+        })
+        .await
     }
 
     async fn set_link_missing_streak(
@@ -386,10 +393,11 @@ impl Store for SqliteStore {
         expected: Millis,
         streak: u32,
     ) -> Result<bool> {
-        self.blocking(move |s| s.set_link_missing_streak_sync(&key, &agent, expected, streak)).await
+        self.write_async(move |c| SqliteStore::set_link_missing_streak_op(c, &key, &agent, expected, streak))
+            .await
     }
 
     async fn delete_link(&self, key: String, agent: String) -> Result<bool> {
-        self.blocking(move |s| s.delete_link_sync(&key, &agent)).await
+        self.write_async(move |c| SqliteStore::delete_link_op(c, &key, &agent)).await
     }
 }

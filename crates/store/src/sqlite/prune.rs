@@ -2,54 +2,48 @@
 
 use super::SqliteStore;
 use crate::{PruneReport, Result, RetentionPolicy};
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, params};
 use sessionwatch_core::Millis;
 
 impl SqliteStore {
-    pub(crate) fn prune_sync(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
-        self.write(|tx| {
-            let mut report = PruneReport::default();
-            let cutoff = now.saturating_sub(policy.max_age_ms);
-            let by_age: Vec<(String, String, i64)> = tx
+    pub(crate) fn prune_op(tx: &Connection, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
+        let mut report = PruneReport::default();
+        let cutoff = now.saturating_sub(policy.max_age_ms);
+        let by_age: Vec<(String, String, i64)> = tx
+            .prepare(
+                "SELECT session_key, agent_id, MAX(sequence) FROM session_state_events \
+                 WHERE occurred_at < ?1 GROUP BY session_key, agent_id",
+            )?
+            .query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        report.events_by_age = raise_floors_and_delete(tx, &by_age, now)?;
+
+        let cap_id: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM session_state_events ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                [policy.max_rows as i64],
+                |r| r.get(0),
+            )
+            .ok();
+        if let Some(cap_id) = cap_id {
+            let by_cap: Vec<(String, String, i64)> = tx
                 .prepare(
                     "SELECT session_key, agent_id, MAX(sequence) FROM session_state_events \
-                     WHERE occurred_at < ?1 GROUP BY session_key, agent_id",
+                     WHERE id <= ?1 GROUP BY session_key, agent_id",
                 )?
-                .query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .query_map([cap_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<rusqlite::Result<_>>()?;
-            report.events_by_age = raise_floors_and_delete(tx, &by_age, now)?;
-
-            let cap_id: Option<i64> = tx
-                .query_row(
-                    "SELECT id FROM session_state_events ORDER BY id DESC LIMIT 1 OFFSET ?1",
-                    [policy.max_rows as i64],
-                    |r| r.get(0),
-                )
-                .ok();
-            if let Some(cap_id) = cap_id {
-                let by_cap: Vec<(String, String, i64)> = tx
-                    .prepare(
-                        "SELECT session_key, agent_id, MAX(sequence) FROM session_state_events \
-                         WHERE id <= ?1 GROUP BY session_key, agent_id",
-                    )?
-                    .query_map([cap_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                report.events_by_cap = raise_floors_and_delete(tx, &by_cap, now)?;
-            }
-            report.cursors_expired =
-                tx.execute("DELETE FROM session_watch_cursors WHERE updated_at < ?1", [cutoff])? as u64;
-            Ok(report)
-        })
+            report.events_by_cap = raise_floors_and_delete(tx, &by_cap, now)?;
+        }
+        report.cursors_expired =
+            tx.execute("DELETE FROM session_watch_cursors WHERE updated_at < ?1", [cutoff])? as u64;
+        Ok(report)
     }
 }
 
 /// Floors first (only on existing heads, only upwards), then the rows at or below them: retained history
 /// stays exactly `(floor, head]` per session.
-fn raise_floors_and_delete(
-    tx: &Transaction<'_>,
-    floors: &[(String, String, i64)],
-    now: Millis,
-) -> Result<u64> {
+fn raise_floors_and_delete(tx: &Connection, floors: &[(String, String, i64)], now: Millis) -> Result<u64> {
     let mut deleted = 0;
     let mut raise = tx.prepare_cached(
         "UPDATE session_state_heads SET floor = ?3, updated_at = ?4 \

@@ -29,63 +29,59 @@ fn load_run(c: &Connection, run_id: &str) -> Result<Option<RunRow>> {
 }
 
 impl SqliteStore {
-    pub(crate) fn create_run_sync(&self, run: &RunRow) -> Result<()> {
-        self.write(|tx| {
-            tx.execute(
-                "UPDATE session_runs SET superseded = 1 \
-                 WHERE session_key = ?1 AND agent_id = ?2 AND finished_at IS NULL",
-                params![run.session_key, run.agent_id],
-            )?;
-            tx.execute(
-                &format!("INSERT INTO session_runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, 0, ?7, NULL)"),
-                params![
-                    run.run_id,
-                    run.session_key,
-                    run.agent_id,
-                    run.session_id,
-                    run.requester,
-                    run.is_child as i64,
-                    run.created_at
-                ],
-            )?;
-            Ok(())
-        })
+    pub(crate) fn create_run_op(tx: &Connection, run: &RunRow) -> Result<()> {
+        tx.execute(
+            "UPDATE session_runs SET superseded = 1 \
+             WHERE session_key = ?1 AND agent_id = ?2 AND finished_at IS NULL",
+            params![run.session_key, run.agent_id],
+        )?;
+        tx.execute(
+            &format!("INSERT INTO session_runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, 0, ?7, NULL)"),
+            params![
+                run.run_id,
+                run.session_key,
+                run.agent_id,
+                run.session_id,
+                run.requester,
+                run.is_child as i64,
+                run.created_at
+            ],
+        )?;
+        Ok(())
     }
 
     pub(crate) fn get_run_sync(&self, run_id: &str) -> Result<Option<RunRow>> {
         self.read(|c| load_run(c, run_id))
     }
 
-    pub(crate) fn finish_run_sync(
-        &self,
+    pub(crate) fn finish_run_op(
+        tx: &Connection,
         run_id: &str,
         status: &str,
         reply: Option<&str>,
         session_id: Option<&str>,
         now: Millis,
     ) -> Result<FinishRun> {
-        self.write(|tx| {
-            let Some(run) = load_run(tx, run_id)? else { return Ok(FinishRun::Unknown) };
-            if run.finished_at.is_some() {
-                return Ok(FinishRun::AlreadyFinished(run));
-            }
-            let current: Option<String> = tx
-                .query_row(
-                    "SELECT session_id FROM sessions WHERE session_key = ?1 AND agent_id = ?2",
-                    params![run.session_key, run.agent_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let stale_incarnation = current.as_deref() != Some(run.session_id.as_str());
-            let wrong_writer = session_id.is_some_and(|s| s != run.session_id);
-            if run.superseded || stale_incarnation || wrong_writer {
-                return Ok(FinishRun::NotOwner(run));
-            }
-            tx.execute(
-                "UPDATE session_runs SET status = ?2, reply = ?3, finished_at = ?4 WHERE run_id = ?1",
-                params![run_id, status, reply, now],
-            )?;
-            Ok(FinishRun::Finished(load_run(tx, run_id)?.unwrap_or(run)))
-        })
+        let Some(run) = load_run(tx, run_id)? else { return Ok(FinishRun::Unknown) };
+        if run.finished_at.is_some() {
+            return Ok(FinishRun::AlreadyFinished(run));
+        }
+        let current: Option<String> = tx
+            .query_row(
+                "SELECT session_id FROM sessions WHERE session_key = ?1 AND agent_id = ?2",
+                params![run.session_key, run.agent_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let stale_incarnation = current.as_deref() != Some(run.session_id.as_str());
+        let wrong_writer = session_id.is_some_and(|s| s != run.session_id);
+        if run.superseded || stale_incarnation || wrong_writer {
+            return Ok(FinishRun::NotOwner(run));
+        }
+        tx.execute(
+            "UPDATE session_runs SET status = ?2, reply = ?3, finished_at = ?4 WHERE run_id = ?1",
+            params![run_id, status, reply, now],
+        )?;
+        Ok(FinishRun::Finished(load_run(tx, run_id)?.unwrap_or(run)))
     }
 }

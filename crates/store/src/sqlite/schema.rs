@@ -136,6 +136,19 @@ CREATE INDEX idx_links_catalog ON session_upstream_links (catalog_id);
 
 /// Applies missing migrations; refuses a database written by a newer version.
 pub fn migrate(conn: &mut Connection) -> Result<()> {
+    let found = check_compatible(conn)?;
+    for (i, ddl) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(ddl)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// Read-only: answers the schema version of a database this version can use (0 for a new, empty one);
+/// refuses a database written by a newer version, or someone else's tables without our version.
+pub fn check_compatible(conn: &Connection) -> Result<i64> {
     let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::TooNew { found, supported: SCHEMA_VERSION });
@@ -156,11 +169,5 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
             });
         }
     }
-    for (i, ddl) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute_batch(ddl)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
-    }
-    Ok(())
+    Ok(found)
 }

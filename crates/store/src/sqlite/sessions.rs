@@ -38,32 +38,34 @@ fn load_session(c: &Connection, key: &str, agent: &str) -> Result<Option<Session
 }
 
 impl SqliteStore {
-    pub(crate) fn ensure_session_sync(&self, new: &NewSession, now: Millis) -> Result<(SessionRow, bool)> {
-        self.write(|tx| {
-            let inserted = tx
-                .prepare_cached(
-                    "INSERT INTO sessions (session_key, agent_id, session_id, kind, chat_type, channel, label, \
-                     spawned_by, created_via, host_id, created_at, updated_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11) ON CONFLICT DO NOTHING",
-                )?
-                .execute(params![
-                    new.session_key,
-                    new.agent_id,
-                    new.session_id,
-                    new.kind,
-                    new.chat_type,
-                    new.channel,
-                    new.label,
-                    new.spawned_by,
-                    new.created_via,
-                    new.host_id,
-                    now
-                ])?
-                > 0;
-            let row = load_session(tx, &new.session_key, &new.agent_id)?
-                .ok_or_else(|| crate::StoreError::InvalidData("session row vanished inside its transaction".into()))?;
-            Ok((row, inserted))
-        })
+    pub(crate) fn ensure_session_op(
+        tx: &Connection,
+        new: &NewSession,
+        now: Millis,
+    ) -> Result<(SessionRow, bool)> {
+        let inserted =
+            tx.prepare_cached(
+                "INSERT INTO sessions (session_key, agent_id, session_id, kind, chat_type, channel, label, \
+                 spawned_by, created_via, host_id, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![
+                new.session_key,
+                new.agent_id,
+                new.session_id,
+                new.kind,
+                new.chat_type,
+                new.channel,
+                new.label,
+                new.spawned_by,
+                new.created_via,
+                new.host_id,
+                now
+            ])? > 0;
+        let row = load_session(tx, &new.session_key, &new.agent_id)?.ok_or_else(|| {
+            crate::StoreError::InvalidData("session row vanished inside its transaction".into())
+        })?;
+        Ok((row, inserted))
     }
 
     pub(crate) fn get_session_sync(&self, key: &str, agent: &str) -> Result<Option<SessionRow>> {
@@ -91,84 +93,79 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) fn update_goal_sync(
-        &self,
+    pub(crate) fn update_goal_op(
+        tx: &Connection,
         key: &str,
         agent: &str,
         objective: Option<&str>,
         status: Option<&str>,
         now: Millis,
     ) -> Result<Option<SessionRow>> {
-        self.write(|tx| {
-            let Some(before) = load_session(tx, key, agent)? else { return Ok(None) };
-            tx.prepare_cached(
-                "UPDATE sessions SET goal_objective = ?3, goal_status = ?4, updated_at = ?5 \
-                 WHERE session_key = ?1 AND agent_id = ?2",
-            )?
-            .execute(params![key, agent, objective, status, now])?;
-            Ok(Some(before))
-        })
+        let Some(before) = load_session(tx, key, agent)? else { return Ok(None) };
+        tx.prepare_cached(
+            "UPDATE sessions SET goal_objective = ?3, goal_status = ?4, updated_at = ?5 \
+             WHERE session_key = ?1 AND agent_id = ?2",
+        )?
+        .execute(params![key, agent, objective, status, now])?;
+        Ok(Some(before))
     }
 
-    pub(crate) fn reset_session_sync(
-        &self,
+    pub(crate) fn reset_session_op(
+        tx: &Connection,
         key: &str,
         agent: &str,
         new_id: &str,
         now: Millis,
     ) -> Result<bool> {
-        self.write(|tx| {
-            let n = tx.execute(
-                "UPDATE sessions SET session_id = ?3, updated_at = ?4 WHERE session_key = ?1 AND agent_id = ?2",
-                params![key, agent, new_id, now],
-            )?;
-            tx.execute("DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2", params![key, agent])?;
-            Ok(n > 0)
-        })
+        let n = tx.execute(
+            "UPDATE sessions SET session_id = ?3, updated_at = ?4 WHERE session_key = ?1 AND agent_id = ?2",
+            params![key, agent, new_id, now],
+        )?;
+        tx.execute(
+            "DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2",
+            params![key, agent],
+        )?;
+        Ok(n > 0)
     }
 
-    pub(crate) fn touch_session_sync(
-        &self,
+    pub(crate) fn touch_session_op(
+        tx: &Connection,
         key: &str,
         agent: &str,
         host: Option<&str>,
         now: Millis,
     ) -> Result<()> {
-        self.write(|tx| {
-            tx.prepare_cached(
-                "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
-                 WHERE session_key = ?1 AND agent_id = ?2",
-            )?
-            .execute(params![key, agent, now, host])?;
-            Ok(())
-        })
+        tx.prepare_cached(
+            "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
+             WHERE session_key = ?1 AND agent_id = ?2",
+        )?
+        .execute(params![key, agent, now, host])?;
+        Ok(())
     }
 
-    pub(crate) fn append_message_sync(
-        &self,
+    pub(crate) fn append_message_op(
+        tx: &Connection,
         key: &str,
         agent: &str,
         m: &NewMessage,
         now: Millis,
     ) -> Result<i64> {
-        self.write(|tx| {
-            let id: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
-                     from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
-                )?
-                .query_row(
-                    params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now],
-                    |r| r.get(0),
-                )?;
-            tx.prepare_cached(
-                "DELETE FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 AND id <= \
-                 (SELECT id FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 \
-                  ORDER BY id DESC LIMIT 1 OFFSET ?3)",
+        let id: i64 = tx
+            .prepare_cached(
+                "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
+                 from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
             )?
-            .execute(params![key, agent, TRANSCRIPT_CAP])?;
-            Ok(id)
-        })
+            .query_row(
+                params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now],
+                |r| r.get(0),
+            )?;
+        tx.prepare_cached(
+            "DELETE FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 AND id <= \
+             (SELECT id FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 \
+              ORDER BY id DESC LIMIT 1 OFFSET ?3)",
+        )?
+        .execute(params![key, agent, TRANSCRIPT_CAP])?;
+        Ok(id)
     }
 
     pub(crate) fn messages_sync(&self, key: &str, agent: &str, limit: u32) -> Result<Vec<TranscriptMessage>> {
@@ -195,38 +192,35 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) fn push_inbox_sync(&self, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
-        self.write(|tx| {
-            Ok(tx
-                .prepare_cached(
-                    "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-                )?
-                .query_row(params![key, agent, item.run_id, item.from_session, item.text, item.created_at], |r| {
-                    r.get(0)
-                })?)
-        })
+    pub(crate) fn push_inbox_op(tx: &Connection, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
+        Ok(tx
+            .prepare_cached(
+                "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            )?
+            .query_row(
+                params![key, agent, item.run_id, item.from_session, item.text, item.created_at],
+                |r| r.get(0),
+            )?)
     }
 
-    pub(crate) fn take_inbox_sync(&self, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
-        self.write(|tx| {
-            let mut items: Vec<InboxItem> = tx
-                .prepare_cached(
-                    "DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2 \
-                     RETURNING id, run_id, from_session, text, created_at",
-                )?
-                .query_map(params![key, agent], |r| {
-                    Ok(InboxItem {
-                        id: r.get(0)?,
-                        run_id: r.get(1)?,
-                        from_session: r.get(2)?,
-                        text: r.get(3)?,
-                        created_at: r.get(4)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            items.sort_by_key(|i| i.id);
-            Ok(items)
-        })
+    pub(crate) fn take_inbox_op(tx: &Connection, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
+        let mut items: Vec<InboxItem> = tx
+            .prepare_cached(
+                "DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2 \
+                 RETURNING id, run_id, from_session, text, created_at",
+            )?
+            .query_map(params![key, agent], |r| {
+                Ok(InboxItem {
+                    id: r.get(0)?,
+                    run_id: r.get(1)?,
+                    from_session: r.get(2)?,
+                    text: r.get(3)?,
+                    created_at: r.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        items.sort_by_key(|i| i.id);
+        Ok(items)
     }
 }

@@ -73,104 +73,97 @@ pub(crate) fn watchers_of(c: &Connection, target: &str) -> Result<Vec<String>> {
 }
 
 impl SqliteStore {
-    pub(crate) fn register_watch_sync(
-        &self,
+    pub(crate) fn register_watch_op(
+        tx: &Connection,
         watcher: &AgentSessionKey,
         target: &AgentSessionKey,
         provenance: Provenance,
         store: &str,
         now: Millis,
     ) -> Result<RegisterOutcome> {
-        self.write(|tx| {
-            let existing = load_cursor(tx, watcher.as_str(), target.as_str())?;
-            let head = super::log::head(tx, target.as_str(), target.agent_id())?.head;
-            let decision = decide_registration(
-                existing.as_ref(),
-                watcher.as_str(),
-                target.as_str(),
-                provenance,
-                store,
-                head,
-                now,
-            );
-            match &decision {
-                RegisterDecision::Refused(_) | RegisterDecision::Keep => {}
-                RegisterDecision::UpgradeToExplicit => {
-                    tx.prepare_cached(
-                        "UPDATE session_watch_cursors SET provenance = 'explicit', updated_at = ?3 \
-                         WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-                    )?
-                    .execute(params![watcher.as_str(), target.as_str(), now])?;
-                }
-                RegisterDecision::Seed(c) => save_cursor(tx, watcher.as_str(), target.as_str(), c)?,
+        let existing = load_cursor(tx, watcher.as_str(), target.as_str())?;
+        let head = super::log::head(tx, target.as_str(), target.agent_id())?.head;
+        let decision = decide_registration(
+            existing.as_ref(),
+            watcher.as_str(),
+            target.as_str(),
+            provenance,
+            store,
+            head,
+            now,
+        );
+        match &decision {
+            RegisterDecision::Refused(_) | RegisterDecision::Keep => {}
+            RegisterDecision::UpgradeToExplicit => {
+                tx.prepare_cached(
+                    "UPDATE session_watch_cursors SET provenance = 'explicit', updated_at = ?3 \
+                     WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+                )?
+                .execute(params![watcher.as_str(), target.as_str(), now])?;
             }
-            Ok(RegisterOutcome { registered: !matches!(decision, RegisterDecision::Refused(_)), decision })
-        })
+            RegisterDecision::Seed(c) => save_cursor(tx, watcher.as_str(), target.as_str(), c)?,
+        }
+        Ok(RegisterOutcome { registered: !matches!(decision, RegisterDecision::Refused(_)), decision })
     }
 
-    pub(crate) fn unwatch_sync(&self, watcher: &str, target: &str) -> Result<bool> {
-        self.write(|tx| {
-            Ok(tx.execute(
-                "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-                params![watcher, target],
-            )? > 0)
-        })
+    pub(crate) fn unwatch_op(tx: &Connection, watcher: &str, target: &str) -> Result<bool> {
+        Ok(tx.execute(
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+            params![watcher, target],
+        )? > 0)
     }
 
-    pub(crate) fn acknowledge_sync(
-        &self,
+    pub(crate) fn acknowledge_op(
+        tx: &Connection,
         watcher: &AgentSessionKey,
         targets: &[AgentSessionKey],
         store: &str,
         now: Millis,
     ) -> Result<Vec<Notice>> {
-        self.write(|tx| {
-            let mut reopened = vec![];
-            for target in targets {
-                let Some(mut cursor) = load_cursor(tx, watcher.as_str(), target.as_str())? else { continue };
-                if !cursor.store_matches(store) {
-                    continue;
-                }
-                let reopen = cursor.acknowledge(now);
-                save_cursor(tx, watcher.as_str(), target.as_str(), &cursor)?;
-                if let Some(since) = reopen {
-                    reopened.push(Notice {
-                        watcher: watcher.clone(),
-                        target: target.clone(),
-                        since,
-                        queue_only: cursor.queue_only(),
-                    });
-                }
+        let mut reopened = vec![];
+        for target in targets {
+            let Some(mut cursor) = load_cursor(tx, watcher.as_str(), target.as_str())? else { continue };
+            if !cursor.store_matches(store) {
+                continue;
             }
-            Ok(reopened)
-        })
+            let reopen = cursor.acknowledge(now);
+            save_cursor(tx, watcher.as_str(), target.as_str(), &cursor)?;
+            if let Some(since) = reopen {
+                reopened.push(Notice {
+                    watcher: watcher.clone(),
+                    target: target.clone(),
+                    since,
+                    queue_only: cursor.queue_only(),
+                });
+            }
+        }
+        Ok(reopened)
     }
 
-    pub(crate) fn sweep_sync(&self, store: &str, now: Millis) -> Result<Vec<Notice>> {
-        self.write(|tx| {
-            let pending: Vec<(String, String, Cursor)> = tx
-                .prepare(&format!(
-                    "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
-                     WHERE material_sequence > last_seen_sequence \
-                     AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key)"
-                ))?
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut notices = vec![];
-            for (watcher, target, mut cursor) in pending {
-                let (Some(w), Some(t)) = (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&target)) else {
-                    continue;
-                };
-                if w.as_str() != watcher || t.as_str() != target || !cursor.store_matches(store) {
-                    continue;
-                }
-                if let Some(since) = cursor.sweep(now) {
-                    save_cursor(tx, &watcher, &target, &cursor)?;
-                    notices.push(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() });
-                }
+    pub(crate) fn sweep_op(tx: &Connection, store: &str, now: Millis) -> Result<Vec<Notice>> {
+        let pending: Vec<(String, String, Cursor)> = tx
+            .prepare(&format!(
+                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
+                 WHERE material_sequence > last_seen_sequence \
+                 AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key)"
+            ))?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut notices = vec![];
+        for (watcher, target, mut cursor) in pending {
+            let (Some(w), Some(t)) = (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&target))
+            else {
+                continue;
+            };
+            if w.as_str() != watcher || t.as_str() != target || !cursor.store_matches(store) {
+                continue;
             }
-            Ok(notices)
-        })
+            if let Some(since) = cursor.sweep(now) {
+                save_cursor(tx, &watcher, &target, &cursor)?;
+                notices.push(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() });
+            }
+        }
+        Ok(notices)
     }
 
     pub(crate) fn cursors_of_watcher_sync(&self, watcher: &str) -> Result<Vec<(String, Cursor)>> {
@@ -184,38 +177,34 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) fn clear_watcher_sync(&self, watcher: &str) -> Result<Vec<String>> {
-        self.write(|tx| {
-            Ok(tx
-                .prepare_cached("DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 RETURNING target_session_key")?
-                .query_map([watcher], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?)
-        })
+    pub(crate) fn clear_watcher_op(tx: &Connection, watcher: &str) -> Result<Vec<String>> {
+        Ok(tx
+            .prepare_cached("DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 RETURNING target_session_key")?
+            .query_map([watcher], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?)
     }
 
-    pub(crate) fn delete_session_state_sync(&self, key: &str, agent: &str) -> Result<()> {
-        self.write(|tx| {
+    pub(crate) fn delete_session_state_op(tx: &Connection, key: &str, agent: &str) -> Result<()> {
+        tx.execute(
+            "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
+            params![key, agent],
+        )?;
+        tx.execute(
+            "DELETE FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
+            params![key, agent],
+        )?;
+        tx.execute(
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 OR target_session_key = ?1",
+            [key],
+        )?;
+        for table in
+            ["sessions", "session_messages", "session_inbox", "session_runs", "session_upstream_links"]
+        {
             tx.execute(
-                "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
+                &format!("DELETE FROM {table} WHERE session_key = ?1 AND agent_id = ?2"),
                 params![key, agent],
             )?;
-            tx.execute(
-                "DELETE FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
-                params![key, agent],
-            )?;
-            tx.execute(
-                "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 OR target_session_key = ?1",
-                [key],
-            )?;
-            for table in
-                ["sessions", "session_messages", "session_inbox", "session_runs", "session_upstream_links"]
-            {
-                tx.execute(
-                    &format!("DELETE FROM {table} WHERE session_key = ?1 AND agent_id = ?2"),
-                    params![key, agent],
-                )?;
-            }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 }

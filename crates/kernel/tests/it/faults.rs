@@ -1,0 +1,216 @@
+//! Storage faults: a full disk and damaged database files.
+
+use crate::common::{Env, NOW, STORE};
+use sessionwatch_core::{Limit, ManualClock, NewEvent};
+use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
+use sessionwatch_store::{SqliteOptions, SqliteStore, StoreError};
+use std::path::Path;
+use std::sync::Arc;
+
+const T: &str = "agent:main:subagent:t";
+
+fn event(i: usize) -> NewEvent {
+    // A varied channel makes rows of realistic size.
+    NewEvent::human_message(T, "main", &format!("channel-{i:06}-{}", "x".repeat(40)), None)
+}
+
+async fn start(store: SqliteStore) -> Kernel<SqliteStore> {
+    let config = KernelConfig { store_identity: STORE.into(), ..KernelConfig::default() };
+    Kernel::start(store, Arc::new(ManualClock::new(NOW)), config).await
+}
+
+/// `PRAGMA max_page_count` makes SQLite answer SQLITE_FULL deterministically.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_full_fails_the_append_but_not_the_store() {
+    let env = Env::new();
+    let limited = SqliteOptions { max_page_count: Some(40), ..SqliteOptions::default() };
+    let k = start(SqliteStore::open(env.db(), limited.clone()).unwrap()).await;
+    let mut recorded = 0u64;
+    let reason = loop {
+        match k.record(event(recorded as usize), vec![], false).await {
+            RecordOutcome::Recorded(e) => {
+                recorded += 1;
+                assert_eq!(e.sequence, recorded);
+            }
+            RecordOutcome::NotRecorded(reason) => break reason,
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(recorded < 100_000, "the page limit never hit");
+    };
+    assert!(recorded > 10, "some appends fit before the disk filled ({recorded})");
+    assert_eq!(reason, StoreError::Full.to_string(), "a typed, clear error");
+    assert_eq!(k.metrics().events_not_recorded.load(std::sync::atomic::Ordering::Relaxed), 1);
+    // The failed append left no trace: the head is unchanged, again after a second failure.
+    assert_eq!(k.head(T, "main").await.head, recorded);
+    assert!(matches!(k.record(event(0), vec![], false).await, RecordOutcome::NotRecorded(_)));
+    assert_eq!(k.head(T, "main").await.head, recorded);
+    // Reads still work and see exactly 1..=head.
+    let mut seqs = vec![];
+    let mut since = 0;
+    loop {
+        let page = k.changes_since(T, "main", since, Limit::MAX).await;
+        seqs.extend(page.events.iter().map(|e| e.sequence));
+        since = page.next_since(since);
+        if !page.truncated {
+            break;
+        }
+    }
+    assert_eq!(seqs, (1..=recorded).collect::<Vec<_>>());
+    drop(k);
+
+    // Still full after a restart with the same limit.
+    let k = start(SqliteStore::open(env.db(), limited).unwrap()).await;
+    assert!(matches!(k.record(event(0), vec![], false).await, RecordOutcome::NotRecorded(_)));
+    drop(k);
+    // Make room: the next append gets exactly head + 1.
+    let roomy = SqliteOptions { max_page_count: Some(100_000), ..SqliteOptions::default() };
+    let store = SqliteStore::open(env.db(), roomy).unwrap();
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    let k = start(store).await;
+    match k.record(event(0), vec![], false).await {
+        RecordOutcome::Recorded(e) => assert_eq!(e.sequence, recorded + 1),
+        other => panic!("expected Recorded after making room, got {other:?}"),
+    }
+}
+
+/// A healthy sessionwatch database with some history, closed (checkpointed into the main file).
+fn healthy_db(path: &Path, events: usize) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let k = start(SqliteStore::open(path, SqliteOptions::default()).unwrap()).await;
+        for i in 0..events {
+            assert!(matches!(k.record(event(i), vec![], false).await, RecordOutcome::Recorded(_)));
+        }
+    });
+    assert!(
+        !path.with_extension("db-wal").exists()
+            || std::fs::metadata(path.with_extension("db-wal")).unwrap().len() == 0
+    );
+}
+
+/// Opens `path`, expects a refusal, and checks the file's bytes did not change.
+fn assert_refused(path: &Path, what: &str) -> StoreError {
+    let before = std::fs::read(path).unwrap();
+    let err = match SqliteStore::open(path, SqliteOptions::default()) {
+        Ok(_) => panic!("{what}: the store opened a damaged or foreign database"),
+        Err(e) => e,
+    };
+    let after = std::fs::read(path).unwrap();
+    assert!(before == after, "{what}: the file was modified by the refused open");
+    let msg = err.to_string();
+    assert!(!msg.is_empty());
+    // A second attempt refuses the same way (nothing was "repaired" into an empty database).
+    assert!(SqliteStore::open(path, SqliteOptions::default()).is_err(), "{what}: refused again");
+    assert!(std::fs::read(path).unwrap() == before, "{what}: still untouched");
+    err
+}
+
+fn assert_corrupt(err: &StoreError, path: &Path, what: &str) {
+    match err {
+        StoreError::Corrupt { path: p, reason } => {
+            assert_eq!(p, &path.display().to_string(), "{what}: the error names the file");
+            assert!(!reason.is_empty());
+            assert!(err.to_string().contains("is not a usable sessionwatch database"), "{what}: {err}");
+        }
+        other => panic!("{what}: expected Corrupt, got {other:?} ({other})"),
+    }
+}
+
+#[test]
+fn truncated_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    healthy_db(&path, 3000);
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 64 * 1024, "big enough to cut: {}", bytes.len());
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = assert_refused(&path, "truncated");
+    assert_corrupt(&err, &path, "truncated");
+}
+
+#[test]
+fn garbage_bytes_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let garbage: Vec<u8> = (0..16 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&path, &garbage).unwrap();
+    let err = assert_refused(&path, "garbage");
+    assert_corrupt(&err, &path, "garbage");
+}
+
+#[test]
+fn damaged_pages_inside_a_database_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    healthy_db(&path, 3000);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // Overwrite a run of bytes in the middle of the file, past the header page.
+    let mid = bytes.len() / 2;
+    for (i, b) in bytes[mid..mid + 8192].iter_mut().enumerate() {
+        *b = (i * 31 % 251) as u8;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let err = assert_refused(&path, "damaged pages");
+    assert_corrupt(&err, &path, "damaged pages");
+}
+
+#[test]
+fn zero_length_file_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    std::fs::write(&path, b"").unwrap();
+    let err = assert_refused(&path, "zero length");
+    assert_corrupt(&err, &path, "zero length");
+    assert!(err.to_string().contains("empty"), "{err}");
+}
+
+#[test]
+fn someone_elses_sqlite_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+             INSERT INTO users (name) VALUES ('ada'), ('grace');",
+        )
+        .unwrap();
+    }
+    let err = assert_refused(&path, "foreign schema");
+    assert_corrupt(&err, &path, "foreign schema");
+    assert!(err.to_string().contains("users"), "the error says what it found: {err}");
+    // The other program's data is intact.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let n: i64 = c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 2);
+}
+
+#[test]
+fn database_from_a_newer_version_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    healthy_db(&path, 10);
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", sessionwatch_store::sqlite::SCHEMA_VERSION + 1).unwrap();
+    }
+    let err = assert_refused(&path, "newer user_version");
+    match err {
+        StoreError::TooNew { found, supported } => {
+            assert_eq!(
+                (found, supported),
+                (sessionwatch_store::sqlite::SCHEMA_VERSION + 1, sessionwatch_store::sqlite::SCHEMA_VERSION)
+            );
+            assert!(err.to_string().contains("upgrade sessionwatch"));
+        }
+        other => panic!("expected TooNew, got {other:?}"),
+    }
+}

@@ -1,0 +1,65 @@
+//! Restart recovery: the in-memory queue is rebuilt from the durable cursors, exactly once per pending
+//! notice.
+
+use crate::common::{Env, notices};
+use sessionwatch_core::Provenance;
+use sessionwatch_kernel::RecordOutcome;
+
+const W: &str = "agent:main:main";
+const T: &str = "agent:main:subagent:child";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_notice_survives_a_restart_exactly_once() {
+    let env = Env::new();
+    let k = env.start().await;
+    assert!(k.register_watch(W, T, Provenance::Explicit).await);
+    assert!(matches!(
+        k.record_human_turn(T, "main", "telegram", None, None).await,
+        RecordOutcome::Recorded(_)
+    ));
+    let before = k.peek(W);
+    assert_eq!(notices(&before), vec![(T.to_string(), 0)]);
+    drop(k);
+
+    // The process dies before the watcher's turn: the notice comes back, byte for byte, once.
+    let k = env.start().await;
+    assert_eq!(k.peek(W), before, "the same text and context key after the restart");
+    let drained = k.drain(W).await;
+    assert_eq!(drained, before);
+    assert!(k.drain(W).await.is_empty(), "acknowledged: nothing reopens");
+    drop(k);
+
+    let k = env.start().await;
+    assert!(k.peek(W).is_empty(), "an acknowledged notice does not come back after another restart");
+    assert!(k.drain(W).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_without_draining_keeps_one_notice_and_covers_later_work() {
+    let env = Env::new();
+    let k = env.start().await;
+    k.register_watch(W, T, Provenance::Explicit).await;
+    for _ in 0..3 {
+        k.record_human_turn(T, "main", "telegram", None, None).await;
+    }
+    drop(k);
+    // Several restarts in a row: still exactly one line, still `changesSince 0`.
+    for _ in 0..3 {
+        let k = env.start().await;
+        assert_eq!(notices(&k.peek(W)), vec![(T.to_string(), 0)]);
+        drop(k);
+    }
+    let k = env.start().await;
+    // More work after the restart joins the same line.
+    k.record_human_turn(T, "main", "telegram", None, None).await;
+    assert_eq!(notices(&k.peek(W)), vec![(T.to_string(), 0)]);
+    // The sweep re-opened with N = M = 3, so event 4 arrived while pending: one reopen at 3, then quiet.
+    assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 0)]);
+    assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 3)]);
+    assert!(k.drain(W).await.is_empty());
+    drop(k);
+    let k = env.start().await;
+    assert!(k.peek(W).is_empty());
+    let c = sessionwatch_store::Store::cursor(k.store(), W.into(), T.into()).await.unwrap().unwrap();
+    assert_eq!((c.last_seen, c.notified, c.material), (4, 4, 4));
+}

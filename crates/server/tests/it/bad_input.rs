@@ -1,0 +1,353 @@
+//! Malformed and hostile requests: each gets its status code and changes nothing.
+
+use crate::support::*;
+use reqwest::Method;
+use serde_json::json;
+
+/// Every row of every table, so "changed nothing" is checked on the database itself.
+fn dump(h: &Harness) -> String {
+    let conn = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut out = String::new();
+    for t in tables {
+        let mut stmt = conn.prepare(&format!("SELECT * FROM {t} ORDER BY 1, 2")).unwrap();
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|"))
+            })
+            .unwrap();
+        for row in rows {
+            out.push_str(&format!("{t}: {}\n", row.unwrap()));
+        }
+    }
+    out
+}
+
+struct Case {
+    name: &'static str,
+    method: Method,
+    path: String,
+    body: Vec<u8>,
+    token: Option<&'static str>,
+    status: u16,
+    error_type: Option<&'static str>,
+}
+
+fn case(
+    name: &'static str,
+    method: Method,
+    path: &str,
+    body: impl Into<Vec<u8>>,
+    status: u16,
+    error_type: Option<&'static str>,
+) -> Case {
+    Case { name, method, path: path.to_string(), body: body.into(), token: Some(TOKEN), status, error_type }
+}
+
+fn tool(name: &'static str, body: serde_json::Value, status: u16, error_type: Option<&'static str>) -> Case {
+    case(name, Method::POST, "/tools/invoke", body.to_string(), status, error_type)
+}
+
+#[tokio::test]
+async fn hostile_requests_get_clear_errors_and_change_nothing() {
+    let h = Harness::start().await;
+    let main = "agent:main:main";
+    let child = h.spawn_child(main).await;
+    h.human_turn(&child, "pending notice for main").await;
+    let ch = enc(&child);
+    let cases = vec![
+        tool("malformed json", json!(null), 400, Some("invalid_argument")),
+        case(
+            "truncated json",
+            Method::POST,
+            "/tools/invoke",
+            "{\"tool\": \"session_status\"",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "invalid utf-8",
+            Method::POST,
+            "/tools/invoke",
+            b"{\"tool\": \"\xff\xfe\"}".to_vec(),
+            400,
+            Some("invalid_argument"),
+        ),
+        case("array body", Method::POST, "/tools/invoke", "[1,2]", 400, Some("invalid_argument")),
+        tool("tool not a string", json!({ "tool": 5 }), 400, Some("invalid_argument")),
+        tool("missing tool", json!({ "args": {} }), 400, Some("invalid_argument")),
+        tool("unknown tool", json!({ "tool": "rm_rf", "args": {} }), 404, Some("unknown_tool")),
+        tool(
+            "args not an object",
+            json!({ "tool": "session_status", "args": [1] }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "changesSince a string",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": "3" } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "negative changesSince",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": -1 } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "huge changesSince",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": 1e300 } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "fractional changesSince",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": 1.5 } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "limit zero",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": 0, "limit": 0 } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "limit 201",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": 0, "limit": 201 } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "unknown field",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "since": 1 } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "unknown session",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": "agent:main:nobody" } }),
+            400,
+            Some("not_found"),
+        ),
+        tool(
+            "invalid key",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": "agent::x" } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "key with spaces",
+            json!({ "tool": "sessions_history", "sessionKey": main, "args": { "sessionKey": "agent:main:a b" } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "invalid caller",
+            json!({ "tool": "sessions_list", "sessionKey": "agent:!!:x", "args": {} }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "send to unknown session",
+            json!({ "tool": "sessions_send", "sessionKey": main, "args": { "sessionKey": "agent:main:nobody", "message": "hi", "watch": true } }),
+            400,
+            Some("not_found"),
+        ),
+        tool(
+            "send without message",
+            json!({ "tool": "sessions_send", "sessionKey": main, "args": { "sessionKey": child } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "watch not a bool",
+            json!({ "tool": "sessions_send", "sessionKey": main, "args": { "sessionKey": child, "message": "x", "watch": "yes" } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "spawn with a bad agent",
+            json!({ "tool": "sessions_spawn", "sessionKey": main, "args": { "task": "x", "agentId": "Bad Agent!" } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "list with an unknown kind",
+            json!({ "tool": "sessions_list", "sessionKey": main, "args": { "kinds": ["robots"] } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        tool(
+            "list limit too big",
+            json!({ "tool": "sessions_list", "sessionKey": main, "args": { "limit": 100000 } }),
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "three megabytes",
+            Method::POST,
+            "/tools/invoke",
+            format!("{{\"tool\":\"session_status\",\"args\":{{\"x\":\"{}\"}}}}", "a".repeat(3 * 1024 * 1024)),
+            413,
+            None,
+        ),
+        Case {
+            token: None,
+            ..tool("no token", json!({ "tool": "sessions_list" }), 401, Some("unauthorized"))
+        },
+        Case {
+            token: Some("wrong"),
+            ..tool("wrong token", json!({ "tool": "sessions_list" }), 401, Some("unauthorized"))
+        },
+        case("wrong method", Method::GET, "/tools/invoke", "", 405, None),
+        case("wrong method on a host call", Method::GET, &format!("/v1/sessions/{ch}/turns"), "", 405, None),
+        case(
+            "turn on an unknown session",
+            Method::POST,
+            "/v1/sessions/agent%3Amain%3Anobody/turns",
+            "{}",
+            404,
+            Some("not_found"),
+        ),
+        case(
+            "turn with a body field",
+            Method::POST,
+            &format!("/v1/sessions/{}/turns", enc(main)),
+            "{\"drain\":false}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "inbound to an invalid key",
+            Method::POST,
+            "/v1/sessions/agent%3A%3A/inbound",
+            "{\"text\":\"x\"}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "inbound without text",
+            Method::POST,
+            &format!("/v1/sessions/{ch}/inbound"),
+            "{\"channel\":\"x\"}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "inbound with a bad actor",
+            Method::POST,
+            &format!("/v1/sessions/{ch}/inbound"),
+            "{\"text\":\"x\",\"actor\":{\"type\":\"robot\"}}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "goal with a number",
+            Method::PUT,
+            &format!("/v1/sessions/{ch}/goal"),
+            "{\"objective\":7}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "goal on an unknown session",
+            Method::PUT,
+            "/v1/sessions/agent%3Amain%3Anobody/goal",
+            "{\"objective\":\"x\"}",
+            404,
+            Some("not_found"),
+        ),
+        case(
+            "compaction without id",
+            Method::POST,
+            &format!("/v1/sessions/{ch}/compactions"),
+            "{}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "reset an unknown session",
+            Method::POST,
+            "/v1/sessions/agent%3Amain%3Anobody/reset",
+            "",
+            404,
+            Some("not_found"),
+        ),
+        case(
+            "delete an unknown session",
+            Method::DELETE,
+            "/v1/sessions/agent%3Amain%3Anobody",
+            "",
+            404,
+            Some("not_found"),
+        ),
+        case(
+            "run result with a bad status",
+            Method::POST,
+            "/v1/runs/r1/result",
+            "{\"status\":\"great\"}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "unknown run",
+            Method::POST,
+            "/v1/runs/r1/result",
+            "{\"status\":\"ok\"}",
+            404,
+            Some("not_found"),
+        ),
+        case(
+            "create with a bad agent id",
+            Method::POST,
+            "/v1/sessions",
+            "{\"sessionKey\":\"x\",\"agentId\":\"-bad\"}",
+            400,
+            Some("invalid_argument"),
+        ),
+        case(
+            "stream with an invalid key",
+            Method::GET,
+            "/v1/stream?sessionKey=agent%3A%3A",
+            "",
+            400,
+            Some("invalid_argument"),
+        ),
+        case("unknown route", Method::GET, "/v2/everything", "", 404, None),
+    ];
+    let queue_before = h.gateway.kernel().peek(main);
+    assert_eq!(queue_before.len(), 1);
+    let before = dump(&h);
+    for c in cases {
+        let mut req =
+            h.client.request(c.method.clone(), format!("{}{}", h.base, c.path)).body(c.body.clone());
+        if let Some(t) = c.token {
+            req = req.bearer_auth(t);
+        }
+        if !c.body.is_empty() {
+            req = req.header("content-type", "application/json");
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        assert_eq!(status, c.status, "{}: {text}", c.name);
+        if let Some(t) = c.error_type {
+            let body: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or_else(|_| panic!("{}: not JSON: {text}", c.name));
+            assert_eq!(body["ok"], false, "{}", c.name);
+            assert_eq!(body["error"]["type"], t, "{}: {text}", c.name);
+            assert!(!body["error"]["message"].as_str().unwrap().is_empty(), "{}", c.name);
+        }
+        assert_eq!(dump(&h), before, "{} changed the database", c.name);
+        assert_eq!(h.gateway.kernel().peek(main), queue_before, "{} changed the queue", c.name);
+    }
+}

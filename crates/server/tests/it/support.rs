@@ -1,0 +1,208 @@
+//! A real gateway on 127.0.0.1:0 with a temporary SQLite database, and an HTTP client for it.
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use sessionwatch_core::{Clock, ManualClock, SystemClock};
+use sessionwatch_server::{AppState, Config, Gateway};
+use sessionwatch_store::{SqliteOptions, SqliteStore};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+pub const TOKEN: &str = "test-token-0123456789";
+
+pub struct Harness {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub gateway: Arc<Gateway<SqliteStore>>,
+    pub dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Harness {
+    pub async fn start() -> Harness {
+        Harness::start_with(Config::default(), None).await
+    }
+
+    pub async fn start_with(mut config: Config, clock: Option<Arc<ManualClock>>) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        config.data_dir = dir.path().to_path_buf();
+        Harness::start_in(dir, config, clock).await
+    }
+
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        config: Config,
+        clock: Option<Arc<ManualClock>>,
+    ) -> Harness {
+        let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default()).unwrap();
+        let c: Arc<dyn Clock> = match &clock {
+            Some(c) => c.clone(),
+            None => Arc::new(SystemClock),
+        };
+        let gateway = Gateway::start(store, config, c).await;
+        let state = Arc::new(AppState {
+            gateway: gateway.clone(),
+            token: Some(TOKEN.into()),
+            metrics: Default::default(),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
+            let _ = stopped.await;
+        }));
+        Harness {
+            base,
+            client: reqwest::Client::new(),
+            gateway,
+            dir,
+            stop: Some(stop),
+            server: Some(server),
+        }
+    }
+
+    /// Stops the server gracefully and hands back the data dir (for a restart on the same database).
+    pub async fn stop(mut self) -> tempfile::TempDir {
+        let _ = self.stop.take().unwrap().send(());
+        self.server.take().unwrap().await.unwrap().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    pub async fn request(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Reply {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(TOKEN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        Reply { status, body: serde_json::from_str(&text).unwrap_or(Value::String(text)) }
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.request(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// A tool call that must succeed; answers `result`.
+    pub async fn tool(&self, caller: &str, tool: &str, args: Value) -> Value {
+        let r = self.tool_reply(caller, tool, args).await;
+        assert_eq!(r.status, 200, "{tool} failed: {}", r.body);
+        assert_eq!(r.body["ok"], true);
+        r.body["result"].clone()
+    }
+
+    pub async fn tool_reply(&self, caller: &str, tool: &str, args: Value) -> Reply {
+        self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await
+    }
+
+    pub async fn create(&self, key: &str) {
+        let r = self.post("/v1/sessions", json!({ "sessionKey": key })).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+
+    pub async fn human_turn(&self, key: &str, text: &str) -> Value {
+        let r = self
+            .post(
+                &format!("/v1/sessions/{}/inbound", enc(key)),
+                json!({ "text": text, "channel": "telegram", "actor": { "type": "human" } }),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    }
+
+    /// Begins a turn; answers the texts of the session-state notices it drained (other system events,
+    /// such as the Home creation notice, are left out).
+    pub async fn turn(&self, key: &str) -> Vec<String> {
+        let r = self.post(&format!("/v1/sessions/{}/turns", enc(key)), json!({})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["systemEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["contextKey"].as_str().unwrap().starts_with("session-state:"))
+            .map(|e| e["text"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    pub async fn spawn_child(&self, parent: &str) -> String {
+        let r = self.tool(parent, "sessions_spawn", json!({ "task": "work" })).await;
+        r["childSessionKey"].as_str().unwrap().to_string()
+    }
+
+    /// Follows the stream of `session`: a channel of `(event, data)`.
+    pub async fn stream(&self, session: Option<&str>) -> mpsc::UnboundedReceiver<(String, Value)> {
+        let path = match session {
+            Some(k) => format!("/v1/stream?sessionKey={}", enc(k)),
+            None => "/v1/stream".into(),
+        };
+        let resp = self.client.get(format!("{}{path}", self.base)).bearer_auth(TOKEN).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let mut body = resp.bytes_stream();
+            let mut buf = String::new();
+            let mut ready = Some(ready_tx);
+            while let Some(Ok(chunk)) = body.next().await {
+                buf.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(i) = buf.find("\n\n") {
+                    let block: String = buf.drain(..i + 2).collect();
+                    if block.starts_with(':') {
+                        if let Some(r) = ready.take() {
+                            let _ = r.send(());
+                        }
+                        continue;
+                    }
+                    let mut event = String::new();
+                    let mut data = String::new();
+                    for line in block.lines() {
+                        if let Some(e) = line.strip_prefix("event:") {
+                            event = e.trim().to_string();
+                        } else if let Some(d) = line.strip_prefix("data:") {
+                            data.push_str(d.trim());
+                        }
+                    }
+                    if tx.send((event, serde_json::from_str(&data).unwrap_or(Value::Null))).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(5), ready_rx).await;
+        rx
+    }
+}
+
+pub fn enc(key: &str) -> String {
+    key.replace(':', "%3A")
+}
+
+/// Events of one kind received within `wait`.
+pub async fn collect(
+    rx: &mut mpsc::UnboundedReceiver<(String, Value)>,
+    kind: &str,
+    wait: Duration,
+) -> Vec<Value> {
+    let mut out = vec![];
+    let deadline = tokio::time::Instant::now() + wait;
+    while let Ok(Some((event, data))) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        if event == kind {
+            out.push(data);
+        }
+    }
+    out
+}
+
+/// The `changesSince` number a notice text asks for.
+pub fn since_of(notice: &str) -> u64 {
+    notice.rsplit("changesSince ").next().unwrap().trim_end_matches('.').parse().unwrap()
+}

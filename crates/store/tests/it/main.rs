@@ -1,0 +1,4 @@
+//! Integration tests of the store: one binary (`tests/it`), one module per area.
+
+mod conformance;
+mod sqlite;

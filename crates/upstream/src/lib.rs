@@ -1,0 +1,371 @@
+//! sessionwatch-upstream: native session catalogs of other coding agents (Claude Code, Codex,
+//! OpenCode, Pi), adoption baselines, and per-tick detection of direct human activity.
+//!
+//! Everything here is read-only towards the upstream stores. The monitor loop, the link table and
+//! the HTTP API live elsewhere; this crate is the pure classification plus thin readers.
+
+pub mod bench;
+pub mod claude;
+pub mod codex;
+pub mod json_stream;
+pub mod jsonl;
+pub mod opencode;
+pub mod pi;
+pub mod text;
+mod time;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use text::normalize_user_text;
+
+/// The four native catalogs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CatalogId {
+    Claude,
+    Codex,
+    OpenCode,
+    Pi,
+}
+
+impl CatalogId {
+    pub const ALL: [CatalogId; 4] = [CatalogId::Claude, CatalogId::Codex, CatalogId::OpenCode, CatalogId::Pi];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CatalogId::Claude => "claude",
+            CatalogId::Codex => "codex",
+            CatalogId::OpenCode => "opencode",
+            CatalogId::Pi => "pi",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CatalogId> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "claude" | "claude-code" | "claude-cli" => Some(CatalogId::Claude),
+            "codex" | "codex-app-server" => Some(CatalogId::Codex),
+            "opencode" | "opencode-cli" => Some(CatalogId::OpenCode),
+            "pi" | "pi-cli" => Some(CatalogId::Pi),
+            _ => None,
+        }
+    }
+
+    /// The `upstream_kind` stored with a link.
+    pub fn upstream_kind(self) -> &'static str {
+        match self {
+            CatalogId::Claude => "claude-cli",
+            CatalogId::Codex => "codex-app-server",
+            CatalogId::OpenCode => "opencode-cli",
+            CatalogId::Pi => "pi-cli",
+        }
+    }
+}
+
+impl std::fmt::Display for CatalogId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the four agents keep their stores.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Homes {
+    pub home: PathBuf,
+    /// `CLAUDE_CONFIG_DIR`: replaces `~/.claude` wholesale.
+    pub claude_config_dir: Option<PathBuf>,
+    /// `CODEX_HOME` (default `~/.codex`).
+    pub codex_home: Option<PathBuf>,
+    /// `XDG_DATA_HOME` (default `~/.local/share`); OpenCode uses `<data>/opencode/opencode.db`.
+    pub xdg_data_home: Option<PathBuf>,
+    /// `OPENCODE_DB`: absolute path, or a name relative to `<data>/opencode`.
+    pub opencode_db: Option<PathBuf>,
+    /// `PI_CODING_AGENT_DIR` (default `~/.pi/agent`).
+    pub pi_agent_dir: Option<PathBuf>,
+    /// `PI_CODING_AGENT_SESSION_DIR`: all Pi sessions flat in one directory.
+    pub pi_session_dir: Option<PathBuf>,
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+impl Homes {
+    /// Homes rooted at `home` with no overrides.
+    pub fn with_home(home: impl Into<PathBuf>) -> Homes {
+        Homes { home: home.into(), ..Homes::default() }
+    }
+
+    /// Read `HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_DATA_HOME`, `OPENCODE_DB`,
+    /// `PI_CODING_AGENT_DIR` and `PI_CODING_AGENT_SESSION_DIR`.
+    pub fn from_env() -> Homes {
+        Homes {
+            home: env_path("HOME").unwrap_or_else(|| PathBuf::from("/")),
+            claude_config_dir: env_path("CLAUDE_CONFIG_DIR"),
+            codex_home: env_path("CODEX_HOME"),
+            xdg_data_home: env_path("XDG_DATA_HOME"),
+            opencode_db: env_path("OPENCODE_DB"),
+            pi_agent_dir: env_path("PI_CODING_AGENT_DIR"),
+            pi_session_dir: env_path("PI_CODING_AGENT_SESSION_DIR"),
+        }
+    }
+
+    fn expand(&self, p: &Path) -> PathBuf {
+        match p.strip_prefix("~") {
+            Ok(rest) => self.home.join(rest),
+            Err(_) => p.to_path_buf(),
+        }
+    }
+
+    pub fn claude_dir(&self) -> PathBuf {
+        match &self.claude_config_dir {
+            Some(d) => self.expand(d),
+            None => self.home.join(".claude"),
+        }
+    }
+
+    pub fn codex_dir(&self) -> PathBuf {
+        match &self.codex_home {
+            Some(d) => self.expand(d),
+            None => self.home.join(".codex"),
+        }
+    }
+
+    pub fn opencode_data_dir(&self) -> PathBuf {
+        match &self.xdg_data_home {
+            Some(d) => self.expand(d).join("opencode"),
+            None => self.home.join(".local/share/opencode"),
+        }
+    }
+
+    pub fn opencode_db_path(&self) -> PathBuf {
+        match &self.opencode_db {
+            Some(p) if p.is_absolute() || p.starts_with("~") => self.expand(p),
+            Some(p) => self.opencode_data_dir().join(p),
+            None => self.opencode_data_dir().join("opencode.db"),
+        }
+    }
+
+    pub fn pi_agent_dir(&self) -> PathBuf {
+        match &self.pi_agent_dir {
+            Some(d) => self.expand(d),
+            None => self.home.join(".pi/agent"),
+        }
+    }
+
+    /// Directories that may hold Pi sessions (per-cwd subfolders or flat files).
+    pub fn pi_session_dirs(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.pi_agent_dir().join("sessions")];
+        if let Some(d) = &self.pi_session_dir {
+            v.insert(0, self.expand(d));
+        }
+        v
+    }
+}
+
+/// One native session on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatalogEntry {
+    pub catalog_id: CatalogId,
+    pub thread_id: String,
+    pub title: Option<String>,
+    pub cwd: Option<String>,
+    pub updated_at_ms: i64,
+    /// File path (JSONL sources) or database path (OpenCode).
+    pub location: String,
+}
+
+/// What we store for an adopted session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamLink {
+    pub catalog_id: CatalogId,
+    pub upstream_kind: &'static str,
+    /// Opaque JSON: where the session lives.
+    pub reference_json: String,
+    /// Opaque JSON: how far we have classified.
+    pub marker_json: String,
+}
+
+/// Result of adopting a native session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adoption {
+    pub entry: CatalogEntry,
+    /// The link, with its marker at the baseline (history before adoption never notifies).
+    pub link: UpstreamLink,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("{catalog} session {thread} not found")]
+    NotFound { catalog: CatalogId, thread: String },
+    #[error("invalid thread id {0:?}")]
+    InvalidThreadId(String),
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("opencode database {path}: {message}")]
+    Sqlite { path: PathBuf, message: String },
+}
+
+/// One link's state for one tick.
+#[derive(Clone, Copy, Debug)]
+pub struct Probe<'a> {
+    pub reference_json: &'a str,
+    pub marker_json: &'a str,
+    /// Up to 10 recent gateway-side user messages (self-echo filter).
+    pub own_recent_user_texts: &'a [String],
+}
+
+/// What one tick found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckOutcome {
+    /// Nothing new was classified; keep the marker.
+    NoChange,
+    /// New rows were classified. `human_turns` may be 0 (then only advance the marker).
+    /// Record the event first, then store `next_marker_json`.
+    Activity { human_turns: u32, next_marker_json: String, occurred_at_ms: Option<i64>, dedupe_id: String },
+    /// The source is definitively gone (ENOENT, not a regular file, thread row absent).
+    Missing,
+    /// Could not tell (read error, permission, busy database, bad reference). Never evidence of
+    /// deletion.
+    Inconclusive(String),
+}
+
+/// Map an I/O error to an outcome: only "definitively gone" errors are `Missing`.
+pub fn io_outcome(e: &io::Error, path: &Path) -> CheckOutcome {
+    match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => CheckOutcome::Missing,
+        _ => CheckOutcome::Inconclusive(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Discover all native sessions. Never writes; OpenCode's database is opened read-only.
+/// `progress(done, total)` is called as sources are examined.
+pub fn discover(homes: &Homes, progress: &mut dyn FnMut(usize, usize)) -> Vec<CatalogEntry> {
+    let claude_files = claude::list_files(homes);
+    let codex_files = codex::list_files(homes);
+    let pi_files = pi::list_files(homes);
+    let oc_db = homes.opencode_db_path();
+    let oc = oc_db.is_file();
+    let total = claude_files.len() + codex_files.len() + pi_files.len() + usize::from(oc);
+    let mut done = 0usize;
+    progress(done, total);
+    let mut out = Vec::new();
+    for f in &claude_files {
+        if let Some(e) = claude::entry_for(f) {
+            out.push(e);
+        }
+        done += 1;
+        progress(done, total);
+    }
+    let names = codex::thread_names(homes);
+    for f in &codex_files {
+        if let Some(e) = codex::entry_for(f, &names) {
+            out.push(e);
+        }
+        done += 1;
+        progress(done, total);
+    }
+    for f in &pi_files {
+        if let Some(e) = pi::entry_for(f) {
+            out.push(e);
+        }
+        done += 1;
+        progress(done, total);
+    }
+    if oc {
+        match opencode::list_sessions(&oc_db) {
+            Ok(v) => out.extend(v),
+            Err(e) => tracing::warn!(error = %e, "opencode catalog unreadable"),
+        }
+        done += 1;
+        progress(done, total);
+    }
+    out.sort_by(|a, b| {
+        b.updated_at_ms
+            .cmp(&a.updated_at_ms)
+            .then(a.catalog_id.cmp(&b.catalog_id))
+            .then(a.thread_id.cmp(&b.thread_id))
+    });
+    out
+}
+
+/// Find a native session and build its link with a baseline marker at the current end.
+pub fn adopt(homes: &Homes, catalog_id: CatalogId, thread_id: &str) -> Result<Adoption, UpstreamError> {
+    if thread_id.is_empty()
+        || thread_id.len() > 256
+        || !thread_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+    {
+        return Err(UpstreamError::InvalidThreadId(thread_id.to_string()));
+    }
+    match catalog_id {
+        CatalogId::Claude => claude::adopt(homes, thread_id),
+        CatalogId::Codex => codex::adopt(homes, thread_id),
+        CatalogId::OpenCode => opencode::adopt(homes, thread_id),
+        CatalogId::Pi => pi::adopt(homes, thread_id),
+    }
+}
+
+/// One monitoring tick for one link. Bounded in time (one 1 MiB window per JSONL source, one
+/// indicator query plus at most one session read for OpenCode).
+pub fn check(catalog_id: CatalogId, probe: &Probe<'_>) -> CheckOutcome {
+    match catalog_id {
+        CatalogId::Claude => claude::check(probe),
+        CatalogId::Codex => codex::check(probe),
+        CatalogId::Pi => pi::check(probe),
+        CatalogId::OpenCode => {
+            let Some(db) = opencode::reference_db(probe.reference_json) else {
+                return CheckOutcome::Inconclusive("bad opencode reference".into());
+            };
+            check_opencode_batch(&db, std::slice::from_ref(probe))
+                .pop()
+                .unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into()))
+        }
+    }
+}
+
+/// One batched indicator query for many OpenCode links on one database; a session is read in
+/// full only when its event sequence advanced.
+pub fn check_opencode_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
+    opencode::check_batch(db_path, probes)
+}
+
+/// File path from a `{filePath}` reference.
+pub(crate) fn reference_path(reference_json: &str) -> Option<PathBuf> {
+    let v: serde_json::Value = serde_json::from_str(reference_json).ok()?;
+    let p = v.get("filePath")?.as_str()?;
+    if p.is_empty() {
+        return None;
+    }
+    Some(PathBuf::from(p))
+}
+
+/// List `dir`'s entries, sorted; unreadable directories give nothing.
+pub(crate) fn read_dir_sorted(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+        Err(_) => Vec::new(),
+    };
+    v.sort();
+    v
+}
+
+pub(crate) fn mtime_ms(path: &Path) -> i64 {
+    std::fs::metadata(path)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// First `n` characters of a one-line version of `s`.
+pub(crate) fn title_of(s: &str) -> Option<String> {
+    let n = normalize_user_text(s);
+    if n.is_empty() {
+        return None;
+    }
+    Some(n.chars().take(120).collect())
+}

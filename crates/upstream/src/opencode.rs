@@ -1,0 +1,522 @@
+//! OpenCode sessions in SQLite (`<data>/opencode/opencode.db`), read-only.
+//!
+//! Conservative by design: the v1 `message`/`part` tables carry no per-message provenance, so
+//! image-only, `@file`-only, sub-agent slash-command and synthetic/ignored turns are not
+//! reported, and a text equal to one of the preceding 50 user messages is treated as a
+//! compaction replay. If the v2 `session_message` table has rows for a session, its `type`
+//! column is used instead.
+
+use crate::text::{NormText, OwnTexts};
+use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const REPLAY_WINDOW: usize = 50;
+const SHELL_MARKER: &str = "The following tool was executed by the user";
+
+/// Open the database read-only (no writes, no locks that block a WAL writer).
+pub fn open_ro(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_millis(2000))?;
+    Ok(conn)
+}
+
+fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1", [name], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|n| n > 0)
+}
+
+/// One v1 message with its parts.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub id: String,
+    pub created: i64,
+    pub data: Value,
+    pub parts: Vec<Value>,
+}
+
+impl Message {
+    fn role(&self) -> Option<&str> {
+        self.data.get("role").and_then(Value::as_str)
+    }
+}
+
+fn part_type(p: &Value) -> Option<&str> {
+    p.get("type").and_then(Value::as_str)
+}
+
+fn is_true(p: &Value, k: &str) -> bool {
+    p.get(k).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn compaction_continue(p: &Value) -> bool {
+    p.pointer("/metadata/compaction_continue").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Remove `[start, end)` (UTF-16 code units, as OpenCode's JavaScript writes them) if the slice
+/// equals `value`; otherwise remove the first occurrence of `value`.
+fn remove_span(text: &str, start: usize, end: usize, value: &str) -> String {
+    let units: Vec<u16> = text.encode_utf16().collect();
+    if start <= end && end <= units.len() {
+        let slice = String::from_utf16_lossy(&units[start..end]);
+        if slice == value {
+            let mut out = String::from_utf16_lossy(&units[..start]);
+            out.push_str(&String::from_utf16_lossy(&units[end..]));
+            return out;
+        }
+    }
+    if !value.is_empty()
+        && let Some(i) = text.find(value)
+    {
+        let mut out = text[..i].to_string();
+        out.push_str(&text[i + value.len()..]);
+        return out;
+    }
+    text.to_string()
+}
+
+/// The direct human text of a v1 message, if it is human-shaped.
+pub fn direct_human_text(m: &Message) -> Option<NormText> {
+    if m.role() != Some("user") {
+        return None;
+    }
+    if m.parts
+        .iter()
+        .any(|p| matches!(part_type(p), Some("compaction" | "subtask")) || compaction_continue(p))
+    {
+        return None;
+    }
+    let mut texts: Vec<String> = m
+        .parts
+        .iter()
+        .filter(|p| part_type(p) == Some("text"))
+        .filter(|p| !is_true(p, "synthetic") && !is_true(p, "ignored") && !compaction_continue(p))
+        .filter_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    if texts.is_empty() {
+        return None;
+    }
+    // @file / @agent mention spans, applied from the end.
+    let mut spans: Vec<(usize, usize, String)> = m
+        .parts
+        .iter()
+        .filter(|p| matches!(part_type(p), Some("file" | "agent")))
+        .filter_map(|p| {
+            let t = p.pointer("/source/text")?;
+            Some((
+                t.get("start")?.as_u64()? as usize,
+                t.get("end")?.as_u64()? as usize,
+                t.get("value")?.as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    spans.sort_by_key(|s| std::cmp::Reverse(s.0));
+    for (s, e, v) in spans {
+        texts[0] = remove_span(&texts[0], s, e, &v);
+    }
+    let t = NormText::of(&texts.join("\n"));
+    if t.is_empty() || (t.complete && t.prefix == SHELL_MARKER) {
+        return None;
+    }
+    Some(t)
+}
+
+/// Texts a replay of this (earlier) user message could carry.
+fn replay_texts(m: &Message) -> Vec<NormText> {
+    let mut out = Vec::new();
+    if let Some(t) = direct_human_text(m) {
+        out.push(t);
+    }
+    let mut raw = Vec::new();
+    for p in &m.parts {
+        match part_type(p) {
+            Some("text") if !compaction_continue(p) => {
+                if let Some(s) = p.get("text").and_then(Value::as_str) {
+                    raw.push(s.to_string());
+                }
+            }
+            Some("file") => {
+                let mime = p.get("mime").and_then(Value::as_str).unwrap_or("");
+                if mime.starts_with("image/") || mime == "application/pdf" {
+                    let name = p.get("filename").and_then(Value::as_str).unwrap_or("file");
+                    raw.push(format!("[Attached {mime}: {name}]"));
+                }
+            }
+            _ => {}
+        }
+    }
+    let t = NormText::of(&raw.join("\n"));
+    if !t.is_empty() {
+        out.push(t);
+    }
+    out
+}
+
+/// The OpenCode marker.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Marker {
+    pub seq: i64,
+    pub last_human_message_id: Option<String>,
+    /// v2 `session_message.seq` cursor, if the session uses v2 tables.
+    pub v2_seq: Option<i64>,
+}
+
+impl Marker {
+    pub fn parse(s: &str) -> Option<Marker> {
+        let v: Value = serde_json::from_str(s).ok()?;
+        Some(Marker {
+            seq: v.get("seq")?.as_i64()?,
+            last_human_message_id: v.get("lastHumanMessageId").and_then(Value::as_str).map(str::to_string),
+            v2_seq: v.get("v2Seq").and_then(Value::as_i64),
+        })
+    }
+    pub fn to_json(&self) -> String {
+        let mut v = json!({ "seq": self.seq, "lastHumanMessageId": self.last_human_message_id });
+        if let Some(s) = self.v2_seq {
+            v["v2Seq"] = json!(s);
+        }
+        v.to_string()
+    }
+}
+
+/// Outcome of classifying a v1 message list against a marker.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Classified {
+    pub counted: u32,
+    pub last_human_message_id: Option<String>,
+    pub last_counted_id: Option<String>,
+    pub max_created: Option<i64>,
+}
+
+/// Classify messages (sorted by (created, id)) newer than `last_human`.
+pub fn classify_messages(msgs: &[Message], last_human: Option<&str>, own: &OwnTexts) -> Classified {
+    let mut out =
+        Classified { last_human_message_id: last_human.map(str::to_string), ..Classified::default() };
+    let mut previous: Vec<Vec<NormText>> = Vec::new();
+    for m in msgs {
+        if m.role() != Some("user") {
+            continue;
+        }
+        let newer = last_human.is_none_or(|l| m.id.as_str() > l);
+        if newer
+            && m.created > 0
+            && let Some(t) = direct_human_text(m)
+        {
+            let start = previous.len().saturating_sub(REPLAY_WINDOW);
+            let replay = previous[start..]
+                .iter()
+                .any(|texts| texts.iter().any(|p| p.len == t.len && p.hash == t.hash));
+            if out.last_human_message_id.as_deref().is_none_or(|l| m.id.as_str() > l) {
+                out.last_human_message_id = Some(m.id.clone());
+            }
+            if !replay && own.is_external(&t) {
+                out.counted += 1;
+                out.last_counted_id = Some(m.id.clone());
+                out.max_created = Some(out.max_created.map_or(m.created, |x| x.max(m.created)));
+            }
+        }
+        previous.push(replay_texts(m));
+    }
+    out
+}
+
+/// Load all messages of a session with their parts, sorted by (created, id).
+pub fn load_messages(conn: &Connection, session: &str) -> rusqlite::Result<Vec<Message>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
+    )?;
+    let mut msgs: Vec<Message> = stmt
+        .query_map([session], |r| {
+            let data: String = r.get(2)?;
+            Ok(Message {
+                id: r.get(0)?,
+                created: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                data: serde_json::from_str(&data).unwrap_or(Value::Null),
+                parts: Vec::new(),
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let idx: HashMap<String, usize> = msgs.iter().enumerate().map(|(i, m)| (m.id.clone(), i)).collect();
+    let mut pstmt = conn
+        .prepare_cached("SELECT message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id")?;
+    let rows = pstmt.query_map([session], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (mid, data) = row?;
+        if let Some(&i) = idx.get(&mid)
+            && msgs[i].role() == Some("user")
+        {
+            // Only user messages are classified; assistant parts are never needed.
+            msgs[i].parts.push(serde_json::from_str(&data).unwrap_or(Value::Null));
+        }
+    }
+    Ok(msgs)
+}
+
+struct V2Tally {
+    counted: u32,
+    max_seq: Option<i64>,
+    last_user: Option<String>,
+    last_counted: Option<String>,
+    max_created: Option<i64>,
+}
+
+fn v2_rows(
+    conn: &Connection,
+    session: &str,
+    after: i64,
+    own: &OwnTexts,
+) -> rusqlite::Result<Option<V2Tally>> {
+    if !has_table(conn, "session_message")? {
+        return Ok(None);
+    }
+    let any: Option<i64> = conn
+        .query_row("SELECT max(seq) FROM session_message WHERE session_id = ?1", [session], |r| r.get(0))
+        .optional()?
+        .flatten();
+    if any.is_none() {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, type, seq, time_created, data FROM session_message \
+         WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
+    )?;
+    let mut t = V2Tally { counted: 0, max_seq: any, last_user: None, last_counted: None, max_created: None };
+    let rows = stmt.query_map(params![session, after], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, Option<i64>>(3)?,
+            r.get::<_, String>(4)?,
+        ))
+    })?;
+    for row in rows {
+        let (id, ty, _seq, created, data) = row?;
+        if ty != "user" {
+            continue;
+        }
+        let data: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+        let text = NormText::of(data.get("text").and_then(Value::as_str).unwrap_or(""));
+        t.last_user = Some(id.clone());
+        if !text.is_empty() && own.is_external(&text) {
+            t.counted += 1;
+            t.last_counted = Some(id);
+            if let Some(c) = created {
+                t.max_created = Some(t.max_created.map_or(c, |m: i64| m.max(c)));
+            }
+        }
+    }
+    Ok(Some(t))
+}
+
+/// Database path from a reference.
+pub fn reference_db(reference_json: &str) -> Option<PathBuf> {
+    let v: Value = serde_json::from_str(reference_json).ok()?;
+    Some(PathBuf::from(v.get("dbPath")?.as_str()?))
+}
+
+fn reference_thread(reference_json: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(reference_json).ok()?;
+    let t = v.get("threadId")?.as_str()?;
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// Latest event sequence per session (missing row = 0; no `event_sequence` table: the
+/// session's `time_updated`). Sessions absent from the result are gone.
+fn indicators(conn: &Connection, ids: &[String]) -> rusqlite::Result<HashMap<String, i64>> {
+    let with_seq = has_table(conn, "event_sequence")?;
+    let mut out = HashMap::new();
+    for chunk in ids.chunks(400) {
+        let qs = vec!["?"; chunk.len()].join(",");
+        let sql = if with_seq {
+            format!(
+                "SELECT s.id, COALESCE(e.seq, 0) FROM session s \
+                 LEFT JOIN event_sequence e ON e.aggregate_id = s.id WHERE s.id IN ({qs})"
+            )
+        } else {
+            format!("SELECT id, time_updated FROM session WHERE id IN ({qs})")
+        };
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(chunk.iter()), |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
+        })?;
+        for row in rows {
+            let (id, seq) = row?;
+            out.insert(id, seq);
+        }
+    }
+    Ok(out)
+}
+
+/// One tick for many links on one database.
+pub fn check_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
+    match std::fs::metadata(db_path) {
+        Err(e) => {
+            let o = crate::io_outcome(&e, db_path);
+            return probes.iter().map(|_| o.clone()).collect();
+        }
+        Ok(m) if !m.is_file() => return probes.iter().map(|_| CheckOutcome::Missing).collect(),
+        Ok(_) => {}
+    }
+    let conn = match open_ro(db_path) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = format!("open {}: {e}", db_path.display());
+            return probes.iter().map(|_| CheckOutcome::Inconclusive(msg.clone())).collect();
+        }
+    };
+    let parsed: Vec<Option<(String, Marker)>> = probes
+        .iter()
+        .map(|p| Some((reference_thread(p.reference_json)?, Marker::parse(p.marker_json)?)))
+        .collect();
+    let ids: Vec<String> = parsed.iter().flatten().map(|(t, _)| t.clone()).collect();
+    let seqs = match indicators(&conn, &ids) {
+        Ok(s) => s,
+        Err(e) => {
+            // A failed batch is not evidence of anything.
+            let msg = format!("indicator query: {e}");
+            return probes.iter().map(|_| CheckOutcome::Inconclusive(msg.clone())).collect();
+        }
+    };
+    parsed
+        .iter()
+        .zip(probes)
+        .map(|(p, probe)| {
+            let Some((thread, marker)) = p else {
+                return CheckOutcome::Inconclusive("bad opencode reference or marker".into());
+            };
+            let Some(&seq) = seqs.get(thread) else {
+                return CheckOutcome::Missing;
+            };
+            if seq == marker.seq {
+                return CheckOutcome::NoChange;
+            }
+            if seq < marker.seq {
+                // A migration reset the sequence: re-baseline, report nothing.
+                let next = Marker { seq, ..marker.clone() };
+                return CheckOutcome::Activity {
+                    human_turns: 0,
+                    next_marker_json: next.to_json(),
+                    occurred_at_ms: None,
+                    dedupe_id: format!("reseq:{seq}"),
+                };
+            }
+            let own = OwnTexts::new(probe.own_recent_user_texts);
+            match read_session(&conn, thread, marker, seq, &own) {
+                Ok(o) => o,
+                Err(e) => CheckOutcome::Inconclusive(format!("reading {thread}: {e}")),
+            }
+        })
+        .collect()
+}
+
+fn read_session(
+    conn: &Connection,
+    thread: &str,
+    marker: &Marker,
+    seq: i64,
+    own: &OwnTexts,
+) -> rusqlite::Result<CheckOutcome> {
+    conn.execute_batch("BEGIN")?;
+    let res = (|| {
+        if let Some(v2) = v2_rows(conn, thread, marker.v2_seq.unwrap_or(0), own)? {
+            let next = Marker {
+                seq,
+                last_human_message_id: v2.last_user.or(marker.last_human_message_id.clone()),
+                v2_seq: v2.max_seq.or(marker.v2_seq),
+            };
+            return Ok(CheckOutcome::Activity {
+                human_turns: v2.counted,
+                occurred_at_ms: v2.max_created,
+                dedupe_id: v2.last_counted.unwrap_or_else(|| format!("seq:{seq}")),
+                next_marker_json: next.to_json(),
+            });
+        }
+        let msgs = load_messages(conn, thread)?;
+        let c = classify_messages(&msgs, marker.last_human_message_id.as_deref(), own);
+        let next = Marker { seq, last_human_message_id: c.last_human_message_id, v2_seq: marker.v2_seq };
+        Ok(CheckOutcome::Activity {
+            human_turns: c.counted,
+            occurred_at_ms: c.max_created,
+            dedupe_id: c.last_counted_id.unwrap_or_else(|| format!("seq:{seq}")),
+            next_marker_json: next.to_json(),
+        })
+    })();
+    let _ = conn.execute_batch("COMMIT");
+    res
+}
+
+/// Catalog entries (top-level sessions only; child sessions carry agent-written prompts).
+pub fn list_sessions(db: &Path) -> Result<Vec<CatalogEntry>, UpstreamError> {
+    let err = |e: rusqlite::Error| UpstreamError::Sqlite { path: db.to_path_buf(), message: e.to_string() };
+    let conn = open_ro(db).map_err(err)?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT id, title, directory, time_updated FROM session \
+             WHERE parent_id IS NULL ORDER BY time_updated DESC",
+        )
+        .map_err(err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(CatalogEntry {
+                catalog_id: CatalogId::OpenCode,
+                thread_id: r.get(0)?,
+                title: r.get::<_, Option<String>>(1)?.and_then(|t| crate::title_of(&t)),
+                cwd: r.get(2)?,
+                updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                location: db.to_string_lossy().into_owned(),
+            })
+        })
+        .map_err(err)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
+}
+
+pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
+    let db = homes.opencode_db_path();
+    let not_found =
+        || UpstreamError::NotFound { catalog: CatalogId::OpenCode, thread: thread_id.to_string() };
+    if !db.is_file() {
+        return Err(not_found());
+    }
+    let err = |e: rusqlite::Error| UpstreamError::Sqlite { path: db.clone(), message: e.to_string() };
+    let conn = open_ro(&db).map_err(err)?;
+    let seqs = indicators(&conn, &[thread_id.to_string()]).map_err(err)?;
+    let seq = *seqs.get(thread_id).ok_or_else(not_found)?;
+    let entry: CatalogEntry = conn
+        .query_row("SELECT id, title, directory, time_updated FROM session WHERE id = ?1", [thread_id], |r| {
+            Ok(CatalogEntry {
+                catalog_id: CatalogId::OpenCode,
+                thread_id: r.get(0)?,
+                title: r.get::<_, Option<String>>(1)?.and_then(|t| crate::title_of(&t)),
+                cwd: r.get(2)?,
+                updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                location: db.to_string_lossy().into_owned(),
+            })
+        })
+        .map_err(err)?;
+    let own = OwnTexts::default();
+    let marker = match v2_rows(&conn, thread_id, 0, &own).map_err(err)? {
+        Some(v2) => Marker { seq, last_human_message_id: v2.last_user, v2_seq: v2.max_seq },
+        None => {
+            let msgs = load_messages(&conn, thread_id).map_err(err)?;
+            let c = classify_messages(&msgs, None, &own);
+            Marker { seq, last_human_message_id: c.last_human_message_id, v2_seq: None }
+        }
+    };
+    Ok(Adoption {
+        entry,
+        link: UpstreamLink {
+            catalog_id: CatalogId::OpenCode,
+            upstream_kind: CatalogId::OpenCode.upstream_kind(),
+            reference_json: json!({ "dbPath": db.to_string_lossy(), "threadId": thread_id }).to_string(),
+            marker_json: marker.to_json(),
+        },
+    })
+}

@@ -1,0 +1,81 @@
+use sessionwatch_upstream::{CatalogId, CheckOutcome, Homes, Probe, check};
+use std::path::{Path, PathBuf};
+
+pub fn fixture_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+            let mut perm = std::fs::metadata(&to).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perm.set_readonly(false);
+            std::fs::set_permissions(&to, perm).unwrap();
+        }
+    }
+}
+
+/// A writable copy of `<cli>/home` in a temp dir.
+pub fn fixture_home(cli: &str) -> (tempfile::TempDir, Homes) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture_root().join(cli).join("home"), dir.path());
+    let homes = Homes::with_home(dir.path());
+    (dir, homes)
+}
+
+/// Run ticks until nothing changes; returns (turns, final marker, ticks).
+pub fn drain(cat: CatalogId, reference: &str, marker: &str, own: &[String]) -> (u32, String, usize) {
+    let mut marker = marker.to_string();
+    let mut turns = 0;
+    for ticks in 0..100_000 {
+        let probe = Probe { reference_json: reference, marker_json: &marker, own_recent_user_texts: own };
+        match check(cat, &probe) {
+            CheckOutcome::Activity { human_turns, next_marker_json, occurred_at_ms, .. } => {
+                if human_turns > 0 {
+                    assert!(occurred_at_ms.is_some(), "activity without a time");
+                }
+                turns += human_turns;
+                marker = next_marker_json;
+            }
+            CheckOutcome::NoChange => return (turns, marker, ticks),
+            other => panic!("unexpected outcome {other:?}"),
+        }
+    }
+    panic!("did not settle");
+}
+
+pub fn own(texts: &[&str]) -> Vec<String> {
+    texts.iter().map(|s| s.to_string()).collect()
+}
+
+pub fn offset_of(marker: &str) -> u64 {
+    let v: serde_json::Value = serde_json::from_str(marker).unwrap();
+    v["offset"].as_u64().unwrap()
+}
+
+pub fn file_ref(path: &Path) -> String {
+    serde_json::json!({ "filePath": path.to_string_lossy() }).to_string()
+}
+
+pub fn append(path: &Path, s: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path).unwrap();
+    f.write_all(s.as_bytes()).unwrap();
+}
+
+pub const PRINT_TURNS: [&str; 3] = [
+    "Please say hello. This is turn one.",
+    "Second turn, typed by a human: thanks, please continue.",
+    "Third turn: RUN-TOOL please run the echo command.",
+];
+pub const TUI_TURNS: [&str; 2] = [
+    "Hello from the keyboard: typed into the TUI, first prompt.",
+    "Typed into the resumed TUI: a second human prompt.",
+];

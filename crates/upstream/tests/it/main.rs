@@ -1,0 +1,12 @@
+//! Integration tests for sessionwatch-upstream.
+
+mod bench_smoke;
+mod common;
+mod fixtures;
+mod fuzz;
+mod missing;
+mod streaming;
+mod synthetic_claude;
+mod synthetic_codex;
+mod synthetic_opencode;
+mod synthetic_pi;

@@ -1,0 +1,232 @@
+//! OpenCode rules on synthetic databases.
+
+use serde_json::{Value, json};
+use sessionwatch_upstream::bench::build_opencode_db;
+use sessionwatch_upstream::{CatalogId, CheckOutcome, Probe, check, check_opencode_batch};
+
+const S: &str = "ses_test";
+
+struct Db {
+    _d: tempfile::TempDir,
+    path: std::path::PathBuf,
+    conn: rusqlite::Connection,
+    n: usize,
+    seq: i64,
+}
+
+impl Db {
+    fn new() -> Db {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("opencode.db");
+        build_opencode_db(&path, S, 0).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        Db { _d: d, path, conn, n: 0, seq: 0 }
+    }
+    fn msg(&mut self, role: &str, parts: Vec<Value>) -> String {
+        self.n += 1;
+        let id = format!("msg_{:06}", self.n);
+        let created = 1_775_121_600_000i64 + self.n as i64;
+        self.conn
+            .execute(
+                "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+                rusqlite::params![id, S, created, json!({"role": role, "time": {"created": created}}).to_string()],
+            )
+            .unwrap();
+        for (i, p) in parts.iter().enumerate() {
+            self.conn
+                .execute(
+                    "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, 1, 1, ?4)",
+                    rusqlite::params![format!("prt_{:06}_{i}", self.n), id, S, p.to_string()],
+                )
+                .unwrap();
+        }
+        self.seq += 1;
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO event_sequence (aggregate_id, seq) VALUES (?1, ?2)",
+                rusqlite::params![S, self.seq],
+            )
+            .unwrap();
+        id
+    }
+    fn text(&mut self, t: &str) -> String {
+        self.msg("user", vec![json!({"type":"text","text":t})])
+    }
+    fn reference(&self) -> String {
+        json!({"dbPath": self.path.to_string_lossy(), "threadId": S}).to_string()
+    }
+    fn run(&self, marker: &str, own: &[String]) -> (u32, String) {
+        let r = self.reference();
+        let p = Probe { reference_json: &r, marker_json: marker, own_recent_user_texts: own };
+        match check(CatalogId::OpenCode, &p) {
+            CheckOutcome::Activity { human_turns, next_marker_json, .. } => (human_turns, next_marker_json),
+            CheckOutcome::NoChange => (0, marker.to_string()),
+            o => panic!("{o:?}"),
+        }
+    }
+}
+
+const START: &str = r#"{"seq":0,"lastHumanMessageId":null}"#;
+
+#[test]
+fn conservative_rules() {
+    let mut db = Db::new();
+    let cases: Vec<(&str, Vec<Value>, bool)> = vec![
+        ("plain", vec![json!({"type":"text","text":"a plain prompt"})], true),
+        (
+            "mention kept text",
+            vec![
+                json!({"type":"text","text":"explain @src/pay.ts please"}),
+                json!({"type":"file","mime":"text/plain","filename":"pay.ts","url":"file:///x","source":{"type":"file","path":"src/pay.ts","text":{"value":"@src/pay.ts","start":8,"end":19}}}),
+            ],
+            true,
+        ),
+        (
+            "@file only",
+            vec![
+                json!({"type":"text","text":"@src/pay.ts"}),
+                json!({"type":"file","mime":"text/plain","filename":"pay.ts","url":"file:///x","source":{"type":"file","path":"src/pay.ts","text":{"value":"@src/pay.ts","start":0,"end":11}}}),
+            ],
+            false,
+        ),
+        (
+            "image only",
+            vec![
+                json!({"type":"file","mime":"image/png","filename":"a.png","url":"data:image/png;base64,AAAA"}),
+            ],
+            false,
+        ),
+        ("synthetic", vec![json!({"type":"text","text":"Called the Read tool","synthetic":true})], false),
+        ("ignored", vec![json!({"type":"text","text":"audience note","ignored":true})], false),
+        ("compaction", vec![json!({"type":"compaction","auto":true})], false),
+        (
+            "compaction continue",
+            vec![
+                json!({"type":"text","text":"Continue if you have next steps, or stop and ask for clarification.","synthetic":true,"metadata":{"compaction_continue":true}}),
+            ],
+            false,
+        ),
+        (
+            "slash command to sub-agent",
+            vec![json!({"type":"subtask","prompt":"review","description":"d","agent":"general"})],
+            false,
+        ),
+        (
+            "slash command with text to sub-agent",
+            vec![
+                json!({"type":"text","text":"/review now"}),
+                json!({"type":"subtask","prompt":"review","description":"d","agent":"general"}),
+            ],
+            false,
+        ),
+        (
+            "shell marker",
+            vec![json!({"type":"text","text":"The following tool was executed by the user"})],
+            false,
+        ),
+    ];
+    for (name, parts, want) in cases {
+        let before = db.run(START, &[]).1;
+        db.msg("user", parts);
+        db.msg("assistant", vec![json!({"type":"text","text":"reply"})]);
+        let (n, _) = db.run(&before, &[]);
+        assert_eq!(n, u32::from(want), "{name}");
+    }
+}
+
+#[test]
+fn replay_within_50_is_suppressed_beyond_is_not_and_self_echo() {
+    let mut db = Db::new();
+    db.text("repeat me");
+    for i in 0..49 {
+        db.text(&format!("filler {i}"));
+    }
+    let (n, m) = db.run(START, &[]);
+    assert_eq!(n, 50);
+    db.text("repeat   me"); // within the previous 50 user messages → replay
+    let (n, m) = db.run(&m, &[]);
+    assert_eq!(n, 0);
+    for i in 0..50 {
+        db.text(&format!("more {i}"));
+    }
+    let (_, m) = db.run(&m, &[]);
+    db.text("repeat me"); // previous occurrence is 51 user messages back → counted
+    let (n, m) = db.run(&m, &[]);
+    assert_eq!(n, 1);
+    db.text("from the gateway");
+    let (n, m) = db.run(&m, &["from  the gateway".to_string()]);
+    assert_eq!(n, 0);
+    // Unchanged sequence: no read.
+    let r = db.reference();
+    let p = Probe { reference_json: &r, marker_json: &m, own_recent_user_texts: &[] };
+    assert_eq!(check(CatalogId::OpenCode, &p), CheckOutcome::NoChange);
+}
+
+#[test]
+fn sequence_reset_rebaselines_and_deleted_row_is_missing() {
+    let mut db = Db::new();
+    db.text("one");
+    let (_, m) = db.run(START, &[]);
+    db.conn.execute("UPDATE event_sequence SET seq = 0", []).unwrap();
+    db.text("two"); // seq back to 1 < 1? make it lower explicitly
+    db.conn.execute("UPDATE event_sequence SET seq = 0", []).unwrap();
+    let (n, m2) = db.run(&m, &[]);
+    assert_eq!(n, 0);
+    let v: Value = serde_json::from_str(&m2).unwrap();
+    assert_eq!(v["seq"], 0);
+    assert_eq!(v["lastHumanMessageId"], "msg_000001");
+    // Batch: one missing, one present, one with a bad reference.
+    let other = json!({"dbPath": db.path.to_string_lossy(), "threadId": "ses_gone"}).to_string();
+    let r = db.reference();
+    let probes = [
+        Probe { reference_json: &r, marker_json: &m2, own_recent_user_texts: &[] },
+        Probe { reference_json: &other, marker_json: START, own_recent_user_texts: &[] },
+        Probe { reference_json: "{}", marker_json: START, own_recent_user_texts: &[] },
+    ];
+    let out = check_opencode_batch(&db.path, &probes);
+    assert_eq!(out[0], CheckOutcome::NoChange);
+    assert_eq!(out[1], CheckOutcome::Missing);
+    assert!(matches!(out[2], CheckOutcome::Inconclusive(_)));
+    db.conn.execute("DELETE FROM session WHERE id = ?1", [S]).unwrap();
+    assert_eq!(check_opencode_batch(&db.path, &probes[..1])[0], CheckOutcome::Missing);
+}
+
+#[test]
+fn v2_session_message_rows_are_used_when_present() {
+    let db = Db::new();
+    db.conn
+        .execute_batch(
+            "CREATE TABLE session_message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, type TEXT NOT NULL, seq INTEGER NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);",
+        )
+        .unwrap();
+    let rows = [
+        ("msg_20", "synthetic", 7, json!({"text":"<system-reminder>plan mode is active</system-reminder>"})),
+        ("msg_21", "user", 8, json!({"text":"ship it","files":[],"agents":[]})),
+        ("msg_22", "compaction", 9, json!({"summary":"x"})),
+    ];
+    for (id, ty, seq, data) in rows {
+        db.conn
+            .execute(
+                "INSERT INTO session_message VALUES (?1, ?2, ?3, ?4, 1775125260000, 1775125260000, ?5)",
+                rusqlite::params![id, S, ty, seq, data.to_string()],
+            )
+            .unwrap();
+    }
+    db.conn.execute("INSERT OR REPLACE INTO event_sequence (aggregate_id, seq) VALUES (?1, 9)", [S]).unwrap();
+    let (n, m) = db.run(START, &[]);
+    assert_eq!(n, 1);
+    let v: Value = serde_json::from_str(&m).unwrap();
+    assert_eq!(v["v2Seq"], 9);
+}
+
+#[test]
+fn database_is_opened_read_only() {
+    let mut db = Db::new();
+    db.text("hello");
+    let before = std::fs::read(&db.path).unwrap();
+    let _ = db.run(START, &[]);
+    // The monitor never writes (no schema change, no WAL checkpoint of its own).
+    let conn = sessionwatch_upstream::opencode::open_ro(&db.path).unwrap();
+    assert!(conn.execute("INSERT INTO session (id) VALUES ('x')", []).is_err());
+    assert_eq!(before.len(), std::fs::read(&db.path).unwrap().len());
+}

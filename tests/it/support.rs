@@ -1,0 +1,84 @@
+//! Start `sessionwatch serve` as a child process and talk to it.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_sessionwatch")
+}
+
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub token: String,
+}
+
+impl Server {
+    /// Starts a gateway on a free loopback port with `data_dir`.
+    pub fn start(data_dir: &Path) -> Server {
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("SESSIONWATCH_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start sessionwatch serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected: {line:?}"))
+            .to_string();
+        let token = std::fs::read_to_string(data_dir.join("token")).unwrap().trim().to_string();
+        Server { child, base, token }
+    }
+
+    pub fn kill(mut self) {
+        self.child.kill().unwrap(); // SIGKILL
+        self.child.wait().unwrap();
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let resp = reqwest::Client::new()
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn tool(&self, caller: &str, tool: &str, args: Value) -> Value {
+        let (status, body) =
+            self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await;
+        assert_eq!(status, 200, "{body}");
+        body["result"].clone()
+    }
+
+    /// Session-state notice texts drained by a turn of `key`.
+    pub async fn turn(&self, key: &str) -> Vec<String> {
+        let (status, body) =
+            self.post(&format!("/v1/sessions/{}/turns", key.replace(':', "%3A")), json!({})).await;
+        assert_eq!(status, 200, "{body}");
+        body["systemEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["contextKey"].as_str().unwrap().starts_with("session-state:"))
+            .map(|e| e["text"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
