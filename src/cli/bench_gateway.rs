@@ -2,9 +2,6 @@
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use sessionwatch_core::SystemClock;
-use sessionwatch_server::{AppState, Config, Gateway};
-use sessionwatch_store::{SqliteOptions, SqliteStore};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -74,19 +71,12 @@ where
 }
 
 pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
-    let dir = tempfile::tempdir()?;
-    let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
-    let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default())?;
-    let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-    let token = "bench-token".to_string();
-    let state = Arc::new(AppState { gateway, token: Some(token.clone()), metrics: Default::default() });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
-        let _ = stopped.await;
-    }));
-    let t = Arc::new(Target { client: reqwest::Client::new(), base, token });
+    let gateway = super::embedded::Embedded::start().await?;
+    let t = Arc::new(Target {
+        client: reqwest::Client::new(),
+        base: gateway.base.clone(),
+        token: gateway.token.clone(),
+    });
     let per_client = if quick { 20 } else { 1500 };
     let mut figures = vec![];
     let mut fig =
@@ -194,7 +184,6 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     fig("wake_latency_p50_ms", percentile(&wakes, 0.5).as_secs_f64() * 1e3, "ms");
     fig("wake_latency_p99_ms", percentile(&wakes, 0.99).as_secs_f64() * 1e3, "ms");
 
-    let _ = stop.send(());
-    server.await??;
+    gateway.stop().await?;
     Ok(figures)
 }

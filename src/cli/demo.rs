@@ -3,11 +3,7 @@
 
 use anyhow::{Context, ensure};
 use serde_json::{Value, json};
-use sessionwatch_core::SystemClock;
-use sessionwatch_server::{AppState, Config, Gateway};
-use sessionwatch_store::{SqliteOptions, SqliteStore};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 struct Http {
     client: reqwest::Client,
@@ -42,20 +38,9 @@ fn enc(key: &str) -> String {
 }
 
 pub async fn run(json_only: bool) -> anyhow::Result<ExitCode> {
-    let dir = tempfile::tempdir()?;
-    let config =
-        Config { data_dir: dir.path().to_path_buf(), listen: "127.0.0.1:0".parse()?, ..Config::default() };
-    let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default())?;
-    let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-    let token = sessionwatch_server::auth::load_or_create_token(dir.path())?;
-    let state = Arc::new(AppState { gateway, token: Some(token.clone()), metrics: Default::default() });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
-        let _ = stopped.await;
-    }));
-    let http = Http { client: reqwest::Client::new(), base: base.clone(), token };
+    let gateway = super::embedded::Embedded::start().await?;
+    let base = gateway.base.clone();
+    let http = Http { client: reqwest::Client::new(), base: base.clone(), token: gateway.token.clone() };
     let say = |text: &str| {
         if !json_only {
             println!("{text}");
@@ -126,7 +111,6 @@ pub async fn run(json_only: bool) -> anyhow::Result<ExitCode> {
     ensure!(notices == 1, "expected exactly one notice, got {notices}");
     say("Done: one coalesced notice per burst, an exact delta on demand.");
 
-    let _ = stop.send(());
-    server.await??;
+    gateway.stop().await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@ mod bench_gateway;
 mod client;
 mod db;
 mod demo;
+mod embedded;
 mod mcp;
 mod serve;
 

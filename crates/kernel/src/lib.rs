@@ -5,6 +5,7 @@
 //! returns an error that could break the caller's turn; failures are logged and reported as values.
 
 pub mod bench;
+pub mod bench_pg;
 mod queues;
 
 use queues::Queues;
@@ -13,12 +14,13 @@ use sessionwatch_core::{
     StoredEvent, classify_session_kind, decode_context_key,
 };
 use sessionwatch_store::{
-    AppendOutcome, AppendRequest, Head, NewSession, PruneReport, RetentionPolicy, Store, StoreError,
+    AppendOutcome, AppendRequest, Head, HostSignal, NewSession, PruneReport, RetentionPolicy, Store,
+    StoreError,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use tokio::sync::broadcast;
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::{broadcast, mpsc};
 
 pub use sessionwatch_store as store;
 
@@ -33,6 +35,12 @@ pub struct KernelConfig {
     pub wake_coalesce_ms: Millis,
     /// `session.mainKey`.
     pub main_key: String,
+    /// This gateway's id when several gateways share one database (PostgreSQL). `None` (the default,
+    /// and what SQLite uses): every notice is delivered here. `Some(id)`: notices of watchers hosted by
+    /// another gateway are pushed to it, the start-up sweep takes only the watchers hosted here, and a
+    /// listener reconciles pushed notices (see [`Kernel::spawn_listener`]). Every gateway sharing the
+    /// database must use the same `store_identity`.
+    pub host_id: Option<String>,
 }
 
 impl Default for KernelConfig {
@@ -43,6 +51,7 @@ impl Default for KernelConfig {
             prune_interval_ms: HOUR_MS,
             wake_coalesce_ms: 20_000,
             main_key: "main".into(),
+            host_id: None,
         }
     }
 }
@@ -88,6 +97,10 @@ pub struct Metrics {
     pub notices_acknowledged: AtomicU64,
     pub notices_reopened: AtomicU64,
     pub wakes: AtomicU64,
+    /// Reconciliations from durable cursors (after a cross-gateway wake-up or a (re)connect).
+    pub reconciles: AtomicU64,
+    /// Times the cross-gateway listener reported it was (again) listening.
+    pub listener_connects: AtomicU64,
 }
 
 struct Inner<S> {
@@ -99,7 +112,20 @@ struct Inner<S> {
     last_prune: Mutex<Option<Millis>>,
     pruning: AtomicBool,
     last_wake: Mutex<HashMap<String, Millis>>,
+    trailing_wakes: Mutex<std::collections::HashSet<String>>,
     metrics: Metrics,
+    /// Held while draining+acknowledging and while reconciling, so a reconcile never re-queues a notice
+    /// that a drain is acknowledging.
+    ack_lock: tokio::sync::Mutex<()>,
+    listener: Mutex<Option<AbortOnDrop>>,
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Cheap to clone; clones share state.
@@ -128,12 +154,20 @@ impl<S: Store> Kernel<S> {
                 last_prune: Mutex::new(None),
                 pruning: AtomicBool::new(false),
                 last_wake: Mutex::new(HashMap::new()),
+                trailing_wakes: Mutex::new(std::collections::HashSet::new()),
                 metrics: Metrics::default(),
+                ack_lock: tokio::sync::Mutex::new(()),
+                listener: Mutex::new(None),
             }),
         };
         kernel.sweep().await;
         if let Err(e) = kernel.prune_now().await {
             tracing::warn!(error = %e, "start-up prune failed");
+        }
+        if let Some(host) = kernel.inner.config.host_id.clone()
+            && let Some(rx) = kernel.inner.store.listen_host(host)
+        {
+            kernel.spawn_listener(rx);
         }
         kernel
     }
@@ -161,7 +195,12 @@ impl<S: Store> Kernel<S> {
     /// Re-creates every pending notice from the durable cursors. Answers how many were queued.
     pub async fn sweep(&self) -> usize {
         let now = self.now();
-        match self.inner.store.sweep(self.inner.config.store_identity.clone(), now).await {
+        let store = self.inner.config.store_identity.clone();
+        let swept = match &self.inner.config.host_id {
+            None => self.inner.store.sweep(store, now).await,
+            Some(host) => self.inner.store.sweep_for_host(store, Some(host.clone()), now).await,
+        };
+        match swept {
             Ok(notices) => {
                 let n = notices.len();
                 for notice in notices {
@@ -192,6 +231,7 @@ impl<S: Store> Kernel<S> {
             producer_watchers,
             only_if_watched,
             watcher_store: self.inner.config.store_identity.clone(),
+            host_id: self.inner.config.host_id.clone(),
         };
         match self.inner.store.append(req, now).await {
             Ok(AppendOutcome::Recorded { event, notices }) => {
@@ -228,8 +268,9 @@ impl<S: Store> Kernel<S> {
         self.record(event, watchers, only_if_watched).await
     }
 
-    /// Queues the notice for its watcher; wakes a main-session watcher unless coalesced.
-    fn deliver(&self, notice: &Notice, allow_wake: bool) {
+    /// Queues the notice for its watcher; wakes a main-session watcher unless coalesced. Answers
+    /// whether the queue changed.
+    fn deliver(&self, notice: &Notice, allow_wake: bool) -> bool {
         let watcher = notice.watcher.as_str().to_string();
         let text = notice.text();
         // A watcher has at most one line per target: a newer text for the same target replaces the old
@@ -243,18 +284,138 @@ impl<S: Store> Kernel<S> {
         if allow_wake && notice.wakes() {
             self.wake(&watcher, &format!("session-state:{}", notice.target));
         }
+        added
     }
 
+    /// Delivers every pending notice of the watchers hosted here (`host_id`; all watchers without one)
+    /// from the durable cursors. Read-only: a notice already queued is not queued again, and only a
+    /// newly queued notice wakes. Answers how many were newly queued.
+    pub async fn reconcile_hosted(&self) -> usize {
+        self.reconcile(None).await
+    }
+
+    /// [`Kernel::reconcile_hosted`] for one watcher (what a cross-gateway wake-up names).
+    pub async fn reconcile_watcher(&self, watcher: &str) -> usize {
+        self.reconcile(Some(watcher.to_string())).await
+    }
+
+    async fn reconcile(&self, watcher: Option<String>) -> usize {
+        let _guard = self.inner.ack_lock.lock().await;
+        self.inner.metrics.reconciles.fetch_add(1, Ordering::Relaxed);
+        let pending = self
+            .inner
+            .store
+            .pending_notices_for_host(
+                self.inner.config.store_identity.clone(),
+                self.inner.config.host_id.clone(),
+                watcher,
+            )
+            .await;
+        match pending {
+            Ok(notices) => notices.iter().filter(|n| self.deliver_new(n)).count(),
+            Err(e) => {
+                tracing::warn!(error = %e, "reconciling hosted watchers failed");
+                0
+            }
+        }
+    }
+
+    /// Queues the notice; wakes (as usual) only when it was not already queued.
+    fn deliver_new(&self, notice: &Notice) -> bool {
+        let added = self.deliver(notice, false);
+        if added && notice.wakes() {
+            self.wake(notice.watcher.as_str(), &format!("session-state:{}", notice.target));
+        }
+        added
+    }
+
+    /// Runs the cross-gateway listener: on [`HostSignal::Listening`] (start and every reconnect) every
+    /// hosted watcher is reconciled, on [`HostSignal::Watcher`] that watcher (bursts are coalesced).
+    /// [`Kernel::start`] calls it when `host_id` is set and the store can push; the task stops when the
+    /// kernel is dropped or the stream ends.
+    pub fn spawn_listener(&self, mut signals: mpsc::Receiver<HostSignal>) {
+        let weak: Weak<Inner<S>> = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(async move {
+            while let Some(first) = signals.recv().await {
+                let mut all = false;
+                let mut watchers = BTreeSet::new();
+                let mut next = Some(first);
+                while let Some(signal) = next {
+                    match signal {
+                        HostSignal::Listening => all = true,
+                        HostSignal::Watcher(w) => _ = watchers.insert(w),
+                    }
+                    next = signals.try_recv().ok();
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                let kernel = Kernel { inner };
+                if all {
+                    kernel.inner.metrics.listener_connects.fetch_add(1, Ordering::Relaxed);
+                    kernel.reconcile_hosted().await;
+                } else {
+                    for w in watchers {
+                        kernel.reconcile_watcher(&w).await;
+                    }
+                }
+            }
+        });
+        *self.inner.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(AbortOnDrop(task));
+    }
+
+    /// A gateway serves `key` (an inbound turn, a turn, a stream): records that this gateway hosts it
+    /// (when `host_id` is set) and delivers any notice pending for it, e.g. one pushed to its previous
+    /// host.
+    pub async fn host_session(&self, key: &str, agent_id: &str) {
+        let now = self.now();
+        let host = self.inner.config.host_id.clone();
+        if let Err(e) = self.inner.store.touch_session(key.to_string(), agent_id.to_string(), host, now).await
+        {
+            tracing::warn!(error = %e, session = key, "recording the session's host failed");
+            return;
+        }
+        if self.inner.config.host_id.is_some() {
+            self.reconcile_watcher(key).await;
+        }
+    }
+
+    /// Wakes at once unless the session was woken within the coalescing window; then one trailing wake
+    /// goes out when the window ends, if the session still has something queued by then.
     fn wake(&self, session: &str, reason: &str) {
         let now = self.now();
         let mut last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(at) = last.get(session)
+        if let Some(at) = last.get(session).copied()
             && now - at < self.inner.config.wake_coalesce_ms
         {
+            drop(last);
+            let remaining = (self.inner.config.wake_coalesce_ms - (now - at)).max(0) as u64;
+            self.schedule_trailing_wake(session, reason, remaining);
             return;
         }
         last.insert(session.to_string(), now);
         drop(last);
+        self.send_wake(session, reason);
+    }
+
+    fn schedule_trailing_wake(&self, session: &str, reason: &str, after_ms: u64) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        if !self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).insert(session.to_string()) {
+            return; // one is already scheduled for this window
+        }
+        let kernel = self.clone();
+        let (session, reason) = (session.to_string(), reason.to_string());
+        handle.spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(after_ms)).await;
+            kernel.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
+            if kernel.inner.queues.peek(&session).is_empty() {
+                return; // a turn drained it meanwhile: nothing to wake for
+            }
+            let now = kernel.now();
+            kernel.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner()).insert(session.clone(), now);
+            kernel.send_wake(&session, &reason);
+        });
+    }
+
+    fn send_wake(&self, session: &str, reason: &str) {
         self.inner.metrics.wakes.fetch_add(1, Ordering::Relaxed);
         let _ = self
             .inner
@@ -293,6 +454,7 @@ impl<S: Store> Kernel<S> {
     /// Begins a turn of `session`: drains its queue and acknowledges every drained session-state notice.
     /// A notice whose target changed again meanwhile re-opens exactly once, queued for the next turn.
     pub async fn drain(&self, session: &str) -> Vec<QueuedEvent> {
+        let _guard = self.inner.ack_lock.lock().await;
         let drained = self.inner.queues.drain(session);
         let targets: Vec<AgentSessionKey> =
             drained.iter().filter_map(|e| decode_context_key(&e.context_key)).collect();

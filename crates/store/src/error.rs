@@ -20,6 +20,12 @@ pub enum StoreError {
     Task(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// A PostgreSQL error (connection, pool or statement), with its SQLSTATE when the server sent one.
+    #[error("postgres: {0}")]
+    Postgres(String),
+    /// The store configuration is unusable (e.g. an invalid schema name).
+    #[error("invalid store configuration: {0}")]
+    Config(String),
 }
 
 impl StoreError {
@@ -38,6 +44,31 @@ impl StoreError {
             Some(ErrorCode::DiskFull) => StoreError::Full,
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
             _ => StoreError::Sqlite(e),
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> StoreError {
+        use tokio_postgres::error::SqlState;
+        match e.code() {
+            Some(c) if *c == SqlState::DISK_FULL => StoreError::Full,
+            Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE => StoreError::Busy,
+            Some(c) => StoreError::Postgres(format!(
+                "{} ({})",
+                e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_string()),
+                c.code()
+            )),
+            None => StoreError::Postgres(e.to_string()),
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(e: deadpool_postgres::PoolError) -> StoreError {
+        match e {
+            deadpool_postgres::PoolError::Backend(e) => e.into(),
+            e => StoreError::Postgres(format!("pool: {e}")),
         }
     }
 }

@@ -4,10 +4,12 @@
 
 mod error;
 mod payload;
+pub mod postgres;
 pub mod sqlite;
 mod types;
 
 pub use error::StoreError;
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use types::*;
 
@@ -48,6 +50,35 @@ pub trait Store: Send + Sync + 'static {
     /// Start-up recovery: every pending cursor of an existing watcher with a matching store re-opens its
     /// notice (`N = M`).
     fn sweep(&self, watcher_store: String, now: Millis) -> impl Future<Output = Result<Vec<Notice>>> + Send;
+
+    /// [`Store::sweep`] for one gateway of several: only watchers hosted by `host_id` are swept, and
+    /// pending watchers with no recorded host are claimed for it first (so exactly one gateway
+    /// recovers each). `None` sweeps every watcher, exactly like `sweep`.
+    fn sweep_for_host(
+        &self,
+        watcher_store: String,
+        host_id: Option<String>,
+        now: Millis,
+    ) -> impl Future<Output = Result<Vec<Notice>>> + Send;
+
+    /// Read-only reconciliation: the notice of every pending cursor (`M > L`, text at `changesSince L`)
+    /// whose watcher exists, has a valid address and a matching store, and is hosted by `host_id`
+    /// (`None`: any host), optionally only for the watcher `watcher`. Nothing is written: re-delivering
+    /// a notice that is already queued is harmless (queues dedupe on the byte-stable text).
+    fn pending_notices_for_host(
+        &self,
+        watcher_store: String,
+        host_id: Option<String>,
+        watcher: Option<String>,
+    ) -> impl Future<Output = Result<Vec<Notice>>> + Send;
+
+    /// Cross-gateway wake-ups for the watchers hosted by `host_id`, when the backend can push them
+    /// (PostgreSQL LISTEN/NOTIFY). `None` when it cannot (SQLite: one gateway per database). The
+    /// stream reports [`HostSignal::Listening`] first and after every reconnect.
+    fn listen_host(&self, host_id: String) -> Option<tokio::sync::mpsc::Receiver<HostSignal>> {
+        let _ = host_id;
+        None
+    }
 
     fn changes_since(
         &self,

@@ -10,6 +10,35 @@ pub struct AppendRequest {
     pub only_if_watched: bool,
     /// The physical store of the watchers hosted here (cursor store binding).
     pub watcher_store: String,
+    /// The gateway making the append. `None` (single gateway, and always on SQLite): every notice is
+    /// answered for local delivery. `Some(me)` on a shared PostgreSQL database: a notice whose watcher
+    /// is hosted by another gateway is pushed to it (NOTIFY, inside the append transaction) and not
+    /// answered; watchers hosted here, or by no gateway yet (they are then claimed for `me`), are
+    /// answered for local delivery.
+    pub host_id: Option<String>,
+}
+
+impl AppendRequest {
+    /// An append with no producer watchers, written whether watched or not, for local delivery.
+    pub fn new(event: NewEvent, watcher_store: impl Into<String>) -> AppendRequest {
+        AppendRequest {
+            event,
+            producer_watchers: vec![],
+            only_if_watched: false,
+            watcher_store: watcher_store.into(),
+            host_id: None,
+        }
+    }
+}
+
+/// What a store's cross-gateway listener reports to the gateway that hosts watchers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostSignal {
+    /// The listener is (again) listening: notices may have been missed while it was not, so reconcile
+    /// every watcher hosted here from the durable cursors.
+    Listening,
+    /// Another gateway changed a cursor of this watcher (a session key hosted here): reconcile it.
+    Watcher(String),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -53,3 +53,40 @@ async fn twenty_rapid_changes_one_line_one_wake() {
     }
     assert_eq!(wakes, vec![MAIN.to_string()]);
 }
+
+fn wakes_of(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> usize {
+    let mut n = 0;
+    while let Ok(s) = signals.try_recv() {
+        if matches!(s, Signal::Wake { .. }) {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A change inside the coalescing window is not dropped: one trailing wake goes out when the window
+/// ends, unless a turn drained the queue meanwhile.
+#[tokio::test(start_paused = true)]
+async fn a_change_inside_the_window_gets_one_trailing_wake() {
+    let env = Env::new();
+    let k = env.start().await;
+    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await);
+    let mut signals = k.subscribe();
+    k.record_human_turn(TARGET, "main", "telegram", None, None).await;
+    assert_eq!(wakes_of(&mut signals), 1, "the first change wakes at once");
+    k.drain(MAIN).await;
+    env.clock.advance(1_000);
+    for _ in 0..5 {
+        k.record_human_turn(TARGET, "main", "telegram", None, None).await;
+    }
+    assert_eq!(wakes_of(&mut signals), 0, "inside the window: coalesced");
+    tokio::time::sleep(std::time::Duration::from_secs(21)).await;
+    assert_eq!(wakes_of(&mut signals), 1, "one trailing wake at the end of the window");
+
+    // Drained (and every reopen drained too) before the window ends: no trailing wake.
+    k.drain(MAIN).await;
+    k.record_human_turn(TARGET, "main", "telegram", None, None).await;
+    while !k.drain(MAIN).await.is_empty() {}
+    tokio::time::sleep(std::time::Duration::from_secs(21)).await;
+    assert_eq!(wakes_of(&mut signals), 0, "nothing left to wake for");
+}

@@ -8,7 +8,7 @@ use crate::wire;
 use serde_json::{Value, json};
 use sessionwatch_core::{Actor, Limit, NewEvent, Provenance, is_valid_agent_id};
 use sessionwatch_kernel::Signal;
-use sessionwatch_store::{InboxItem, NewMessage, RunRow, SessionFilter, Store};
+use sessionwatch_store::{InboxItem, NewMessage, RunRow, SessionFilter, SessionRow, Store};
 use std::time::Duration;
 
 pub const TOOL_NAMES: [&str; 6] = [
@@ -146,24 +146,7 @@ impl<S: Store> Gateway<S> {
     ) -> ApiResult<Value> {
         let target = self.resolve(key, &caller.agent_id)?;
         let row = self.require_session(&target).await?;
-        let now = self.now();
-        let run_id = uuid::Uuid::new_v4().to_string();
-        let store = self.kernel.store();
-        store
-            .create_run(RunRow {
-                run_id: run_id.clone(),
-                session_key: row.session_key.clone(),
-                agent_id: row.agent_id.clone(),
-                session_id: row.session_id.clone(),
-                requester: Some(caller.key.clone()),
-                is_child: false,
-                status: None,
-                reply: None,
-                superseded: false,
-                created_at: now,
-                finished_at: None,
-            })
-            .await?;
+        let run_id = self.start_run(&row, &caller.key, false).await?;
         let waiter = (timeout_seconds > 0).then(|| self.wait_for_run(&run_id));
         self.deliver_message(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key)).await?;
         // Dispatched: only now may the sender watch the session that received it.
@@ -198,6 +181,28 @@ impl<S: Store> Gateway<S> {
             result["watched"] = w.into();
         }
         Ok(result)
+    }
+
+    /// Starts a run of `row`'s current incarnation on behalf of `requester`; answers its id.
+    async fn start_run(&self, row: &SessionRow, requester: &str, is_child: bool) -> ApiResult<String> {
+        let run_id = uuid::Uuid::new_v4().to_string();
+        self.kernel
+            .store()
+            .create_run(RunRow {
+                run_id: run_id.clone(),
+                session_key: row.session_key.clone(),
+                agent_id: row.agent_id.clone(),
+                session_id: row.session_id.clone(),
+                requester: Some(requester.to_string()),
+                is_child,
+                status: None,
+                reply: None,
+                superseded: false,
+                created_at: self.now(),
+                finished_at: None,
+            })
+            .await?;
+        Ok(run_id)
     }
 
     /// Puts a message in the session's inbox and transcript and tells the stream.
@@ -272,24 +277,7 @@ impl<S: Store> Gateway<S> {
                 },
             )
             .await?;
-        let run_id = uuid::Uuid::new_v4().to_string();
-        let now = self.now();
-        self.kernel
-            .store()
-            .create_run(RunRow {
-                run_id: run_id.clone(),
-                session_key: row.session_key.clone(),
-                agent_id: row.agent_id.clone(),
-                session_id: row.session_id.clone(),
-                requester: Some(caller.key.clone()),
-                is_child: true,
-                status: None,
-                reply: None,
-                superseded: false,
-                created_at: now,
-                finished_at: None,
-            })
-            .await?;
+        let run_id = self.start_run(&row, &caller.key, true).await?;
         let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &caller.key, &run_id)
             .with_session_id(Some(row.session_id.clone()));
         self.kernel.record(spawned, vec![caller.key.clone()], false).await;

@@ -58,14 +58,7 @@ impl Harness {
         let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
             let _ = stopped.await;
         }));
-        Harness {
-            base,
-            client: reqwest::Client::new(),
-            gateway,
-            dir,
-            stop: Some(stop),
-            server: Some(server),
-        }
+        Harness { base, client: reqwest::Client::new(), gateway, dir, stop: Some(stop), server: Some(server) }
     }
 
     /// Stops the server gracefully and hands back the data dir (for a restart on the same database).

@@ -232,7 +232,25 @@ impl Store for SqliteStore {
     }
 
     async fn sweep(&self, watcher_store: String, now: Millis) -> Result<Vec<Notice>> {
-        self.write_async(move |c| SqliteStore::sweep_op(c, &watcher_store, now)).await
+        self.write_async(move |c| SqliteStore::sweep_op(c, &watcher_store, None, now)).await
+    }
+
+    async fn sweep_for_host(
+        &self,
+        watcher_store: String,
+        host_id: Option<String>,
+        now: Millis,
+    ) -> Result<Vec<Notice>> {
+        self.write_async(move |c| SqliteStore::sweep_op(c, &watcher_store, host_id.as_deref(), now)).await
+    }
+
+    async fn pending_notices_for_host(
+        &self,
+        watcher_store: String,
+        host_id: Option<String>,
+        watcher: Option<String>,
+    ) -> Result<Vec<Notice>> {
+        self.pending_notices_sync(&watcher_store, host_id.as_deref(), watcher.as_deref())
     }
 
     async fn changes_since(

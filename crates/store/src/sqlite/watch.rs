@@ -72,6 +72,44 @@ pub(crate) fn watchers_of(c: &Connection, target: &str) -> Result<Vec<String>> {
     .collect::<rusqlite::Result<_>>()?)
 }
 
+/// Pending watchers that no gateway hosts yet are claimed for `host`, so exactly one gateway recovers them.
+fn claim_unhosted_watchers(c: &Connection, host: &str) -> Result<()> {
+    c.prepare_cached(
+        "UPDATE sessions SET host_id = ?1 WHERE host_id IS NULL AND EXISTS (SELECT 1 FROM session_watch_cursors c \
+         WHERE c.watcher_session_key = sessions.session_key AND c.material_sequence > c.last_seen_sequence)",
+    )?
+    .execute([host])?;
+    Ok(())
+}
+
+/// Pending cursors (`M > L`) of existing watchers (hosted by `host` when given; only `watcher` when
+/// given) with valid addresses and a matching store, by watcher then target.
+fn pending_cursors(
+    c: &Connection,
+    store: &str,
+    host: Option<&str>,
+    watcher: Option<&str>,
+) -> Result<Vec<(AgentSessionKey, AgentSessionKey, Cursor)>> {
+    let rows: Vec<(String, String, Cursor)> = c
+        .prepare_cached(&format!(
+            "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
+             WHERE material_sequence > last_seen_sequence AND (?2 IS NULL OR watcher_session_key = ?2) \
+             AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key \
+                         AND (?1 IS NULL OR s.host_id = ?1)) \
+             ORDER BY watcher_session_key, target_session_key"
+        ))?
+        .query_map(params![host, watcher], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(watcher, target, cursor)| {
+            let (w, t) = (AgentSessionKey::parse(&watcher)?, AgentSessionKey::parse(&target)?);
+            (w.as_str() == watcher && t.as_str() == target && cursor.store_matches(store))
+                .then_some((w, t, cursor))
+        })
+        .collect())
+}
+
 impl SqliteStore {
     pub(crate) fn register_watch_op(
         tx: &Connection,
@@ -140,30 +178,42 @@ impl SqliteStore {
         Ok(reopened)
     }
 
-    pub(crate) fn sweep_op(tx: &Connection, store: &str, now: Millis) -> Result<Vec<Notice>> {
-        let pending: Vec<(String, String, Cursor)> = tx
-            .prepare(&format!(
-                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
-                 WHERE material_sequence > last_seen_sequence \
-                 AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key)"
-            ))?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+    pub(crate) fn sweep_op(
+        tx: &Connection,
+        store: &str,
+        host: Option<&str>,
+        now: Millis,
+    ) -> Result<Vec<Notice>> {
+        if let Some(host) = host {
+            claim_unhosted_watchers(tx, host)?;
+        }
         let mut notices = vec![];
-        for (watcher, target, mut cursor) in pending {
-            let (Some(w), Some(t)) = (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&target))
-            else {
-                continue;
-            };
-            if w.as_str() != watcher || t.as_str() != target || !cursor.store_matches(store) {
-                continue;
-            }
+        for (w, t, mut cursor) in pending_cursors(tx, store, host, None)? {
             if let Some(since) = cursor.sweep(now) {
-                save_cursor(tx, &watcher, &target, &cursor)?;
+                save_cursor(tx, w.as_str(), t.as_str(), &cursor)?;
                 notices.push(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() });
             }
         }
         Ok(notices)
+    }
+
+    pub(crate) fn pending_notices_sync(
+        &self,
+        store: &str,
+        host: Option<&str>,
+        watcher: Option<&str>,
+    ) -> Result<Vec<Notice>> {
+        self.read(|c| {
+            Ok(pending_cursors(c, store, host, watcher)?
+                .into_iter()
+                .map(|(w, t, cursor)| Notice {
+                    watcher: w,
+                    target: t,
+                    since: cursor.last_seen,
+                    queue_only: cursor.queue_only(),
+                })
+                .collect())
+        })
     }
 
     pub(crate) fn cursors_of_watcher_sync(&self, watcher: &str) -> Result<Vec<(String, Cursor)>> {

@@ -1,0 +1,161 @@
+//! Upstream links of adopted sessions.
+
+use super::{PostgresStore, execute, query, query_opt};
+use crate::{LinkUpsert, Result, UpstreamLinkRow};
+use deadpool_postgres::GenericClient;
+use sessionwatch_core::Millis;
+use tokio_postgres::Row;
+
+const LINK_COLUMNS: &str = "session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json, \
+     last_marker_json, last_scanned_at, missing_streak, created_at, updated_at";
+
+fn link_from_row(r: &Row) -> Result<UpstreamLinkRow> {
+    Ok(UpstreamLinkRow {
+        session_key: r.try_get(0)?,
+        agent_id: r.try_get(1)?,
+        catalog_id: r.try_get(2)?,
+        host_id: r.try_get(3)?,
+        thread_id: r.try_get(4)?,
+        upstream_kind: r.try_get(5)?,
+        reference_json: r.try_get(6)?,
+        marker_json: r.try_get(7)?,
+        last_scanned_at: r.try_get(8)?,
+        missing_streak: r.try_get::<_, i64>(9)?.clamp(0, u32::MAX as i64) as u32,
+        created_at: r.try_get(10)?,
+        updated_at: r.try_get(11)?,
+    })
+}
+
+pub(crate) async fn load_link<C: GenericClient + Sync>(
+    c: &C,
+    key: &str,
+    agent: &str,
+    for_update: bool,
+) -> Result<Option<UpstreamLinkRow>> {
+    let lock = if for_update { " FOR UPDATE" } else { "" };
+    query_opt(
+        c,
+        &format!(
+            "SELECT {LINK_COLUMNS} FROM session_upstream_links WHERE session_key = $1 AND agent_id = $2{lock}"
+        ),
+        &[&key, &agent],
+    )
+    .await?
+    .map(|r| link_from_row(&r))
+    .transpose()
+}
+
+impl PostgresStore {
+    pub(crate) async fn upsert_link_pg(&self, link: &UpstreamLinkRow) -> Result<LinkUpsert> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let existing = load_link(&tx, &link.session_key, &link.agent_id, true).await?;
+        let outcome = match &existing {
+            None => LinkUpsert::Created,
+            Some(old)
+                if old.catalog_id == link.catalog_id
+                    && old.host_id == link.host_id
+                    && old.thread_id == link.thread_id
+                    && old.upstream_kind == link.upstream_kind
+                    && old.reference_json == link.reference_json =>
+            {
+                return Ok(LinkUpsert::Kept);
+            }
+            Some(_) => LinkUpsert::Rebaselined,
+        };
+        let created_at = existing.as_ref().map_or(link.created_at, |o| o.created_at);
+        execute(
+            &tx,
+            &format!(
+                "INSERT INTO session_upstream_links ({LINK_COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, $9, $10) \
+                 ON CONFLICT (session_key, agent_id) DO UPDATE SET catalog_id = EXCLUDED.catalog_id, \
+                 host_id = EXCLUDED.host_id, thread_id = EXCLUDED.thread_id, \
+                 upstream_kind = EXCLUDED.upstream_kind, upstream_ref_json = EXCLUDED.upstream_ref_json, \
+                 last_marker_json = EXCLUDED.last_marker_json, last_scanned_at = NULL, missing_streak = 0, \
+                 created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at"
+            ),
+            &[
+                &link.session_key,
+                &link.agent_id,
+                &link.catalog_id,
+                &link.host_id,
+                &link.thread_id,
+                &link.upstream_kind,
+                &link.reference_json,
+                &link.marker_json,
+                &created_at,
+                &link.updated_at,
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    pub(crate) async fn watched_links_pg(&self) -> Result<Vec<UpstreamLinkRow>> {
+        let client = self.client().await?;
+        let cols = LINK_COLUMNS.split(", ").map(|c| format!("l.{c}")).collect::<Vec<_>>().join(", ");
+        query(
+            &client,
+            &format!(
+                "SELECT {cols} FROM session_upstream_links l WHERE EXISTS \
+                 (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key) \
+                 ORDER BY l.catalog_id COLLATE \"C\", l.session_key COLLATE \"C\", l.agent_id COLLATE \"C\""
+            ),
+            &[],
+        )
+        .await?
+        .iter()
+        .map(link_from_row)
+        .collect()
+    }
+
+    pub(crate) async fn advance_link_marker_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        expected: Millis,
+        marker: &str,
+        now: Millis,
+    ) -> Result<bool> {
+        let client = self.client().await?;
+        Ok(execute(
+            &client,
+            "UPDATE session_upstream_links SET last_marker_json = $4, last_scanned_at = $5, updated_at = $5, \
+             missing_streak = 0 WHERE session_key = $1 AND agent_id = $2 AND updated_at = $3",
+            &[&key, &agent, &expected, &marker, &now],
+        )
+        .await?
+            > 0)
+    }
+
+    pub(crate) async fn set_link_missing_streak_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        expected: Millis,
+        streak: u32,
+    ) -> Result<bool> {
+        let client = self.client().await?;
+        Ok(execute(
+            &client,
+            "UPDATE session_upstream_links SET missing_streak = $4 \
+             WHERE session_key = $1 AND agent_id = $2 AND updated_at = $3",
+            &[&key, &agent, &expected, &(streak as i64)],
+        )
+        .await?
+            > 0)
+    }
+
+    pub(crate) async fn delete_link_pg(&self, key: &str, agent: &str) -> Result<bool> {
+        let client = self.client().await?;
+        Ok(execute(
+            &client,
+            "DELETE FROM session_upstream_links WHERE session_key = $1 AND agent_id = $2",
+            &[&key, &agent],
+        )
+        .await?
+            > 0)
+    }
+}

@@ -1,0 +1,299 @@
+//! Appending to the signal log (sequence allocation under the head row lock, dedupe, cursor updates,
+//! cross-gateway routing of notices) and reading it back.
+
+use super::{Params, PostgresStore, execute, i, query, query_one, query_opt, u, watch};
+use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
+use deadpool_postgres::GenericClient;
+use sessionwatch_core::{
+    Actor, ActorType, AgentSessionKey, ChangesPage, Cursor, EventKind, Limit, MaterialDecision, Millis,
+    Notice, Provenance, StoredEvent, clamp_occurred_at, on_material,
+};
+use std::collections::{BTreeSet, HashMap};
+use tokio_postgres::Row;
+
+const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id, \
+     occurred_at, summary, payload_json, dedupe_key";
+
+pub(crate) fn event_from_row(r: &Row) -> Result<StoredEvent> {
+    let kind: String = r.try_get(4)?;
+    let actor_type: String = r.try_get(5)?;
+    Ok(StoredEvent {
+        sequence: u(r.try_get(0)?),
+        session_key: r.try_get(1)?,
+        agent_id: r.try_get(2)?,
+        session_id: r.try_get(3)?,
+        kind: EventKind::parse(&kind)
+            .ok_or_else(|| StoreError::InvalidData(format!("unknown event kind {kind:?}")))?,
+        actor: Actor {
+            kind: ActorType::parse(&actor_type)
+                .ok_or_else(|| StoreError::InvalidData(format!("unknown actor type {actor_type:?}")))?,
+            id: r.try_get(6)?,
+        },
+        run_id: r.try_get(7)?,
+        occurred_at: r.try_get(8)?,
+        summary: r.try_get(9)?,
+        payload: payload::decode(r.try_get::<_, Option<String>>(10)?.as_deref()),
+        dedupe_key: r.try_get(11)?,
+    })
+}
+
+pub(crate) async fn head<C: GenericClient + Sync>(c: &C, key: &str, agent: &str) -> Result<Head> {
+    let row = query_opt(
+        c,
+        "SELECT head, floor FROM session_state_heads WHERE session_key = $1 AND agent_id = $2",
+        &[&key, &agent],
+    )
+    .await?;
+    Ok(row.map_or(Head::default(), |r| Head { head: u(r.get(0)), floor: u(r.get(1)) }))
+}
+
+/// The head under a share lock: appends to the session wait until the caller commits (and an append in
+/// flight commits before the read), so a registration sees a head no append is about to pass.
+pub(crate) async fn head_for_share<C: GenericClient + Sync>(c: &C, key: &str, agent: &str) -> Result<Head> {
+    let row = query_opt(
+        c,
+        "SELECT head, floor FROM session_state_heads WHERE session_key = $1 AND agent_id = $2 FOR SHARE",
+        &[&key, &agent],
+    )
+    .await?;
+    Ok(row.map_or(Head::default(), |r| Head { head: u(r.get(0)), floor: u(r.get(1)) }))
+}
+
+impl PostgresStore {
+    pub(crate) async fn append_pg(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
+        let e = &req.event;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        // Lock the session's head row first (creating it at 0 if new): every append to this session
+        // waits here, so sequences are allocated, and committed, in order. A new row that turns out not
+        // to be needed (duplicate, unwatched) goes away with the rollback.
+        let head: i64 = query_one(
+            &tx,
+            "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
+             VALUES ($1, $2, 0, 0, $3) \
+             ON CONFLICT (session_key, agent_id) DO UPDATE SET head = session_state_heads.head \
+             RETURNING head",
+            &[&e.session_key, &e.agent_id, &now],
+        )
+        .await?
+        .get(0);
+        if let Some(dedupe) = &e.dedupe_key {
+            let existing = query_opt(
+                &tx,
+                &format!(
+                    "SELECT {EVENT_COLUMNS} FROM session_state_events \
+                     WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
+                ),
+                &[&e.session_key, &e.agent_id, dedupe],
+            )
+            .await?;
+            if let Some(row) = existing {
+                let event = event_from_row(&row)?;
+                tx.rollback().await?;
+                return Ok(AppendOutcome::Duplicate(event));
+            }
+        }
+        if req.only_if_watched && !watch::is_watched(&tx, &e.session_key).await? {
+            tx.rollback().await?;
+            return Ok(AppendOutcome::Unwatched);
+        }
+        let sequence = head + 1;
+        execute(
+            &tx,
+            "UPDATE session_state_heads SET head = $3, updated_at = $4 WHERE session_key = $1 AND agent_id = $2",
+            &[&e.session_key, &e.agent_id, &sequence, &now],
+        )
+        .await?;
+        let stored = StoredEvent {
+            sequence: sequence as u64,
+            session_key: e.session_key.clone(),
+            agent_id: e.agent_id.clone(),
+            session_id: e.session_id.clone(),
+            kind: e.kind,
+            actor: e.actor.clone(),
+            run_id: e.run_id.clone(),
+            occurred_at: clamp_occurred_at(e.occurred_at, now),
+            summary: e.summary.clone(),
+            payload: e.payload.clone(),
+            dedupe_key: e.dedupe_key.clone(),
+        };
+        let payload_json = payload::encode(&stored.payload);
+        let params: Params<'_> = &[
+            &stored.session_key,
+            &stored.agent_id,
+            &sequence,
+            &stored.session_id,
+            &stored.kind.as_str(),
+            &stored.actor.kind.as_str(),
+            &stored.actor.id,
+            &stored.run_id,
+            &stored.occurred_at,
+            &stored.summary,
+            &payload_json,
+            &stored.dedupe_key,
+        ];
+        execute(
+            &tx,
+            "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
+             actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            params,
+        )
+        .await?;
+
+        let mut notices = vec![];
+        if e.kind == EventKind::ChildSpawned {
+            for watcher in &req.producer_watchers {
+                if sessionwatch_core::check_watch_address(watcher, &e.session_key).is_ok() {
+                    let seeded =
+                        Cursor::seeded(sequence as u64, Provenance::Explicit, &req.watcher_store, now);
+                    watch::save_cursor(&tx, watcher, &e.session_key, &seeded).await?;
+                }
+            }
+        } else if e.kind.notifies() {
+            // Watchers in key order: cursor rows are always locked in (watcher, target) order.
+            let mut watchers: BTreeSet<String> = req.producer_watchers.iter().cloned().collect();
+            watchers.extend(watch::watchers_of(&tx, &e.session_key).await?);
+            for watcher in watchers {
+                let existing = watch::load_cursor(&tx, &watcher, &e.session_key, true).await?;
+                let decision = on_material(
+                    existing.as_ref(),
+                    &watcher,
+                    &e.session_key,
+                    e.actor.id.as_deref(),
+                    sequence as u64,
+                    &req.watcher_store,
+                    now,
+                );
+                if let MaterialDecision::Notify(cursor) = decision {
+                    watch::save_cursor(&tx, &watcher, &e.session_key, &cursor).await?;
+                    if let (Some(w), Some(t)) =
+                        (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&e.session_key))
+                    {
+                        notices.push(Notice {
+                            watcher: w,
+                            target: t,
+                            since: cursor.last_seen,
+                            queue_only: cursor.queue_only(),
+                        });
+                    }
+                }
+            }
+        }
+        let notices = match &req.host_id {
+            Some(me) if !notices.is_empty() => self.route_notices(&tx, me, notices).await?,
+            _ => notices,
+        };
+        tx.commit().await?;
+        Ok(AppendOutcome::Recorded { event: stored, notices })
+    }
+
+    /// Inside the append transaction: notices of watchers hosted by another gateway are pushed to it
+    /// (NOTIFY, delivered at commit; the payload is only the watcher key) and dropped from the answer.
+    /// A watcher no gateway hosts yet is claimed for `me`; one without a session row stays local.
+    async fn route_notices(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        me: &str,
+        notices: Vec<Notice>,
+    ) -> Result<Vec<Notice>> {
+        let mut local = vec![];
+        let mut pushed = BTreeSet::new();
+        for notice in notices {
+            let watcher = notice.watcher.as_str();
+            let host = watcher_host(tx, watcher, me).await?;
+            match host {
+                Some(host) if host != me => {
+                    if pushed.insert((host.clone(), watcher.to_string())) {
+                        execute(tx, "SELECT pg_notify($1, $2)", &[&self.channel_for_host(&host), &watcher])
+                            .await?;
+                    }
+                }
+                _ => local.push(notice),
+            }
+        }
+        Ok(local)
+    }
+
+    pub(crate) async fn changes_since_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        since: u64,
+        limit: Limit,
+    ) -> Result<ChangesPage> {
+        let mut client = self.client().await?;
+        // One snapshot so the head, floor and rows agree.
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let h = head(&tx, key, agent).await?;
+        let rows = query(
+            &tx,
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM session_state_events \
+                 WHERE session_key = $1 AND agent_id = $2 AND sequence > $3 ORDER BY sequence LIMIT $4"
+            ),
+            &[&key, &agent, &i(since), &(limit.get() as i64 + 1)],
+        )
+        .await?;
+        tx.commit().await?;
+        let rows = rows.iter().map(event_from_row).collect::<Result<Vec<_>>>()?;
+        Ok(ChangesPage::assemble(rows, limit, since, h.head, h.floor))
+    }
+
+    pub(crate) async fn state_versions_pg(
+        &self,
+        sessions: Vec<(String, String)>,
+    ) -> Result<HashMap<(String, String), u64>> {
+        let mut out = HashMap::new();
+        if sessions.is_empty() {
+            return Ok(out);
+        }
+        let client = self.client().await?;
+        for chunk in sessions.chunks(1000) {
+            let keys: Vec<&str> = chunk.iter().map(|(k, _)| k.as_str()).collect();
+            let agents: Vec<&str> = chunk.iter().map(|(_, a)| a.as_str()).collect();
+            let rows = query(
+                &client,
+                "SELECT h.session_key, h.agent_id, h.head FROM session_state_heads h \
+                 JOIN unnest($1::text[], $2::text[]) AS q(session_key, agent_id) \
+                 ON h.session_key = q.session_key AND h.agent_id = q.agent_id",
+                &[&keys, &agents],
+            )
+            .await?;
+            for r in rows {
+                out.insert((r.get(0), r.get(1)), u(r.get(2)));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The gateway hosting `watcher`; claims it for `me` when it has a session row and no host yet.
+async fn watcher_host(
+    tx: &deadpool_postgres::Transaction<'_>,
+    watcher: &str,
+    me: &str,
+) -> Result<Option<String>> {
+    let claimed = query(
+        tx,
+        "UPDATE sessions SET host_id = $2 WHERE session_key = $1 AND host_id IS NULL RETURNING host_id",
+        &[&watcher, &me],
+    )
+    .await?;
+    if let Some(r) = claimed.first() {
+        return Ok(r.get(0));
+    }
+    // A fresh statement snapshot: sees a claim another gateway committed while we waited for the row.
+    Ok(query_opt(
+        tx,
+        "SELECT host_id FROM sessions WHERE session_key = $1 AND host_id IS NOT NULL ORDER BY agent_id LIMIT 1",
+        &[&watcher],
+    )
+    .await?
+    .and_then(|r| r.get(0)))
+}

@@ -1,0 +1,272 @@
+//! Session rows (with the gateway that hosts each), the small transcript and the inbox.
+
+use super::{PostgresStore, execute, query, query_one, query_opt};
+use crate::{
+    InboxItem, NewMessage, NewSession, Result, SessionFilter, SessionRow, StoreError, TRANSCRIPT_CAP,
+    TranscriptMessage,
+};
+use deadpool_postgres::GenericClient;
+use sessionwatch_core::Millis;
+use tokio_postgres::Row;
+
+const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
+     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at";
+
+fn session_from_row(r: &Row) -> Result<SessionRow> {
+    Ok(SessionRow {
+        session_key: r.try_get(0)?,
+        agent_id: r.try_get(1)?,
+        session_id: r.try_get(2)?,
+        kind: r.try_get(3)?,
+        chat_type: r.try_get(4)?,
+        channel: r.try_get(5)?,
+        label: r.try_get(6)?,
+        spawned_by: r.try_get(7)?,
+        created_via: r.try_get(8)?,
+        goal_objective: r.try_get(9)?,
+        goal_status: r.try_get(10)?,
+        host_id: r.try_get(11)?,
+        created_at: r.try_get(12)?,
+        updated_at: r.try_get(13)?,
+    })
+}
+
+pub(crate) async fn load_session<C: GenericClient + Sync>(
+    c: &C,
+    key: &str,
+    agent: &str,
+) -> Result<Option<SessionRow>> {
+    query_opt(
+        c,
+        &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1 AND agent_id = $2"),
+        &[&key, &agent],
+    )
+    .await?
+    .map(|r| session_from_row(&r))
+    .transpose()
+}
+
+fn message_from_row(r: &Row) -> Result<TranscriptMessage> {
+    Ok(TranscriptMessage {
+        id: r.try_get(0)?,
+        session_id: r.try_get(1)?,
+        role: r.try_get(2)?,
+        text: r.try_get(3)?,
+        run_id: r.try_get(4)?,
+        from_session: r.try_get(5)?,
+        created_at: r.try_get(6)?,
+    })
+}
+
+fn inbox_from_row(r: &Row) -> Result<InboxItem> {
+    Ok(InboxItem {
+        id: r.try_get(0)?,
+        run_id: r.try_get(1)?,
+        from_session: r.try_get(2)?,
+        text: r.try_get(3)?,
+        created_at: r.try_get(4)?,
+    })
+}
+
+impl PostgresStore {
+    pub(crate) async fn ensure_session_pg(
+        &self,
+        new: &NewSession,
+        now: Millis,
+    ) -> Result<(SessionRow, bool)> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let inserted = execute(
+            &tx,
+            "INSERT INTO sessions (session_key, agent_id, session_id, kind, chat_type, channel, label, \
+             spawned_by, created_via, host_id, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) ON CONFLICT DO NOTHING",
+            &[
+                &new.session_key,
+                &new.agent_id,
+                &new.session_id,
+                &new.kind,
+                &new.chat_type,
+                &new.channel,
+                &new.label,
+                &new.spawned_by,
+                &new.created_via,
+                &new.host_id,
+                &now,
+            ],
+        )
+        .await?
+            > 0;
+        let row = load_session(&tx, &new.session_key, &new.agent_id)
+            .await?
+            .ok_or_else(|| StoreError::InvalidData("session row vanished inside its transaction".into()))?;
+        tx.commit().await?;
+        Ok((row, inserted))
+    }
+
+    pub(crate) async fn list_sessions_pg(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
+        let client = self.client().await?;
+        let kinds: Option<Vec<&str>> = filter.kinds.as_ref().map(|k| k.iter().map(String::as_str).collect());
+        query(
+            &client,
+            &format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= $1 \
+                 AND ($2::text[] IS NULL OR kind = ANY($2)) \
+                 ORDER BY updated_at DESC, session_key COLLATE \"C\" LIMIT $3"
+            ),
+            &[&filter.updated_since.unwrap_or(i64::MIN), &kinds, &(filter.limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(session_from_row)
+        .collect()
+    }
+
+    pub(crate) async fn update_goal_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        objective: Option<&str>,
+        status: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<SessionRow>> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let before = query_opt(
+            &tx,
+            &format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = $1 AND agent_id = $2 FOR UPDATE"
+            ),
+            &[&key, &agent],
+        )
+        .await?;
+        let Some(before) = before else { return Ok(None) };
+        let before = session_from_row(&before)?;
+        execute(
+            &tx,
+            "UPDATE sessions SET goal_objective = $3, goal_status = $4, updated_at = $5 \
+             WHERE session_key = $1 AND agent_id = $2",
+            &[&key, &agent, &objective, &status, &now],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Some(before))
+    }
+
+    pub(crate) async fn reset_session_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        new_id: &str,
+        now: Millis,
+    ) -> Result<bool> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let n = execute(
+            &tx,
+            "UPDATE sessions SET session_id = $3, updated_at = $4 WHERE session_key = $1 AND agent_id = $2",
+            &[&key, &agent, &new_id, &now],
+        )
+        .await?;
+        execute(&tx, "DELETE FROM session_inbox WHERE session_key = $1 AND agent_id = $2", &[&key, &agent])
+            .await?;
+        tx.commit().await?;
+        Ok(n > 0)
+    }
+
+    pub(crate) async fn touch_session_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        host: Option<&str>,
+        now: Millis,
+    ) -> Result<()> {
+        let client = self.client().await?;
+        execute(
+            &client,
+            "UPDATE sessions SET updated_at = $3, host_id = COALESCE($4, host_id) \
+             WHERE session_key = $1 AND agent_id = $2",
+            &[&key, &agent, &now, &host],
+        )
+        .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn append_message_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        m: &NewMessage,
+        now: Millis,
+    ) -> Result<i64> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let id: i64 = query_one(
+            &tx,
+            "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
+             from_session, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            &[&key, &agent, &m.session_id, &m.role, &m.text, &m.run_id, &m.from_session, &now],
+        )
+        .await?
+        .get(0);
+        execute(
+            &tx,
+            "DELETE FROM session_messages WHERE session_key = $1 AND agent_id = $2 AND id <= \
+             (SELECT id FROM session_messages WHERE session_key = $1 AND agent_id = $2 \
+              ORDER BY id DESC LIMIT 1 OFFSET $3)",
+            &[&key, &agent, &TRANSCRIPT_CAP],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    pub(crate) async fn messages_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        limit: u32,
+    ) -> Result<Vec<TranscriptMessage>> {
+        let client = self.client().await?;
+        let mut out = query(
+            &client,
+            "SELECT id, session_id, role, text, run_id, from_session, created_at FROM session_messages \
+             WHERE session_key = $1 AND agent_id = $2 ORDER BY id DESC LIMIT $3",
+            &[&key, &agent, &(limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(message_from_row)
+        .collect::<Result<Vec<_>>>()?;
+        out.reverse();
+        Ok(out)
+    }
+
+    pub(crate) async fn push_inbox_pg(&self, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
+        let client = self.client().await?;
+        Ok(query_one(
+            &client,
+            "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            &[&key, &agent, &item.run_id, &item.from_session, &item.text, &item.created_at],
+        )
+        .await?
+        .get(0))
+    }
+
+    pub(crate) async fn take_inbox_pg(&self, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
+        let client = self.client().await?;
+        let mut items = query(
+            &client,
+            "DELETE FROM session_inbox WHERE session_key = $1 AND agent_id = $2 \
+             RETURNING id, run_id, from_session, text, created_at",
+            &[&key, &agent],
+        )
+        .await?
+        .iter()
+        .map(inbox_from_row)
+        .collect::<Result<Vec<_>>>()?;
+        items.sort_by_key(|i| i.id);
+        Ok(items)
+    }
+}

@@ -1,0 +1,351 @@
+//! Watch cursors: registration, acknowledgement, the start-up sweep, reconciliation and clean-up.
+//! Every read-modify-write of a cursor holds its row lock (`FOR UPDATE`), and rows are locked in
+//! (watcher, target) order, so concurrent gateways neither lose updates nor deadlock.
+
+use super::{PostgresStore, execute, i, query, query_opt, u};
+use crate::{RegisterOutcome, Result, StoreError};
+use deadpool_postgres::GenericClient;
+use sessionwatch_core::{
+    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
+};
+use tokio_postgres::Row;
+
+const CURSOR_COLUMNS: &str =
+    "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
+
+fn cursor_from_row(r: &Row, at: usize) -> Result<Cursor> {
+    let provenance: String = r.try_get(at + 3)?;
+    Ok(Cursor {
+        last_seen: u(r.try_get(at)?),
+        notified: u(r.try_get(at + 1)?),
+        material: u(r.try_get(at + 2)?),
+        provenance: Provenance::parse(&provenance)
+            .ok_or_else(|| StoreError::InvalidData(format!("unknown provenance {provenance:?}")))?,
+        store_path: r.try_get(at + 4)?,
+        updated_at: r.try_get(at + 5)?,
+    })
+}
+
+pub(crate) async fn load_cursor<C: GenericClient + Sync>(
+    c: &C,
+    watcher: &str,
+    target: &str,
+    for_update: bool,
+) -> Result<Option<Cursor>> {
+    let lock = if for_update { " FOR UPDATE" } else { "" };
+    query_opt(
+        c,
+        &format!(
+            "SELECT {CURSOR_COLUMNS} FROM session_watch_cursors \
+             WHERE watcher_session_key = $1 AND target_session_key = $2{lock}"
+        ),
+        &[&watcher, &target],
+    )
+    .await?
+    .map(|r| cursor_from_row(&r, 0))
+    .transpose()
+}
+
+pub(crate) async fn save_cursor<C: GenericClient + Sync>(
+    c: &C,
+    watcher: &str,
+    target: &str,
+    cur: &Cursor,
+) -> Result<()> {
+    execute(
+        c,
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, \
+         notified_sequence, material_sequence, provenance, watcher_store_path, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+         last_seen_sequence = $3, notified_sequence = $4, material_sequence = $5, provenance = $6, \
+         watcher_store_path = $7, updated_at = $8",
+        &[
+            &watcher,
+            &target,
+            &i(cur.last_seen),
+            &i(cur.notified),
+            &i(cur.material),
+            &cur.provenance.as_str(),
+            &cur.store_path,
+            &cur.updated_at,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn is_watched<C: GenericClient + Sync>(c: &C, target: &str) -> Result<bool> {
+    Ok(query_opt(c, "SELECT 1 FROM session_watch_cursors WHERE target_session_key = $1 LIMIT 1", &[&target])
+        .await?
+        .is_some())
+}
+
+pub(crate) async fn watchers_of<C: GenericClient + Sync>(c: &C, target: &str) -> Result<Vec<String>> {
+    Ok(query(
+        c,
+        "SELECT watcher_session_key FROM session_watch_cursors WHERE target_session_key = $1 \
+         ORDER BY watcher_session_key",
+        &[&target],
+    )
+    .await?
+    .iter()
+    .map(|r| r.get(0))
+    .collect())
+}
+
+/// Pending cursors (`M > L`) of existing watchers (hosted by `host` when given; only `watcher` when
+/// given) with valid addresses and a matching store, by watcher then target. `for_update` locks them.
+pub(crate) async fn pending_cursors<C: GenericClient + Sync>(
+    c: &C,
+    store: &str,
+    host: Option<&str>,
+    watcher: Option<&str>,
+    for_update: bool,
+) -> Result<Vec<(AgentSessionKey, AgentSessionKey, Cursor)>> {
+    let lock = if for_update { " FOR UPDATE OF c" } else { "" };
+    let rows = query(
+        c,
+        &format!(
+            "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
+             WHERE material_sequence > last_seen_sequence \
+             AND ($2::text IS NULL OR watcher_session_key = $2) \
+             AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key \
+                         AND ($1::text IS NULL OR s.host_id = $1)) \
+             ORDER BY watcher_session_key COLLATE \"C\", target_session_key COLLATE \"C\"{lock}"
+        ),
+        &[&host, &watcher],
+    )
+    .await?;
+    let mut out = vec![];
+    for r in rows {
+        let (watcher, target): (String, String) = (r.get(0), r.get(1));
+        let cursor = cursor_from_row(&r, 2)?;
+        let (Some(w), Some(t)) = (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&target)) else {
+            continue;
+        };
+        if w.as_str() == watcher && t.as_str() == target && cursor.store_matches(store) {
+            out.push((w, t, cursor));
+        }
+    }
+    Ok(out)
+}
+
+impl PostgresStore {
+    pub(crate) async fn register_watch_pg(
+        &self,
+        watcher: &AgentSessionKey,
+        target: &AgentSessionKey,
+        provenance: Provenance,
+        store: &str,
+        now: Millis,
+    ) -> Result<RegisterOutcome> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        // Lock order, as in appends: the target's head row, then the cursor row.
+        let head = super::log::head_for_share(&tx, target.as_str(), target.agent_id()).await?.head;
+        let mut existing = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await?;
+        if existing.is_none() {
+            let decision =
+                decide_registration(None, watcher.as_str(), target.as_str(), provenance, store, head, now);
+            let RegisterDecision::Seed(seed) = &decision else {
+                tx.rollback().await?;
+                return Ok(RegisterOutcome { registered: false, decision });
+            };
+            // No row to lock yet: insert only if still absent, so a concurrent registration from another
+            // gateway is never overwritten (the loser sees the winner's cursor below).
+            let inserted = execute(
+                &tx,
+                "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, \
+                 notified_sequence, material_sequence, provenance, watcher_store_path, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+                &[
+                    &watcher.as_str(),
+                    &target.as_str(),
+                    &i(seed.last_seen),
+                    &i(seed.notified),
+                    &i(seed.material),
+                    &seed.provenance.as_str(),
+                    &seed.store_path,
+                    &seed.updated_at,
+                ],
+            )
+            .await?;
+            if inserted == 1 {
+                tx.commit().await?;
+                return Ok(RegisterOutcome { registered: true, decision });
+            }
+            existing = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await?;
+        }
+        let decision = decide_registration(
+            existing.as_ref(),
+            watcher.as_str(),
+            target.as_str(),
+            provenance,
+            store,
+            head,
+            now,
+        );
+        match &decision {
+            RegisterDecision::Refused(_) | RegisterDecision::Keep => {}
+            RegisterDecision::UpgradeToExplicit => {
+                execute(
+                    &tx,
+                    "UPDATE session_watch_cursors SET provenance = 'explicit', updated_at = $3 \
+                     WHERE watcher_session_key = $1 AND target_session_key = $2",
+                    &[&watcher.as_str(), &target.as_str(), &now],
+                )
+                .await?;
+            }
+            RegisterDecision::Seed(c) => save_cursor(&tx, watcher.as_str(), target.as_str(), c).await?,
+        }
+        tx.commit().await?;
+        Ok(RegisterOutcome { registered: !matches!(decision, RegisterDecision::Refused(_)), decision })
+    }
+
+    pub(crate) async fn unwatch_pg(&self, watcher: &str, target: &str) -> Result<bool> {
+        let client = self.client().await?;
+        Ok(execute(
+            &client,
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = $1 AND target_session_key = $2",
+            &[&watcher, &target],
+        )
+        .await?
+            > 0)
+    }
+
+    pub(crate) async fn acknowledge_pg(
+        &self,
+        watcher: &AgentSessionKey,
+        targets: Vec<AgentSessionKey>,
+        store: &str,
+        now: Millis,
+    ) -> Result<Vec<Notice>> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        // Lock the cursors in (watcher, target) order, like appends; then process in the caller's order.
+        let names: Vec<&str> = targets.iter().map(AgentSessionKey::as_str).collect();
+        query(
+            &tx,
+            "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = $1 AND target_session_key = ANY($2) \
+             ORDER BY target_session_key COLLATE \"C\" FOR UPDATE",
+            &[&watcher.as_str(), &names],
+        )
+        .await?;
+        let mut reopened = vec![];
+        for target in targets {
+            let Some(mut cursor) = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await? else {
+                continue;
+            };
+            if !cursor.store_matches(store) {
+                continue;
+            }
+            let reopen = cursor.acknowledge(now);
+            save_cursor(&tx, watcher.as_str(), target.as_str(), &cursor).await?;
+            if let Some(since) = reopen {
+                reopened.push(Notice {
+                    watcher: watcher.clone(),
+                    target,
+                    since,
+                    queue_only: cursor.queue_only(),
+                });
+            }
+        }
+        tx.commit().await?;
+        Ok(reopened)
+    }
+
+    pub(crate) async fn sweep_pg(&self, store: &str, host: Option<&str>, now: Millis) -> Result<Vec<Notice>> {
+        let mut client = self.client().await?;
+        if let Some(host) = host {
+            // Pending watchers no gateway hosts yet: claimed here (in its own transaction: session rows
+            // are locked after cursor rows elsewhere), so exactly one gateway recovers them.
+            execute(
+                &client,
+                "UPDATE sessions SET host_id = $1 WHERE host_id IS NULL AND EXISTS (SELECT 1 FROM \
+                 session_watch_cursors c WHERE c.watcher_session_key = sessions.session_key \
+                 AND c.material_sequence > c.last_seen_sequence)",
+                &[&host],
+            )
+            .await?;
+        }
+        let tx = client.transaction().await?;
+        let mut notices = vec![];
+        for (w, t, mut cursor) in pending_cursors(&tx, store, host, None, true).await? {
+            if let Some(since) = cursor.sweep(now) {
+                save_cursor(&tx, w.as_str(), t.as_str(), &cursor).await?;
+                notices.push(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() });
+            }
+        }
+        tx.commit().await?;
+        Ok(notices)
+    }
+
+    pub(crate) async fn cursors_of_watcher_pg(&self, watcher: &str) -> Result<Vec<(String, Cursor)>> {
+        let client = self.client().await?;
+        query(
+            &client,
+            &format!(
+                "SELECT target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+                 WHERE watcher_session_key = $1 ORDER BY target_session_key COLLATE \"C\""
+            ),
+            &[&watcher],
+        )
+        .await?
+        .iter()
+        .map(|r| Ok((r.get(0), cursor_from_row(r, 1)?)))
+        .collect()
+    }
+
+    pub(crate) async fn clear_watcher_pg(&self, watcher: &str) -> Result<Vec<String>> {
+        let client = self.client().await?;
+        let mut targets: Vec<String> = query(
+            &client,
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = $1 RETURNING target_session_key",
+            &[&watcher],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+        // In key order, as SQLite answers (it deletes along the primary key).
+        targets.sort();
+        Ok(targets)
+    }
+
+    pub(crate) async fn delete_session_state_pg(&self, key: &str, agent: &str) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        // The head row first (the lock appends take), then the rest.
+        execute(
+            &tx,
+            "DELETE FROM session_state_heads WHERE session_key = $1 AND agent_id = $2",
+            &[&key, &agent],
+        )
+        .await?;
+        execute(
+            &tx,
+            "DELETE FROM session_state_events WHERE session_key = $1 AND agent_id = $2",
+            &[&key, &agent],
+        )
+        .await?;
+        execute(
+            &tx,
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = $1 OR target_session_key = $1",
+            &[&key],
+        )
+        .await?;
+        for table in
+            ["sessions", "session_messages", "session_inbox", "session_runs", "session_upstream_links"]
+        {
+            execute(
+                &tx,
+                &format!("DELETE FROM {table} WHERE session_key = $1 AND agent_id = $2"),
+                &[&key, &agent],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,180 @@
+//! Several gateways (separate pools) acting on one session or one cursor at once.
+
+use crate::{AGENT, NOW, STORE, ensure_session, goal, human, key, pg_schema, record, req, seqs};
+use sessionwatch_core::{DAY_MS, Limit, Provenance};
+use sessionwatch_store::{AppendOutcome, Head, RetentionPolicy, Store};
+
+const T: &str = "agent:main:subagent:t";
+const W: &str = "agent:main:main";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_from_two_pools_are_contiguous() {
+    let schema = pg_schema!("concurrent_appends_from_two_pools_are_contiguous");
+    let (a, b) = (schema.store().await, schema.store().await);
+    const PER_TASK: usize = 25;
+    const TASKS_PER_STORE: usize = 6;
+    let mut tasks = vec![];
+    for s in [a.clone(), b.clone()] {
+        for _ in 0..TASKS_PER_STORE {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut got = vec![];
+                for _ in 0..PER_TASK {
+                    got.push(record(&s, req(human(T)), NOW).await.0.sequence);
+                }
+                got
+            }));
+        }
+    }
+    let mut all = vec![];
+    for t in tasks {
+        let got = t.await.unwrap();
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "each writer sees increasing sequences: {got:?}");
+        all.extend(got);
+    }
+    let n = (2 * TASKS_PER_STORE * PER_TASK) as u64;
+    all.sort();
+    assert_eq!(all, (1..=n).collect::<Vec<_>>(), "1..n, no hole, no duplicate");
+    assert_eq!(seqs(&a, T).await, (1..=n).collect::<Vec<_>>());
+    assert_eq!(a.head(T.into(), AGENT.into()).await.unwrap(), Head { head: n, floor: 0 });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_duplicates_record_once() {
+    let schema = pg_schema!("concurrent_duplicates_record_once");
+    let (a, b) = (schema.store().await, schema.store().await);
+    let mut tasks = vec![];
+    for i in 0..16 {
+        let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tasks.push(tokio::spawn(async move {
+            s.append(req(sessionwatch_core::NewEvent::compacted(T, AGENT, "op-1")), NOW).await.unwrap()
+        }));
+    }
+    let mut recorded = 0;
+    let mut duplicates = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            AppendOutcome::Recorded { event, .. } => {
+                recorded += 1;
+                assert_eq!(event.sequence, 1);
+            }
+            AppendOutcome::Duplicate(e) => {
+                duplicates += 1;
+                assert_eq!(e.sequence, 1, "the existing row is answered");
+            }
+            AppendOutcome::Unwatched => panic!("not only_if_watched"),
+        }
+    }
+    assert_eq!((recorded, duplicates), (1, 15));
+    assert_eq!(a.head(T.into(), AGENT.into()).await.unwrap().head, 1, "no head bump for duplicates");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_acknowledgements_reopen_once() {
+    let schema = pg_schema!("concurrent_acknowledgements_reopen_once");
+    let (a, b) = (schema.store().await, schema.store().await);
+    ensure_session(&a, W, None).await;
+    for round in 0..10u64 {
+        let target = format!("{T}{round}");
+        a.register_watch(key(W), key(&target), Provenance::Explicit, STORE.into(), NOW).await.unwrap();
+        record(&a, req(human(&target)), NOW).await; // pending: L=0, N=1, M=1
+        record(&b, req(goal(&target)), NOW).await; // M=2 while pending: N stays 1
+        // Two gateways acknowledge the same drained notice at once, while a third change lands.
+        let (ra, rb, _) = tokio::join!(
+            a.acknowledge(key(W), vec![key(&target)], STORE.into(), NOW + 1),
+            b.acknowledge(key(W), vec![key(&target)], STORE.into(), NOW + 1),
+            b.append(req(human(&target)), NOW + 1),
+        );
+        let reopened = ra.unwrap().len() + rb.unwrap().len();
+        let c = a.cursor(W.into(), target.clone()).await.unwrap().unwrap();
+        assert_eq!(c.material, 3, "no material update lost");
+        // Linearizable: the outcome is that of one serial order of the three operations.
+        let got = ((c.last_seen, c.notified, c.material), reopened);
+        let serial = serial_outcomes(&target);
+        assert!(serial.contains(&got), "round {round}: {got:?} is no serial outcome of {serial:?}");
+    }
+}
+
+/// Every serial order of {ack, ack, material event 3} from the cursor (L, N, M) = (0, 1, 2): the final
+/// positions and the number of reopened notices, computed with the core state machine.
+fn serial_outcomes(target: &str) -> Vec<((u64, u64, u64), usize)> {
+    use sessionwatch_core::{Cursor, MaterialDecision, on_material};
+    let start = Cursor {
+        last_seen: 0,
+        notified: 1,
+        material: 2,
+        ..Cursor::seeded(0, Provenance::Explicit, STORE, NOW)
+    };
+    let mut out = vec![];
+    for append_at in 0..3 {
+        let mut c = start.clone();
+        let mut reopened = 0;
+        for step in 0..3 {
+            if step == append_at {
+                match on_material(Some(&c), W, target, None, 3, STORE, NOW) {
+                    MaterialDecision::Notify(next) => c = next,
+                    MaterialDecision::Skip(r) => panic!("{r:?}"),
+                }
+            } else if c.acknowledge(NOW).is_some() {
+                reopened += 1;
+            }
+        }
+        out.push(((c.last_seen, c.notified, c.material), reopened));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_raises_floors_with_heads_intact_and_one_pruner_at_a_time() {
+    let schema = pg_schema!("pruning_raises_floors_with_heads_intact_and_one_pruner_at_a_time");
+    let (a, b) = (schema.store().await, schema.store().await);
+    let old = NOW - 40 * DAY_MS;
+    for _ in 0..5 {
+        record(&a, req(human(T)), old).await;
+    }
+    for _ in 0..3 {
+        record(&a, req(human(T)), NOW).await;
+    }
+    let policy = RetentionPolicy { max_age_ms: 30 * DAY_MS, max_rows: 50_000 };
+    // Two gateways prune at once while a third writer appends: exactly the old prefix goes, once.
+    let (ra, rb, w) = tokio::join!(a.prune(policy, NOW), b.prune(policy, NOW), b.append(req(human(T)), NOW));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    w.unwrap();
+    assert_eq!(ra.events_by_age + rb.events_by_age, 5, "{ra:?} {rb:?}");
+    assert_eq!(a.head(T.into(), AGENT.into()).await.unwrap(), Head { head: 9, floor: 5 });
+    assert_eq!(seqs(&a, T).await, vec![6, 7, 8, 9]);
+    let gap = a.changes_since(T.into(), AGENT.into(), 4, Limit::MAX).await.unwrap();
+    assert!(gap.history_gap && gap.earliest_available_sequence == 6);
+    let no_gap = a.changes_since(T.into(), AGENT.into(), 5, Limit::MAX).await.unwrap();
+    assert!(!no_gap.history_gap);
+    // By row count: keep the newest 2 rows.
+    let report = b.prune(RetentionPolicy { max_age_ms: 30 * DAY_MS, max_rows: 2 }, NOW).await.unwrap();
+    assert_eq!(report.events_by_cap, 2);
+    assert_eq!(a.head(T.into(), AGENT.into()).await.unwrap(), Head { head: 9, floor: 7 });
+    // Appending continues at head + 1 after pruning.
+    assert_eq!(record(&b, req(human(T)), NOW).await.0.sequence, 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_prune_lock_makes_other_pruners_skip() {
+    let schema = pg_schema!("a_held_prune_lock_makes_other_pruners_skip");
+    let a = schema.store().await;
+    for _ in 0..3 {
+        record(&a, req(human(T)), NOW - 40 * DAY_MS).await;
+    }
+    // Hold the prune lock from another session, as a pruning gateway would.
+    let mut admin = sessionwatch_store::postgres::testing::admin_client(schema.url()).await.unwrap();
+    admin.batch_execute(&format!("SET search_path = {}", schema.schema())).await.unwrap();
+    let tx = admin.transaction().await.unwrap();
+    let held: bool = tx
+        .query_one("SELECT pg_try_advisory_xact_lock($1, hashtext(current_schema()))", &[&0x5357_0002i32])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(held);
+    let skipped = a.prune(RetentionPolicy::default(), NOW).await.unwrap();
+    assert_eq!(skipped, Default::default(), "another pruner is at work: skip");
+    tx.rollback().await.unwrap();
+    let pruned = a.prune(RetentionPolicy::default(), NOW).await.unwrap();
+    assert_eq!(pruned.events_by_age, 3);
+}

@@ -1,0 +1,39 @@
+//! A gateway on a temporary database and a free loopback port, for `demo` and `bench gateway`.
+
+use sessionwatch_core::SystemClock;
+use sessionwatch_server::{AppState, Config, Gateway};
+use sessionwatch_store::{SqliteOptions, SqliteStore};
+use std::sync::Arc;
+
+pub struct Embedded {
+    pub base: String,
+    pub token: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Embedded {
+    pub async fn start() -> anyhow::Result<Embedded> {
+        let dir = tempfile::tempdir()?;
+        let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
+        let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default())?;
+        let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
+        let token = sessionwatch_server::auth::load_or_create_token(dir.path())?;
+        let state = Arc::new(AppState { gateway, token: Some(token.clone()), metrics: Default::default() });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
+            let _ = stopped.await;
+        }));
+        Ok(Embedded { base, token, stop, server, _dir: dir })
+    }
+
+    /// Stops gracefully: in-flight requests finish.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        self.server.await??;
+        Ok(())
+    }
+}
