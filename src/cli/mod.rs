@@ -6,6 +6,7 @@ mod client;
 mod db;
 mod demo;
 mod embedded;
+mod mcp;
 mod serve;
 mod upstream;
 
@@ -30,6 +31,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the session tools over MCP on stdio, as one caller session.
+    Mcp(mcp::McpArgs),
     /// Work on a signal-log database directly (no gateway needed).
     Db(db::DbArgs),
     /// List the Claude Code, Codex, OpenCode and Pi sessions on this machine (read-only, local).
@@ -82,6 +85,7 @@ pub fn main() -> ExitCode {
             }
             Command::MonitorTick { conn } => upstream::monitor_tick(conn).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
             Command::Client(c) => client::run(c).await,
         }
     });

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `sessionwatch` binary, started the way a user starts it.
 
 mod cli;
+mod mcp_docs;
+mod mcp_stdio;
 mod postgres;
 mod restart;
 mod support;

@@ -39,6 +39,9 @@ pub struct Config {
     pub database: Option<String>,
     pub data_dir: PathBuf,
     pub auth: AuthMode,
+    /// Extra `Host` names (or `host:port`) the MCP endpoint `/mcp` accepts besides loopback
+    /// (`gateway.mcpAllowedHosts`). Loopback (`localhost`, `127.0.0.1`, `::1`) is always allowed.
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
@@ -58,6 +61,7 @@ impl Default for Config {
             database: None,
             data_dir: default_data_dir(),
             auth: AuthMode::Token,
+            mcp_allowed_hosts: Vec::new(),
         }
     }
 }
@@ -127,6 +131,7 @@ struct FileGateway {
     database: Option<String>,
     auth: Option<String>,
     data_dir: Option<PathBuf>,
+    mcp_allowed_hosts: Option<Vec<String>>,
 }
 
 impl Config {
@@ -191,6 +196,9 @@ impl Config {
         }
         if let Some(v) = gateway.data_dir {
             c.data_dir = v;
+        }
+        if let Some(v) = gateway.mcp_allowed_hosts {
+            c.set("gateway.mcpAllowedHosts", &v.join(","))?;
         }
         Ok(c)
     }
@@ -260,6 +268,17 @@ impl Config {
                     _ => return Err(err("expected \"token\" or \"none\"")),
                 }
             }
+            "gateway.mcpAllowedHosts" => {
+                let hosts: Vec<String> = value
+                    .split(',')
+                    .map(|h| h.trim().to_ascii_lowercase())
+                    .filter(|h| !h.is_empty())
+                    .collect();
+                if let Some(bad) = hosts.iter().find(|h| h.contains(['/', '*', ' ', '@'])) {
+                    return Err(err(&format!("\"{bad}\" is not a host name or host:port")));
+                }
+                self.mcp_allowed_hosts = hosts;
+            }
             _ => return Err(err("unknown key")),
         }
         Ok(())
@@ -277,6 +296,7 @@ impl Config {
             ("SESSIONWATCH_LISTEN", "gateway.listen"),
             ("SESSIONWATCH_DATABASE", "gateway.database"),
             ("SESSIONWATCH_AUTH", "gateway.auth"),
+            ("SESSIONWATCH_MCP_ALLOWED_HOSTS", "gateway.mcpAllowedHosts"),
         ];
         for (var, key) in VARS {
             if let Ok(v) = std::env::var(var) {
@@ -357,6 +377,15 @@ mod tests {
             let e = Config::from_toml(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn mcp_allowed_hosts_are_explicit() {
+        assert!(Config::default().mcp_allowed_hosts.is_empty());
+        let c = Config::from_toml("[gateway]\nmcpAllowedHosts = [\"gw.example\", \"Box:7420\"]").unwrap();
+        assert_eq!(c.mcp_allowed_hosts, vec!["gw.example", "box:7420"]);
+        let e = Config::from_toml("[gateway]\nmcpAllowedHosts = [\"*\"]").unwrap_err().to_string();
+        assert!(e.contains("gateway.mcpAllowedHosts"), "{e}");
     }
 
     #[test]

@@ -32,6 +32,19 @@ type Shared<S> = Arc<AppState<S>>;
 
 /// The whole HTTP surface (tests call it with `oneshot`).
 pub fn app<S: Store>(state: Arc<AppState<S>>) -> Router {
+    app_with_shutdown(state, tokio_util::sync::CancellationToken::new())
+}
+
+/// [`app`], with the MCP endpoint's streams ended when `mcp_shutdown` is cancelled.
+pub fn app_with_shutdown<S: Store>(
+    state: Arc<AppState<S>>,
+    mcp_shutdown: tokio_util::sync::CancellationToken,
+) -> Router {
+    let mcp = crate::mcp::http_service(
+        state.gateway.clone(),
+        &state.gateway.config().mcp_allowed_hosts,
+        mcp_shutdown,
+    );
     let api = Router::new()
         .route("/tools/invoke", post(invoke_tool::<S>))
         .route("/v1/sessions", post(create_session::<S>))
@@ -42,12 +55,14 @@ pub fn app<S: Store>(state: Arc<AppState<S>>) -> Router {
         .route("/v1/sessions/{key}/goal", put(set_goal::<S>).delete(clear_goal::<S>))
         .route("/v1/sessions/{key}/compactions", post(compaction::<S>))
         .route("/v1/sessions/{key}/reset", post(reset::<S>))
+        .route("/v1/sessions/{key}/notices", post(drain_notices::<S>))
         .route("/v1/runs/{run_id}/result", post(run_result::<S>))
         .route("/v1/stream", get(sse::stream::<S>))
         .route("/v1/catalog", get(catalog::<S>))
         .route("/v1/catalog/continue", post(catalog_continue::<S>))
         .route("/v1/monitor/tick", post(monitor_tick::<S>))
         .route("/metrics", get(metrics::<S>))
+        .nest_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>));
     Router::new()
         .route("/healthz", get(|| async { Json(json!({ "ok": true })) }))
@@ -289,6 +304,11 @@ async fn compaction<S: Store>(
         state.gateway.compacted(&key, a.str("operationId")?, a.opt_str("runId")?.map(str::to_string)).await
     };
     host_answer(run.await)
+}
+
+/// Drains the session's system-event queue (acknowledging notices as a turn does), not its inbox.
+async fn drain_notices<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
+    host_answer(state.gateway.drain_notices(&key).await)
 }
 
 async fn reset<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {

@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod gateway;
 pub mod http;
+pub mod mcp;
 pub mod metrics;
 pub mod sse;
 pub mod wire;
@@ -26,5 +27,12 @@ pub async fn run<S: Store>(
     state: Arc<AppState<S>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await
+    // MCP streams (`/mcp`) are long-lived: end them when shutdown begins so in-flight work can finish.
+    let mcp_shutdown = tokio_util::sync::CancellationToken::new();
+    let router = http::app_with_shutdown(state, mcp_shutdown.clone());
+    let shutdown = async move {
+        shutdown.await;
+        mcp_shutdown.cancel();
+    };
+    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
 }

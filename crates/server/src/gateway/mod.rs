@@ -3,10 +3,12 @@
 
 mod home;
 mod host;
+mod notices;
 mod tools;
 mod upstream;
 
 pub use host::{InboundTurn, NewSessionRequest};
+pub use tools::TOOL_NAMES;
 pub use upstream::{LOCAL_HOST_ID, TickReport, adopted_key, source_key};
 
 use crate::config::{Config, GroupScope, Scope};

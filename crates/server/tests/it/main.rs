@@ -1,6 +1,8 @@
-//! The gateway end to end: a real server on port 0, driven over HTTP.
+//! The gateway end to end: a real server on port 0, driven over HTTP (and MCP).
 
 mod bad_input;
+mod mcp;
+mod mcp_story;
 mod story;
 mod support;
 mod upstream;

@@ -1,0 +1,167 @@
+//! How the MCP server reaches the tools: in this process ([`EmbeddedBackend`]) or through a running
+//! gateway's HTTP API ([`RemoteBackend`]).
+
+use crate::error::{ApiError, ApiResult};
+use crate::gateway::Gateway;
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde_json::{Value, json};
+use sessionwatch_store::Store;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where tool calls go. `caller` is the calling session key as the client gave it (`main` allowed); the
+/// backend resolves it exactly as `POST /tools/invoke` resolves `sessionKey`.
+pub trait ToolBackend: Send + Sync + 'static {
+    /// Invokes one of the six tools as `caller`: same validation and results as `/tools/invoke`.
+    fn call(&self, caller: &str, tool: &str, args: &Value) -> impl Future<Output = ApiResult<Value>> + Send;
+
+    /// Drains the caller's system-event queue, acknowledging the session-state notices among them exactly
+    /// as a turn does (the inbox is left alone). Answers `[{text, contextKey}]`; never fails (an unknown
+    /// caller, or a failure, is an empty list, logged).
+    fn drain_notices(&self, caller: &str) -> impl Future<Output = Vec<Value>> + Send;
+}
+
+/// The tools of a gateway in this process.
+pub struct EmbeddedBackend<S: Store> {
+    gateway: Arc<Gateway<S>>,
+}
+
+impl<S: Store> EmbeddedBackend<S> {
+    pub fn new(gateway: Arc<Gateway<S>>) -> Self {
+        EmbeddedBackend { gateway }
+    }
+}
+
+impl<S: Store> ToolBackend for EmbeddedBackend<S> {
+    async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<Value> {
+        self.gateway.invoke_tool(Some(caller), tool, args).await
+    }
+
+    async fn drain_notices(&self, caller: &str) -> Vec<Value> {
+        match self.gateway.drain_notices(caller).await {
+            Ok(v) => system_events(&v),
+            Err(ApiError::NotFound(_) | ApiError::InvalidArgument(_)) => Vec::new(),
+            Err(e) => {
+                tracing::warn!(error = %e, caller, "draining notices failed");
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn system_events(v: &Value) -> Vec<Value> {
+    v.get("systemEvents").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// The tools of a gateway reached over HTTP: `POST /tools/invoke` with `sessionKey` = the caller, and
+/// `POST /v1/sessions/{caller}/notices` for the notices.
+pub struct RemoteBackend {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl RemoteBackend {
+    pub fn new(base_url: &str, token: Option<String>) -> RemoteBackend {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        RemoteBackend { http, base: base_url.trim_end_matches('/').to_string(), token }
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        let req = self.http.post(format!("{}{path}", self.base));
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    /// Whether a gateway answers `GET /healthz` at the base URL within `timeout`.
+    pub async fn is_up(&self, timeout: Duration) -> bool {
+        let probe = self.http.get(format!("{}/healthz", self.base)).send();
+        matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(r)) if r.status().is_success())
+    }
+
+    /// Checks that the gateway is up and accepts our token (a read-only tool call).
+    pub async fn check(&self) -> ApiResult<()> {
+        let resp = self
+            .post("/tools/invoke")
+            .json(&json!({ "tool": "sessions_list", "args": { "limit": 1 } }))
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        match resp.status().as_u16() {
+            401 => Err(ApiError::Unauthorized(format!(
+                "the gateway at {} refused the bearer token (give --token or the gateway's --data-dir)",
+                self.base
+            ))),
+            s if s >= 500 => {
+                Err(ApiError::Internal(format!("the gateway at {} answered HTTP {s}", self.base)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn unreachable(&self, e: reqwest::Error) -> ApiError {
+        ApiError::Internal(format!("cannot reach the gateway at {}: {e}", self.base))
+    }
+}
+
+/// Maps the gateway's `{"ok":false,"error":{"type","message"}}` back to the error it came from.
+fn remote_error(status: u16, body: &Value) -> ApiError {
+    let message = body["error"]["message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("the gateway answered HTTP {status}"));
+    match body["error"]["type"].as_str() {
+        Some("invalid_argument") => ApiError::InvalidArgument(message),
+        Some("not_found") => ApiError::NotFound(message),
+        Some("unknown_tool") => ApiError::UnknownTool(message),
+        Some("conflict") => ApiError::Conflict(message),
+        Some("unauthorized") => ApiError::Unauthorized(message),
+        _ if status == 401 => ApiError::Unauthorized(message),
+        _ => ApiError::Internal(message),
+    }
+}
+
+impl ToolBackend for RemoteBackend {
+    async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<Value> {
+        let body = json!({ "tool": tool, "args": args, "sessionKey": caller });
+        let resp = self.post("/tools/invoke").json(&body).send().await.map_err(|e| self.unreachable(e))?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(|e| self.unreachable(e))?;
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        match v.get("ok") {
+            Some(Value::Bool(true)) => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
+            _ => Err(remote_error(status, &v)),
+        }
+    }
+
+    async fn drain_notices(&self, caller: &str) -> Vec<Value> {
+        let path = format!("/v1/sessions/{}/notices", utf8_percent_encode(caller, NON_ALPHANUMERIC));
+        let resp = match self.post(&path).send().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, caller, "draining notices failed");
+                return Vec::new();
+            }
+        };
+        let status = resp.status();
+        match resp.json::<Value>().await {
+            Ok(v) if status.is_success() => system_events(&v),
+            // 400/404: an invalid or not yet existing caller session has nothing queued.
+            Ok(_) if status.as_u16() == 400 || status.as_u16() == 404 => Vec::new(),
+            other => {
+                tracing::warn!(%status, answer = ?other.ok(), caller, "draining notices failed");
+                Vec::new()
+            }
+        }
+    }
+}

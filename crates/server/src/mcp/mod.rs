@@ -1,0 +1,275 @@
+//! The six tools over the Model Context Protocol (with the official Rust SDK, `rmcp`), on stdio
+//! (`sessionwatch mcp`) and on streamable HTTP (`/mcp` on the gateway).
+//!
+//! The server is generic over a [`ToolBackend`]: the gateway in this process or a gateway reached over
+//! HTTP. A tool call behaves exactly as `POST /tools/invoke`: same validation, same result. Tool errors
+//! are tool results with `isError: true` and the message; an unknown tool is a protocol error.
+//!
+//! **Notices.** After every call (successful or not) the caller's system-event queue is drained and its
+//! session-state notices acknowledged, as a turn would; whatever came out is appended to the result:
+//! `structuredContent.systemEvents: [{text, contextKey}]` and a text block "Session notices: …". An agent
+//! that only speaks MCP therefore learns once that a watched session changed.
+//!
+//! **Caller.** On stdio the caller session is fixed by `--session`. Over HTTP it is the
+//! `X-Sessionwatch-Session` header of each request (default `main`).
+
+mod backend;
+pub mod schema;
+
+pub use backend::{EmbeddedBackend, RemoteBackend, ToolBackend};
+
+use crate::error::ApiError;
+use crate::gateway::{Gateway, TOOL_NAMES};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+use sessionwatch_store::Store;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The HTTP header naming the caller session on `/mcp` (default `main`).
+pub const SESSION_HEADER: &str = "x-sessionwatch-session";
+
+/// Hosts `/mcp` always accepts (DNS-rebinding protection); others come from `gateway.mcpAllowedHosts`.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// An MCP server for the six tools.
+pub struct McpServer<B> {
+    backend: Arc<B>,
+    /// The caller fixed for this server (stdio); `None`: per request (HTTP header, default `main`).
+    caller: Option<Arc<str>>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl<B> Clone for McpServer<B> {
+    fn clone(&self) -> Self {
+        McpServer { backend: self.backend.clone(), caller: self.caller.clone(), tools: self.tools.clone() }
+    }
+}
+
+impl<B: ToolBackend> McpServer<B> {
+    pub fn new(backend: Arc<B>, caller: Option<String>) -> Self {
+        McpServer { backend, caller: caller.map(Into::into), tools: Arc::new(schema::tools()) }
+    }
+
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<String, ApiError> {
+        if let Some(c) = &self.caller {
+            return Ok(c.to_string());
+        }
+        let header = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get(SESSION_HEADER));
+        match header {
+            None => Ok("main".to_string()),
+            Some(v) => v.to_str().map(|s| s.trim().to_string()).map_err(|_| {
+                ApiError::invalid("the X-Sessionwatch-Session header must be a session key in plain text")
+            }),
+        }
+    }
+
+    /// Calls a tool as `caller` and renders the MCP result, with the caller's drained notices appended.
+    /// An unknown tool is a protocol error (`invalid_params`); everything else is a tool result.
+    pub async fn call(&self, caller: &str, tool: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+        if !TOOL_NAMES.contains(&tool) {
+            return Err(unknown_tool(tool));
+        }
+        let outcome = self.backend.call(caller, tool, &args).await;
+        if let Err(ApiError::UnknownTool(_)) = outcome {
+            return Err(unknown_tool(tool));
+        }
+        let notices = self.backend.drain_notices(caller).await;
+        Ok(render(tool, outcome, notices))
+    }
+}
+
+fn unknown_tool(tool: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown tool \"{tool}\" (available: {})", TOOL_NAMES.join(", ")), None)
+}
+
+impl<B: ToolBackend> ServerHandler for McpServer<B> {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("sessionwatch", env!("CARGO_PKG_VERSION")).with_title("sessionwatch"),
+            )
+            .with_instructions(schema::INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tool = request.name.to_string();
+        if !TOOL_NAMES.contains(&tool.as_str()) {
+            return Err(unknown_tool(&tool));
+        }
+        let caller = match self.caller(&context) {
+            Ok(c) => c,
+            Err(e) => return Ok(render(&tool, Err(e), Vec::new()).into()),
+        };
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        tracing::debug!(tool, caller, "mcp tool call");
+        Ok(self.call(&caller, &tool, args).await?.into())
+    }
+}
+
+/// The result of a call: structured content (the tool's result, or `{error:{type,message}}`) plus a
+/// readable text block, then the notices (`systemEvents` and a "Session notices" text block).
+fn render(tool: &str, outcome: Result<Value, ApiError>, notices: Vec<Value>) -> CallToolResult {
+    let (mut structured, text, is_error) = match outcome {
+        Ok(v) => {
+            let text = summary(tool, &v);
+            let structured = match v {
+                Value::Object(m) => m,
+                other => Map::from_iter([("result".to_string(), other)]),
+            };
+            (structured, text, false)
+        }
+        Err(e) => {
+            let text = format!("Error ({}): {e}", e.kind());
+            let body = json!({ "type": e.kind(), "message": e.to_string() });
+            (Map::from_iter([("error".to_string(), body)]), text, true)
+        }
+    };
+    let mut content = vec![ContentBlock::text(text)];
+    if !notices.is_empty() {
+        content.push(ContentBlock::text(notices_text(&notices)));
+        structured.insert("systemEvents".into(), Value::Array(notices));
+    }
+    let mut result = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    result.structured_content = Some(Value::Object(structured));
+    result
+}
+
+fn notices_text(notices: &[Value]) -> String {
+    let mut out = String::from(
+        "Session notices (each is delivered once and is now acknowledged; act on it before relying on \
+         what you knew about that session):",
+    );
+    for n in notices {
+        out.push_str("\n- ");
+        out.push_str(n["text"].as_str().unwrap_or_default());
+    }
+    out
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("?")
+}
+
+/// A readable rendering of a tool result for models that read text only.
+fn summary(tool: &str, v: &Value) -> String {
+    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
+    let head = match tool {
+        "session_status" => {
+            return v.get("statusText").and_then(Value::as_str).unwrap_or(&pretty).to_string();
+        }
+        "sessions_list" => {
+            let rows = v["sessions"].as_array().map(Vec::as_slice).unwrap_or_default();
+            let mut s = format!("{} session(s):", rows.len());
+            for r in rows {
+                s.push_str(&format!(
+                    "\n- {} ({}), stateVersion {}",
+                    str_of(r, "key"),
+                    str_of(r, "kind"),
+                    r.get("stateVersion").and_then(Value::as_u64).unwrap_or(0)
+                ));
+                if let Some(name) = r.get("displayName").and_then(Value::as_str) {
+                    s.push_str(&format!(", \"{name}\""));
+                }
+            }
+            return s;
+        }
+        "sessions_history" => {
+            let msgs = v["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+            let mut s = format!(
+                "Transcript of {} ({} message(s), oldest first):",
+                str_of(v, "sessionKey"),
+                msgs.len()
+            );
+            for m in msgs {
+                s.push_str(&format!("\n[{}] {}", str_of(m, "role"), str_of(m, "text")));
+            }
+            return s;
+        }
+        "sessions_send" => {
+            let mut s = format!(
+                "Message sent to {}: run {}, status {}.",
+                str_of(v, "sessionKey"),
+                str_of(v, "runId"),
+                str_of(v, "status")
+            );
+            if let Some(reply) = v.get("reply").and_then(Value::as_str) {
+                s.push_str(&format!("\nReply: {reply}"));
+            }
+            match v.get("watched").and_then(Value::as_bool) {
+                Some(true) => s.push_str("\nYou now watch that session."),
+                Some(false) => s.push_str("\nNo watch was registered."),
+                None => {}
+            }
+            s
+        }
+        "sessions_spawn" => format!(
+            "Spawned {} (run {}, status {}). You watch it: a change by another actor brings one notice.",
+            str_of(v, "childSessionKey"),
+            str_of(v, "runId"),
+            str_of(v, "status")
+        ),
+        "sessions_unwatch" => match v.get("unwatched").and_then(Value::as_bool) {
+            Some(true) => "Stopped watching that session.".to_string(),
+            _ => "There was no watch on that session.".to_string(),
+        },
+        _ => String::new(),
+    };
+    format!("{head}\n\n```json\n{pretty}\n```")
+}
+
+/// Serves the MCP server on stdin/stdout until the client goes away. Logs must go to stderr.
+pub async fn serve_stdio<B: ToolBackend>(backend: Arc<B>, caller: String) -> anyhow::Result<()> {
+    let server = McpServer::new(backend, Some(caller));
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// The streamable HTTP service for `/mcp`: tools of `gateway` in this process, caller per request from
+/// [`SESSION_HEADER`]. Accepts loopback `Host`s plus `extra_hosts`; stops its streams when `shutdown`
+/// is cancelled.
+pub fn http_service<S: Store>(
+    gateway: Arc<Gateway<S>>,
+    extra_hosts: &[String],
+    shutdown: CancellationToken,
+) -> StreamableHttpService<McpServer<EmbeddedBackend<S>>, LocalSessionManager> {
+    let backend = Arc::new(EmbeddedBackend::new(gateway));
+    let hosts: Vec<String> =
+        LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(extra_hosts.iter().cloned()).collect();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_cancellation_token(shutdown)
+        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
+    StreamableHttpService::new(
+        move || Ok(McpServer::new(backend.clone(), None)),
+        LocalSessionManager::default().into(),
+        config,
+    )
+}

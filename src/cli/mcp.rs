@@ -1,0 +1,89 @@
+//! `sessionwatch mcp`: an MCP server on stdio bound to one caller session.
+//!
+//! It talks to a running gateway (`--url`, or the default URL when a gateway answers there) or, when no
+//! gateway runs, to a gateway embedded in this process on the default database. stdout carries the
+//! protocol; logs go to stderr only.
+
+use anyhow::Context;
+use clap::Args;
+use sessionwatch_core::SystemClock;
+use sessionwatch_server::Gateway;
+use sessionwatch_server::config::DEFAULT_LISTEN;
+use sessionwatch_server::mcp::{self, EmbeddedBackend, RemoteBackend};
+use sessionwatch_store::{SqliteOptions, SqliteStore};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// The caller session: tools run as this session and its notices are delivered in tool results.
+    #[arg(long, env = "SESSIONWATCH_SESSION", default_value = "main")]
+    pub session: String,
+    /// Gateway URL. Without it, the default URL is used if a gateway answers there, else an embedded
+    /// gateway on the default database.
+    #[arg(long, env = "SESSIONWATCH_URL")]
+    pub url: Option<String>,
+    /// Bearer token (default: read from the data dir).
+    #[arg(long, env = "SESSIONWATCH_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Data dir (the token; the embedded gateway's database).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Embedded gateway only: TOML config file.
+    #[arg(long, env = "SESSIONWATCH_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Embedded gateway only: the SQLite database (default: the data dir's).
+    #[arg(long)]
+    pub database: Option<String>,
+    /// Never start an embedded gateway: fail if no gateway answers.
+    #[arg(long)]
+    pub remote_only: bool,
+    /// Always use an embedded gateway on the database (ignores --url and a gateway at the default URL).
+    #[arg(long, conflicts_with = "remote_only")]
+    pub embedded: bool,
+}
+
+pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+    super::init_tracing("warn");
+    let caller = args.session.trim().to_string();
+    if caller.is_empty() {
+        anyhow::bail!("--session must not be empty");
+    }
+    let data_dir = args.data_dir.clone().unwrap_or_else(super::default_data_dir);
+    let token = match &args.token {
+        Some(t) => Some(t.clone()),
+        None => sessionwatch_server::auth::read_token(&data_dir).context("cannot read the gateway token")?,
+    };
+    let url = args.url.clone().unwrap_or_else(|| format!("http://{DEFAULT_LISTEN}"));
+    let remote = RemoteBackend::new(&url, token);
+    let use_remote = !args.embedded
+        && (args.url.is_some() || args.remote_only || remote.is_up(Duration::from_millis(500)).await);
+    if use_remote {
+        remote.check().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        tracing::info!(url = %remote.base_url(), session = %caller, "MCP on stdio, tools of the gateway");
+        mcp::serve_stdio(Arc::new(remote), caller).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let serve_args = super::serve::ServeArgs {
+        config: args.config.clone(),
+        database: args.database.clone(),
+        data_dir: Some(data_dir),
+        ..Default::default()
+    };
+    let config = super::serve::load_config(&serve_args)?;
+    if config.postgres_url().is_some() {
+        anyhow::bail!("PostgreSQL support is not built into this version yet; use a SQLite path");
+    }
+    let path = config.sqlite_path();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let store = SqliteStore::open(&path, SqliteOptions::default())
+        .with_context(|| format!("cannot open the database {}", path.display()))?;
+    let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
+    tracing::info!(database = %path.display(), session = %caller, "MCP on stdio, embedded gateway");
+    mcp::serve_stdio(Arc::new(EmbeddedBackend::new(gateway)), caller).await?;
+    Ok(ExitCode::SUCCESS)
+}

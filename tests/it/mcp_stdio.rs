@@ -1,0 +1,121 @@
+//! `sessionwatch mcp` on stdio, driven by rmcp's child-process client: the shared MCP story against a
+//! gateway on port 0 (`--url`), the embedded gateway (`--embedded`), and a clear failure when the
+//! gateway cannot be reached.
+
+#[path = "../../crates/server/tests/it/mcp_story.rs"]
+mod mcp_story;
+
+use mcp_story::{MAIN, call, ok, story, structured, tool_error};
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::json;
+use sessionwatch_core::SystemClock;
+use sessionwatch_server::{AppState, Config, Gateway};
+use sessionwatch_store::{SqliteOptions, SqliteStore};
+use std::path::Path;
+use std::sync::Arc;
+
+pub const TOKEN: &str = "stdio-test-token";
+pub const BIN: &str = env!("CARGO_BIN_EXE_sessionwatch");
+
+/// Starts `sessionwatch mcp ARGS` as an MCP server on stdio (its home in `home`, never the user's).
+pub async fn mcp_child(home: &Path, args: &[&str]) -> RunningService<RoleClient, ()> {
+    let cmd = tokio::process::Command::new(BIN).configure(|c| {
+        c.arg("mcp").args(args).env("SESSIONWATCH_HOME", home);
+        for var in ["SESSIONWATCH_URL", "SESSIONWATCH_TOKEN", "SESSIONWATCH_SESSION", "SESSIONWATCH_CONFIG"] {
+            c.env_remove(var);
+        }
+    });
+    ().serve(TokioChildProcess::new(cmd).expect("spawn sessionwatch mcp"))
+        .await
+        .expect("initialize over stdio")
+}
+
+/// A gateway on port 0 in this process, with a bearer token.
+pub struct TestGateway {
+    pub url: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+pub async fn start_gateway() -> TestGateway {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("sw.db"), SqliteOptions::default()).unwrap();
+    let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
+    let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
+    let state = Arc::new(AppState { gateway, token: Some(TOKEN.into()), metrics: Default::default() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(sessionwatch_server::run(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    TestGateway { url, stop, server, _dir: dir }
+}
+
+impl TestGateway {
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        self.server.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_stdio_story_against_a_gateway() {
+    let gw = start_gateway().await;
+    let url = gw.url.clone();
+    let home = tempfile::tempdir().unwrap();
+    let client = mcp_child(home.path(), &["--session", MAIN, "--url", &url, "--token", TOKEN]).await;
+    let human_turn = async |child: &str| {
+        let resp = reqwest::Client::new()
+            .post(format!("{url}/v1/sessions/{}/inbound", child.replace(':', "%3A")))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "text": "wait, I changed the plan", "channel": "telegram", "actor": { "type": "human" } }))
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "inbound: {}", resp.status());
+    };
+    story(&client, human_turn).await;
+    client.cancel().await.unwrap();
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_stdio_embedded_gateway() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("data");
+    let client =
+        mcp_child(home.path(), &["--embedded", "--session", MAIN, "--data-dir", data.to_str().unwrap()])
+            .await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 6);
+    let spawn = ok(call(&client, "sessions_spawn", json!({ "task": "embedded" })).await);
+    let child = structured(&spawn)["childSessionKey"].as_str().unwrap().to_string();
+    let status = ok(call(&client, "session_status", json!({ "sessionKey": child, "changesSince": 0 })).await);
+    assert_eq!(structured(&status)["stateChanges"]["events"][0]["kind"], "created");
+    tool_error(
+        &call(&client, "sessions_list", json!({ "kinds": "subagent" })).await,
+        "invalid_argument",
+        "kinds",
+    );
+    client.cancel().await.unwrap();
+    assert!(data.join("sessionwatch.db").exists(), "the embedded gateway uses the data dir's database");
+}
+
+#[tokio::test]
+async fn mcp_stdio_unreachable_gateway_is_a_clear_error() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .args(["mcp", "--session", MAIN, "--url", "http://127.0.0.1:9", "--token", "x"])
+        .env("SESSIONWATCH_HOME", home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "stdout is for the protocol only");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the gateway at http://127.0.0.1:9"), "{err}");
+}
