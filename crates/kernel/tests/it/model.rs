@@ -18,7 +18,7 @@ use crate::common::{Env, notices};
 use proptest::prelude::*;
 use sessionwatch_core::{Actor, EventKind, GoalChange, Limit, NewEvent, Provenance, RunStatus};
 use sessionwatch_kernel::{Kernel, RecordOutcome};
-use sessionwatch_store::{RetentionPolicy, SqliteStore, Store};
+use sessionwatch_store::{RetentionPolicy, Store};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 const WATCHERS: [&str; 2] = ["agent:main:main", "agent:main:subagent:w1"];
@@ -31,7 +31,7 @@ const NW: usize = WATCHERS.len();
 const NT: usize = TARGETS.len();
 
 #[derive(Clone, Debug)]
-enum Op {
+pub(crate) enum Op {
     /// A human turn (recorded only when watched).
     Human {
         t: usize,
@@ -63,7 +63,7 @@ enum Op {
     },
 }
 
-fn op() -> impl Strategy<Value = Op> {
+pub(crate) fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0..NT).prop_map(|t| Op::Human { t }),
         2 => (0..NT, prop::option::of(0..NW)).prop_map(|(t, by)| Op::Goal { t, by }),
@@ -166,32 +166,54 @@ impl Model {
     }
 }
 
-struct Sut {
-    env: Env,
-    kernel: Option<Kernel<SqliteStore>>,
+/// Where the kernel under test keeps its state: the model test runs against every store.
+pub(crate) trait Backend {
+    type S: Store;
+    /// A (re)start of the process on the same durable state: a fresh store handle and kernel.
+    fn start(&self) -> impl std::future::Future<Output = Kernel<Self::S>>;
+    fn clock(&self) -> &sessionwatch_core::ManualClock;
+}
+
+impl Backend for Env {
+    type S = sessionwatch_store::SqliteStore;
+    async fn start(&self) -> Kernel<Self::S> {
+        Env::start(self).await
+    }
+    fn clock(&self) -> &sessionwatch_core::ManualClock {
+        &self.clock
+    }
+}
+
+/// The retention the model expects for a run.
+pub(crate) fn retention(max_rows: usize) -> RetentionPolicy {
+    RetentionPolicy { max_rows: max_rows as u64, ..RetentionPolicy::default() }
+}
+
+struct Sut<B: Backend> {
+    env: B,
+    kernel: Option<Kernel<B::S>>,
     max_rows: usize,
 }
 
-impl Sut {
-    fn k(&self) -> &Kernel<SqliteStore> {
+impl<B: Backend> Sut<B> {
+    fn k(&self) -> &Kernel<B::S> {
         self.kernel.as_ref().unwrap()
     }
 }
 
-async fn run(ops: Vec<Op>, max_rows: usize) {
-    let env =
-        Env::with_retention(RetentionPolicy { max_rows: max_rows as u64, ..RetentionPolicy::default() });
+/// Runs `ops` on `env` (whose retention keeps `max_rows` rows) and checks the model after every step.
+pub(crate) async fn run<B: Backend>(env: B, ops: Vec<Op>, max_rows: usize) {
     let kernel = env.start().await;
     let mut sut = Sut { env, kernel: Some(kernel), max_rows };
     let mut m = Model::default();
     for (step, op) in ops.into_iter().enumerate() {
-        sut.env.clock.advance(1000);
+        sut.env.clock().advance(1000);
         apply(&mut sut, &mut m, &op, step).await;
         check(&sut, &m, step, &op).await;
     }
 }
 
-async fn apply(sut: &mut Sut, m: &mut Model, op: &Op, step: usize) {
+async fn apply<B: Backend>(sut: &mut Sut<B>, m: &mut Model, op: &Op, step: usize) {
     match *op {
         Op::Human { t } => {
             let (key, agent) = TARGETS[t];
@@ -297,7 +319,7 @@ async fn apply(sut: &mut Sut, m: &mut Model, op: &Op, step: usize) {
     }
 }
 
-async fn check(sut: &Sut, m: &Model, step: usize, op: &Op) {
+async fn check<B: Backend>(sut: &Sut<B>, m: &Model, step: usize, op: &Op) {
     let k = sut.k();
     for (t, (key, agent)) in TARGETS.iter().enumerate() {
         let h = k.head(key, agent).await;
@@ -353,16 +375,6 @@ async fn check(sut: &Sut, m: &Model, step: usize, op: &Op) {
     }
 }
 
-fn cases() -> u32 {
+pub(crate) fn cases() -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
-
-    #[test]
-    fn kernel_matches_reference_model(ops in prop::collection::vec(op(), 1..70), max_rows in 2usize..12) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(run(ops, max_rows));
-    }
 }

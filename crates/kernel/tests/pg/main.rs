@@ -254,3 +254,57 @@ async fn the_cross_gateway_bench_runs() {
     assert!(get("cross_gateway_notice_p50_ms") < 1000.0, "{figures:?}");
     assert!(get("cross_gateway_notice_p50_ms") <= get("cross_gateway_notice_p99_ms"));
 }
+
+#[allow(dead_code)]
+#[path = "../it/common.rs"]
+mod common;
+#[path = "../it/model.rs"]
+mod model;
+
+/// The model-based property test on PostgreSQL: every case in its own fresh schema; a restart is a new
+/// pool and kernel on the same schema.
+mod model_postgres {
+    use crate::model::{Backend, op, retention, run};
+    use proptest::prelude::*;
+    use sessionwatch_core::ManualClock;
+    use sessionwatch_kernel::{Kernel, KernelConfig};
+    use sessionwatch_store::PostgresStore;
+    use sessionwatch_store::postgres::testing::TestSchema;
+    use std::sync::Arc;
+
+    struct PgEnv {
+        schema: TestSchema,
+        clock: Arc<ManualClock>,
+        config: KernelConfig,
+    }
+
+    impl Backend for PgEnv {
+        type S = PostgresStore;
+        async fn start(&self) -> Kernel<PostgresStore> {
+            Kernel::start(self.schema.store().await, self.clock.clone(), self.config.clone()).await
+        }
+        fn clock(&self) -> &ManualClock {
+            &self.clock
+        }
+    }
+
+    fn cases() -> u32 {
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(12)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        #[test]
+        fn kernel_matches_reference_model_on_postgres(ops in prop::collection::vec(op(), 1..50), max_rows in 2usize..12) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let Some(schema) = TestSchema::create("model").await else { return };
+                let env = crate::common::Env::with_retention(retention(max_rows));
+                let config = env.config.clone();
+                let clock = env.clock.clone();
+                run(PgEnv { schema, clock, config }, ops, max_rows).await;
+            });
+        }
+    }
+}
