@@ -16,7 +16,7 @@ mod model_sqlite {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: cases(48), ..ProptestConfig::default() })]
 
         #[test]
         fn kernel_matches_reference_model(ops in prop::collection::vec(op(), 1..70), max_rows in 2usize..12) {

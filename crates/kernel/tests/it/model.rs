@@ -375,6 +375,7 @@ async fn check<B: Backend>(sut: &Sut<B>, m: &Model, step: usize, op: &Op) {
     }
 }
 
-pub(crate) fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
+/// `PROPTEST_CASES`, else `default`.
+pub(crate) fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }

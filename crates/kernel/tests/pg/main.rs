@@ -288,12 +288,8 @@ mod model_postgres {
         }
     }
 
-    fn cases() -> u32 {
-        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(12)
-    }
-
     proptest! {
-        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: cases(12), ..ProptestConfig::default() })]
 
         #[test]
         fn kernel_matches_reference_model_on_postgres(ops in prop::collection::vec(op(), 1..50), max_rows in 2usize..12) {
