@@ -264,7 +264,7 @@ mod model;
 /// The model-based property test on PostgreSQL: every case in its own fresh schema; a restart is a new
 /// pool and kernel on the same schema.
 mod model_postgres {
-    use crate::model::{Backend, op, retention, run};
+    use crate::model::{Backend, cases, op, retention, run};
     use proptest::prelude::*;
     use sessionwatch_core::ManualClock;
     use sessionwatch_kernel::{Kernel, KernelConfig};
