@@ -12,9 +12,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const INSERT_EVENT: &str = "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, \
-     actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
+     actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
      VALUES (?1, ?2, ?3, NULL, 'human_direct_message', 'human', NULL, NULL, ?4, 'human message via bench', \
-     '{\"channel\":\"bench\"}', NULL)";
+     NULL, NULL, (SELECT COALESCE(MAX(id), 0) + 1 FROM session_state_events))";
 
 impl SqliteStore {
     /// Appends `per_session` human-message rows to each of `sessions` (key, agent), round-robin, in one

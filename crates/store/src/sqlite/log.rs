@@ -13,25 +13,25 @@ const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, 
      occurred_at, summary, payload_json, dedupe_key";
 
 pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
-    let kind: String = r.get(4)?;
-    let actor_type: String = r.get(5)?;
     let bad =
         |what: String| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, what.into());
+    // Kind and actor type are matched in place, without allocating.
+    let kind = r.get_ref(4)?.as_str()?;
+    let kind = EventKind::parse(kind).ok_or_else(|| bad(format!("unknown event kind {kind:?}")))?;
+    let actor_type = r.get_ref(5)?.as_str()?;
+    let actor_type =
+        ActorType::parse(actor_type).ok_or_else(|| bad(format!("unknown actor type {actor_type:?}")))?;
     Ok(StoredEvent {
         sequence: r.get::<_, i64>(0)? as u64,
         session_key: r.get(1)?,
         agent_id: r.get(2)?,
         session_id: r.get(3)?,
-        kind: EventKind::parse(&kind).ok_or_else(|| bad(format!("unknown event kind {kind:?}")))?,
-        actor: Actor {
-            kind: ActorType::parse(&actor_type)
-                .ok_or_else(|| bad(format!("unknown actor type {actor_type:?}")))?,
-            id: r.get(6)?,
-        },
+        kind,
+        actor: Actor { kind: actor_type, id: r.get(6)? },
         run_id: r.get(7)?,
         occurred_at: r.get(8)?,
         summary: r.get(9)?,
-        payload: payload::decode(r.get::<_, Option<String>>(10)?.as_deref()),
+        payload: payload::decode(r.get_ref(10)?.as_str_or_null()?),
         dedupe_key: r.get(11)?,
     })
 }
@@ -88,8 +88,9 @@ impl SqliteStore {
         };
         tx.prepare_cached(
             "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
-             actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+             (SELECT COALESCE(MAX(id), 0) + 1 FROM session_state_events))",
         )?
         .execute(params![
             stored.session_key,

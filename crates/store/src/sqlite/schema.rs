@@ -14,12 +14,13 @@ CREATE TABLE sessionwatch_meta (
   value TEXT NOT NULL
 ) STRICT;
 
--- id orders rows globally (the row cap keeps the newest); sequence is per (session_key, agent_id).
+-- Clustered by (session_key, agent_id, sequence): a changesSince page is one contiguous range scan.
+-- id orders rows globally (the row cap keeps the newest); it is one more than the largest id present.
 CREATE TABLE session_state_events (
-  id INTEGER PRIMARY KEY,
   session_key TEXT NOT NULL,
   agent_id TEXT NOT NULL,
   sequence INTEGER NOT NULL,
+  id INTEGER NOT NULL,
   session_id TEXT,
   kind TEXT NOT NULL,
   actor_type TEXT NOT NULL CHECK (actor_type IN ('human','agent','system')),
@@ -28,9 +29,10 @@ CREATE TABLE session_state_events (
   occurred_at INTEGER NOT NULL,
   summary TEXT NOT NULL,
   payload_json TEXT,
-  dedupe_key TEXT
-) STRICT;
-CREATE UNIQUE INDEX idx_events_session_sequence ON session_state_events (session_key, agent_id, sequence);
+  dedupe_key TEXT,
+  PRIMARY KEY (session_key, agent_id, sequence)
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX idx_events_id ON session_state_events (id);
 CREATE UNIQUE INDEX idx_events_session_dedupe ON session_state_events (session_key, agent_id, dedupe_key)
   WHERE dedupe_key IS NOT NULL;
 CREATE INDEX idx_events_occurred_at ON session_state_events (occurred_at);
