@@ -42,7 +42,7 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchWhat {
-    /// The signal log, watches and notices on SQLite, against a bare SQLite commit loop.
+    /// The signal log, watches and notices on SQLite (or PostgreSQL), against a bare commit loop.
     Kernel {
         #[arg(long)]
         json: bool,
@@ -52,6 +52,9 @@ enum BenchWhat {
         /// Where the bench databases go (default: a temporary dir).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// `postgres://…`: run on this PostgreSQL database instead (fresh schemas, dropped afterwards).
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
     },
     /// The gateway over loopback HTTP with 16 concurrent clients.
     Gateway {
@@ -75,10 +78,18 @@ fn print_figures(figures: &[(String, f64, &str)], json: bool) {
 
 async fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
     match what {
-        BenchWhat::Kernel { json, quick, dir } => {
+        BenchWhat::Kernel { json, quick, dir, database } => {
             let tmp = tempfile::tempdir()?;
             let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
-            let figures = sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await;
+            let figures = match database {
+                Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                    sessionwatch_kernel::bench::run_kernel_bench_postgres(&url, quick)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("bench kernel on PostgreSQL: {e}"))?
+                }
+                Some(other) => anyhow::bail!("--database must be a postgres:// URL, got {other:?}"),
+                None => sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await,
+            };
             let rows: Vec<_> = figures.into_iter().map(|f| (f.name.to_string(), f.value, f.unit)).collect();
             print_figures(&rows, json);
         }
