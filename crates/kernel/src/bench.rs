@@ -108,7 +108,7 @@ impl BenchBackend for SqliteBackend {
     const RAW_FIGURE: &'static str = "raw_sqlite_commit_per_s";
 
     async fn open(&self, name: &str) -> BenchResult<SqliteStore> {
-        SqliteStore::open(&self.fresh_path(name), SqliteOptions::default())
+        SqliteStore::open(self.fresh_path(name), SqliteOptions::default())
             .map_err(|e| format!("open {name}: {e}"))
     }
 
