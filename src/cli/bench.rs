@@ -33,6 +33,9 @@ pub enum BenchWhat {
         /// Where the bench databases go (default: a temporary dir).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// `postgres://…`: run on this PostgreSQL database instead (fresh schemas, dropped afterwards).
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
     },
     /// The gateway over loopback HTTP with 16 concurrent clients, and the wake latency.
     Gateway {
@@ -80,10 +83,18 @@ const MB: f64 = 1_000_000.0;
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.what {
-        BenchWhat::Kernel { json, quick, dir } => {
+        BenchWhat::Kernel { json, quick, dir, database } => {
             let tmp = tempfile::tempdir()?;
             let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
-            let figures = sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await;
+            let figures = match database {
+                Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                    sessionwatch_kernel::bench::run_kernel_bench_postgres(&url, quick)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("bench kernel on PostgreSQL: {e}"))?
+                }
+                Some(other) => anyhow::bail!("--database must be a postgres:// URL, got {other:?}"),
+                None => sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await,
+            };
             print(
                 figures
                     .into_iter()

@@ -1,15 +1,20 @@
-//! The kernel benchmark behind `sessionwatch bench kernel`: every figure is measured in one run, on the
-//! embedded SQLite store in `dir`, through the real code paths (`Kernel::record`, `changes_since`,
-//! `prune_now`, `sweep`). Big fixtures are written with the store's batched fill helpers first.
+//! The kernel benchmark behind `sessionwatch bench kernel`: every figure is measured in one run, through
+//! the real code paths (`Kernel::record`, `changes_since`, `prune_now`, `sweep`), on the embedded SQLite
+//! store in a directory ([`run_kernel_bench`]) or on a PostgreSQL database ([`run_kernel_bench_postgres`],
+//! every sub-bench in its own fresh schema, dropped afterwards). Big fixtures are written with the
+//! store's batched fill helpers first. The measurement code is shared ([`BenchBackend`]); the figure
+//! names are the same on both, except the bare baseline (`raw_sqlite_commit_per_s` /
+//! `raw_postgres_commit_per_s`) and the PostgreSQL-only cross-gateway figures.
 //!
 //! `quick` shrinks every size so CI can smoke-test the whole run in a few seconds; its numbers are not
 //! meaningful.
 
 use crate::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_core::{Clock, Limit, NewEvent, Provenance, SystemClock};
+use sessionwatch_store::postgres::testing::{drop_schema, unique_schema_name};
 use sessionwatch_store::sqlite::bench::raw_commit_loop;
-use sessionwatch_store::{RetentionPolicy, SqliteOptions, SqliteStore};
-use std::path::Path;
+use sessionwatch_store::{PostgresStore, RetentionPolicy, SqliteOptions, SqliteStore, Store};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,20 +66,158 @@ fn big_retention() -> RetentionPolicy {
     RetentionPolicy { max_rows: u64::MAX / 2, ..RetentionPolicy::default() }
 }
 
-async fn kernel(dir: &Path, name: &str, retention: RetentionPolicy) -> Kernel<SqliteStore> {
-    let path = dir.join(format!("{name}.db"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+type BenchResult<T> = Result<T, String>;
+
+/// Where a sub-bench's store lives and how its fixtures are written: the measurements are the same.
+trait BenchBackend {
+    type S: Store + Clone;
+    /// The name of the bare commit-loop baseline figure.
+    const RAW_FIGURE: &'static str;
+    /// A fresh, empty store for the sub-bench `name`.
+    async fn open(&self, name: &str) -> BenchResult<Self::S>;
+    /// Releases what [`open`](Self::open) created for `name` (after its kernel is dropped).
+    async fn close(&self, name: &str);
+    async fn fill_events(
+        &self,
+        s: &Self::S,
+        sessions: &[(String, String)],
+        per_session: u64,
+    ) -> BenchResult<()>;
+    async fn fill_cursors(&self, s: &Self::S, cursors: &[(String, String, u64, u64, u64)])
+    -> BenchResult<()>;
+    /// `rows` bare insert-and-commit round trips of the row an append writes; answers the elapsed time.
+    async fn raw_commit_loop(&self, rows: u64) -> BenchResult<Duration>;
+}
+
+struct SqliteBackend {
+    dir: PathBuf,
+}
+
+impl SqliteBackend {
+    fn fresh_path(&self, name: &str) -> PathBuf {
+        let path = self.dir.join(format!("{name}.db"));
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        path
     }
-    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("bench: open the store");
-    Kernel::start(store, Arc::new(SystemClock), config(retention)).await
+}
+
+impl BenchBackend for SqliteBackend {
+    type S = SqliteStore;
+    const RAW_FIGURE: &'static str = "raw_sqlite_commit_per_s";
+
+    async fn open(&self, name: &str) -> BenchResult<SqliteStore> {
+        SqliteStore::open(self.fresh_path(name), SqliteOptions::default())
+            .map_err(|e| format!("open {name}: {e}"))
+    }
+
+    async fn close(&self, _name: &str) {}
+
+    async fn fill_events(
+        &self,
+        s: &SqliteStore,
+        sessions: &[(String, String)],
+        per_session: u64,
+    ) -> BenchResult<()> {
+        s.bench_fill_events(sessions, per_session, SystemClock.now_ms())
+            .map_err(|e| format!("fill the log: {e}"))
+    }
+
+    async fn fill_cursors(
+        &self,
+        s: &SqliteStore,
+        cursors: &[(String, String, u64, u64, u64)],
+    ) -> BenchResult<()> {
+        s.bench_fill_cursors(cursors, STORE_IDENTITY, SystemClock.now_ms())
+            .map_err(|e| format!("fill cursors: {e}"))
+    }
+
+    async fn raw_commit_loop(&self, rows: u64) -> BenchResult<Duration> {
+        raw_commit_loop(&self.fresh_path("raw"), rows, &SqliteOptions::default())
+            .map_err(|e| format!("raw loop: {e}"))
+    }
+}
+
+struct PostgresBackend {
+    url: String,
+    /// The schema of every open sub-bench, by name.
+    schemas: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl PostgresBackend {
+    async fn connect(&self, name: &str) -> BenchResult<PostgresStore> {
+        let schema = unique_schema_name(&format!("swbench_{}", name.replace('-', "_")));
+        self.schemas.lock().unwrap().insert(name.to_string(), schema.clone());
+        PostgresStore::connect(&self.url, Some(&schema)).await.map_err(|e| format!("connect ({name}): {e}"))
+    }
+
+    /// Drops every schema still open (after a failed run).
+    async fn close_all(&self) {
+        let names: Vec<String> = self.schemas.lock().unwrap().keys().cloned().collect();
+        for name in names {
+            self.close(&name).await;
+        }
+    }
+}
+
+impl BenchBackend for PostgresBackend {
+    type S = PostgresStore;
+    const RAW_FIGURE: &'static str = "raw_postgres_commit_per_s";
+
+    async fn open(&self, name: &str) -> BenchResult<PostgresStore> {
+        self.connect(name).await
+    }
+
+    async fn close(&self, name: &str) {
+        let schema = self.schemas.lock().unwrap().remove(name);
+        if let Some(schema) = schema
+            && let Err(e) = drop_schema(&self.url, &schema).await
+        {
+            tracing::warn!(error = %e, schema, "could not drop the bench schema");
+        }
+    }
+
+    async fn fill_events(
+        &self,
+        s: &PostgresStore,
+        sessions: &[(String, String)],
+        per_session: u64,
+    ) -> BenchResult<()> {
+        s.bench_fill_events(sessions, per_session, SystemClock.now_ms())
+            .await
+            .map_err(|e| format!("fill the log: {e}"))
+    }
+
+    async fn fill_cursors(
+        &self,
+        s: &PostgresStore,
+        cursors: &[(String, String, u64, u64, u64)],
+    ) -> BenchResult<()> {
+        s.bench_fill_cursors(cursors, STORE_IDENTITY, SystemClock.now_ms())
+            .await
+            .map_err(|e| format!("fill cursors: {e}"))
+    }
+
+    async fn raw_commit_loop(&self, rows: u64) -> BenchResult<Duration> {
+        let store = self.connect("raw").await?;
+        let out = store.bench_raw_commit_loop(rows).await.map_err(|e| format!("raw loop: {e}"));
+        drop(store);
+        self.close("raw").await;
+        out
+    }
+}
+
+async fn kernel<B: BenchBackend>(b: &B, name: &str, retention: RetentionPolicy) -> BenchResult<Kernel<B::S>> {
+    let store = b.open(name).await?;
+    Ok(Kernel::start(store, Arc::new(SystemClock), config(retention)).await)
 }
 
 fn per_second(n: u64, elapsed: Duration) -> f64 {
     n as f64 / elapsed.as_secs_f64().max(1e-9)
 }
 
-async fn append(k: &Kernel<SqliteStore>, key: &str) {
+async fn append<S: Store>(k: &Kernel<S>, key: &str) {
     let ev = NewEvent::human_message(key, "main", "bench", None);
     match k.record(ev, vec![], false).await {
         RecordOutcome::Recorded(_) => {}
@@ -87,8 +230,8 @@ async fn append(k: &Kernel<SqliteStore>, key: &str) {
 pub const PRODUCERS: u64 = 16;
 
 /// `total` appends from [`PRODUCERS`] tasks; `key_of(i)` names the session of the i-th append.
-async fn append_concurrently(
-    k: &Kernel<SqliteStore>,
+async fn append_concurrently<S: Store>(
+    k: &Kernel<S>,
     total: u64,
     key_of: impl Fn(u64) -> String + Send + Sync + 'static,
 ) -> Duration {
@@ -130,56 +273,102 @@ fn peak_rss_mb() -> f64 {
 
 /// Runs every kernel benchmark in `dir` (which it fills with database files) and answers the figures.
 pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
-    let sz = if quick { &QUICK } else { &FULL };
     std::fs::create_dir_all(dir).expect("bench: create the bench dir");
+    let backend = SqliteBackend { dir: dir.to_path_buf() };
+    run(&backend, if quick { &QUICK } else { &FULL }).await.unwrap_or_else(|e| panic!("bench: {e}"))
+}
+
+/// Samples of the cross-gateway notice latency (full run; the quick run takes a tenth).
+const CROSS_GATEWAY_SAMPLES: usize = 200;
+
+/// Runs every kernel benchmark on the PostgreSQL database at `url` (each sub-bench in a fresh schema,
+/// dropped afterwards) and answers the figures: the SQLite ones with `raw_postgres_commit_per_s` as the
+/// baseline, then `cross_gateway_notice_p50_ms` and `cross_gateway_notice_p99_ms`.
+pub async fn run_kernel_bench_postgres(url: &str, quick: bool) -> Result<Vec<Figure>, String> {
+    let backend = PostgresBackend { url: url.to_string(), schemas: Default::default() };
+    let out = run(&backend, if quick { &QUICK } else { &FULL }).await;
+    backend.close_all().await;
+    let mut out = out?;
+    let samples = if quick { CROSS_GATEWAY_SAMPLES / 10 } else { CROSS_GATEWAY_SAMPLES };
+    let cross = crate::bench_pg::cross_gateway_notice_ms(url, samples)
+        .await
+        .map_err(|e| format!("cross-gateway notices: {e}"))?;
+    for (name, value, _) in cross {
+        let name = match name.as_str() {
+            "cross_gateway_notice_p50_ms" => "cross_gateway_notice_p50_ms",
+            "cross_gateway_notice_p99_ms" => "cross_gateway_notice_p99_ms",
+            _ => continue,
+        };
+        out.push(Figure { name, value, unit: "ms" });
+    }
+    // Peak RSS over the whole run, the cross-gateway part included.
+    if let Some(f) = out.iter_mut().find(|f| f.name == "peak_rss_mb") {
+        f.value = peak_rss_mb();
+    }
+    Ok(out)
+}
+
+async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     let mut out = vec![];
     let mut fig = |name, value, unit| out.push(Figure { name, value, unit });
 
     // Appends to one session, each durably committed before the next (one producer).
     let sequential_per_s = {
-        let k = kernel(dir, "append-sequential", big_retention()).await;
+        let name = "append-sequential";
+        let k = kernel(b, name, big_retention()).await?;
         let start = Instant::now();
         for _ in 0..sz.appends {
             append(&k, "agent:main:subagent:single").await;
         }
-        per_second(sz.appends, start.elapsed())
+        let v = per_second(sz.appends, start.elapsed());
+        drop(k);
+        b.close(name).await;
+        v
     };
     fig("append_single_session_sequential_per_s", sequential_per_s, "appends/s");
 
     // The same with concurrent producers: appends share group commits.
     let single_per_s = {
-        let k = kernel(dir, "append-single", big_retention()).await;
+        let name = "append-single";
+        let k = kernel(b, name, big_retention()).await?;
         let elapsed = append_concurrently(&k, sz.appends, |_| "agent:main:subagent:single".to_string()).await;
+        drop(k);
+        b.close(name).await;
         per_second(sz.appends, elapsed)
     };
     fig("append_single_session_per_s", single_per_s, "appends/s");
 
     // Appends spread over 100 sessions.
     {
-        let k = kernel(dir, "append-100-sessions", big_retention()).await;
+        let name = "append-100-sessions";
+        let k = kernel(b, name, big_retention()).await?;
         let elapsed =
             append_concurrently(&k, sz.appends, |i| format!("agent:main:subagent:s{}", i % 100)).await;
+        drop(k);
+        b.close(name).await;
         fig("append_100_sessions_per_s", per_second(sz.appends, elapsed), "appends/s");
     }
 
     // One target watched by 100 sessions: every append moves 100 cursors and queues 100 notices.
     {
-        let k = kernel(dir, "append-100-watchers", big_retention()).await;
+        let name = "append-100-watchers";
+        let k = kernel(b, name, big_retention()).await?;
         let target = "agent:main:subagent:watched";
         for i in 0..100 {
             assert!(k.register_watch(&format!("agent:w{i}:main"), target, Provenance::Explicit).await);
         }
         let elapsed = append_concurrently(&k, sz.watcher_appends, move |_| target.to_string()).await;
+        drop(k);
+        b.close(name).await;
         fig("append_100_watchers_per_s", per_second(sz.watcher_appends, elapsed), "appends/s");
     }
 
     // changesSince(limit 200) at random positions of a big log.
     {
-        let k = kernel(dir, "changes-since", big_retention()).await;
+        let name = "changes-since";
+        let k = kernel(b, name, big_retention()).await?;
         let key = "agent:main:subagent:log";
-        k.store()
-            .bench_fill_events(&[(key.into(), "main".into())], sz.log_rows, SystemClock.now_ms())
-            .expect("bench: fill the log");
+        b.fill_events(k.store(), &[(key.into(), "main".into())], sz.log_rows).await?;
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
         let mut lat = Vec::with_capacity(sz.queries);
         for _ in 0..sz.queries {
@@ -192,6 +381,8 @@ pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
             lat.push(start.elapsed());
             assert_eq!(page.events.len(), 200, "bench: a full page");
         }
+        drop(k);
+        b.close(name).await;
         lat.sort();
         fig("changes_since_200_p50_us", percentile(&lat, 50).as_secs_f64() * 1e6, "us");
         fig("changes_since_200_p99_us", percentile(&lat, 99).as_secs_f64() * 1e6, "us");
@@ -199,23 +390,25 @@ pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
 
     // Retention by row count: 62k rows over 100 sessions down to 50k.
     {
+        let name = "prune";
         let retention = RetentionPolicy { max_rows: sz.prune_to, ..RetentionPolicy::default() };
-        let k = kernel(dir, "prune", retention).await;
+        let k = kernel(b, name, retention).await?;
         let sessions: Vec<(String, String)> =
             (0..100).map(|i| (format!("agent:main:subagent:p{i}"), "main".to_string())).collect();
-        k.store()
-            .bench_fill_events(&sessions, sz.prune_from / 100, SystemClock.now_ms())
-            .expect("bench: fill for pruning");
+        b.fill_events(k.store(), &sessions, sz.prune_from / 100).await?;
         let start = Instant::now();
-        let report = k.prune_now().await.expect("bench: prune");
+        let report = k.prune_now().await.map_err(|e| format!("prune: {e}"))?;
         let elapsed = start.elapsed();
+        drop(k);
+        b.close(name).await;
         assert_eq!(report.events_by_cap, sz.prune_from - sz.prune_to, "bench: pruned the excess");
         fig("prune_62k_to_50k_ms", elapsed.as_secs_f64() * 1e3, "ms");
     }
 
     // The start-up sweep over 100k cursors (1,000 watchers × 100 targets), a tenth of them pending.
     {
-        let k = kernel(dir, "sweep", big_retention()).await;
+        let name = "sweep";
+        let k = kernel(b, name, big_retention()).await?;
         let watchers = sz.cursors / 100;
         let mut cursors = Vec::with_capacity(sz.cursors as usize);
         for w in 0..watchers {
@@ -225,29 +418,22 @@ pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
                 cursors.push((format!("agent:w{w}:main"), format!("agent:main:subagent:t{t}"), l, n, m));
             }
         }
-        k.store()
-            .bench_fill_cursors(&cursors, STORE_IDENTITY, SystemClock.now_ms())
-            .expect("bench: fill cursors");
+        b.fill_cursors(k.store(), &cursors).await?;
         drop(cursors);
         let start = Instant::now();
         let reopened = k.sweep().await;
         let elapsed = start.elapsed();
+        drop(k);
+        b.close(name).await;
         assert_eq!(reopened as u64, sz.cursors / 10, "bench: every pending cursor swept");
         fig("sweep_100k_cursors_ms", elapsed.as_secs_f64() * 1e3, "ms");
     }
 
-    // The bare-SQLite baseline with the same row, schema and pragmas.
-    let raw_per_s = {
-        let path = dir.join("raw.db");
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
-        let elapsed = raw_commit_loop(&path, sz.appends, &SqliteOptions::default()).expect("bench: raw loop");
-        per_second(sz.appends, elapsed)
-    };
-    fig("raw_sqlite_commit_per_s", raw_per_s, "commits/s");
+    // The bare baseline with the same row and schema (and, on SQLite, the same pragmas).
+    let raw_per_s = per_second(sz.appends, b.raw_commit_loop(sz.appends).await?);
+    fig(B::RAW_FIGURE, raw_per_s, "commits/s");
     fig("append_vs_raw_ratio", single_per_s / raw_per_s, "ratio");
     fig("append_sequential_vs_raw_ratio", sequential_per_s / raw_per_s, "ratio");
     fig("peak_rss_mb", peak_rss_mb(), "MiB");
-    out
+    Ok(out)
 }

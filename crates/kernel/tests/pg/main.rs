@@ -304,3 +304,39 @@ mod model_postgres {
         }
     }
 }
+
+/// The kernel benchmark in quick mode on PostgreSQL: it runs end to end and every figure is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_kernel_bench_on_postgres_reports_every_figure() {
+    let schema = pg_schema!("quick_kernel_bench_on_postgres_reports_every_figure");
+    let figures = sessionwatch_kernel::bench::run_kernel_bench_postgres(schema.url(), true)
+        .await
+        .expect("the PostgreSQL kernel bench runs");
+    let names: Vec<&str> = figures.iter().map(|f| f.name).collect();
+    assert_eq!(
+        names,
+        [
+            "append_single_session_sequential_per_s",
+            "append_single_session_per_s",
+            "append_100_sessions_per_s",
+            "append_100_watchers_per_s",
+            "changes_since_200_p50_us",
+            "changes_since_200_p99_us",
+            "prune_62k_to_50k_ms",
+            "sweep_100k_cursors_ms",
+            "raw_postgres_commit_per_s",
+            "append_vs_raw_ratio",
+            "append_sequential_vs_raw_ratio",
+            "peak_rss_mb",
+            "cross_gateway_notice_p50_ms",
+            "cross_gateway_notice_p99_ms",
+        ]
+    );
+    for f in &figures {
+        assert!(f.value.is_finite() && f.value > 0.0, "{} = {} {}", f.name, f.value, f.unit);
+        assert!(!f.unit.is_empty());
+    }
+    let value = |n: &str| figures.iter().find(|f| f.name == n).unwrap().value;
+    assert!(value("changes_since_200_p50_us") <= value("changes_since_200_p99_us"));
+    assert!(value("cross_gateway_notice_p50_ms") <= value("cross_gateway_notice_p99_ms"));
+}

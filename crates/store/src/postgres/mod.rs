@@ -7,6 +7,7 @@
 //! at a time, the others skip). Cross-gateway push uses LISTEN/NOTIFY as a wake-up only (see
 //! [`listen`](PostgresStore::listen)).
 
+pub mod bench;
 mod links;
 mod listen;
 mod log;
