@@ -158,7 +158,7 @@ impl SqliteStore {
     ) -> Result<ChangesPage> {
         self.read(|c| {
             // One read transaction so the head, floor and rows agree.
-            c.execute_batch("BEGIN")?;
+            c.prepare_cached("BEGIN")?.execute([])?;
             let out = (|| {
                 let h = head(c, key, agent)?;
                 let rows = c
@@ -170,7 +170,7 @@ impl SqliteStore {
                     .collect::<rusqlite::Result<Vec<_>>>()?;
                 Ok(ChangesPage::assemble(rows, limit, since, h.head, h.floor))
             })();
-            let _ = c.execute_batch("COMMIT");
+            let _ = c.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
             out
         })
     }

@@ -115,12 +115,7 @@ impl SqliteStore {
         }
         let mut readers = Vec::with_capacity(options.readers);
         for _ in 0..options.readers {
-            let r = Connection::open_with_flags(
-                &path,
-                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            r.busy_timeout(options.busy_timeout)?;
-            readers.push(r);
+            readers.push(open_reader(&path, &options)?);
         }
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -159,12 +154,7 @@ impl SqliteStore {
         let conn = match conn {
             Some(c) => c,
             None => {
-                let c = Connection::open_with_flags(
-                    &self.inner.path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )?;
-                c.busy_timeout(self.inner.options.busy_timeout)?;
-                c
+                open_reader(&self.inner.path, &self.inner.options)?
             }
         };
         let out = f(&conn);
@@ -179,6 +169,18 @@ impl SqliteStore {
     }
 }
 
+/// Reads map the file (no read syscall per page, one shared page cache in the OS) and keep prepared
+/// statements.
+const MMAP_BYTES: i64 = 256 * 1024 * 1024;
+
+fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
+    let r = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    r.busy_timeout(options.busy_timeout)?;
+    r.pragma_update(None, "mmap_size", MMAP_BYTES)?;
+    r.set_prepared_statement_cache_capacity(64);
+    Ok(r)
+}
+
 fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
     conn.busy_timeout(options.busy_timeout)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
@@ -191,6 +193,7 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
     };
     conn.pragma_update(None, "synchronous", sync)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }
