@@ -34,5 +34,12 @@ pub async fn run<S: Store>(
         shutdown.await;
         mcp_shutdown.cancel();
     };
+    // No Nagle: a wake or notice on the stream is one small write that must leave at once, not wait
+    // for the client's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
     axum::serve(listener, router).with_graceful_shutdown(shutdown).await
 }
