@@ -3,6 +3,10 @@
 
 mod cli;
 
+// The gateway allocates many small, short-lived values per request (JSON, rows, keys).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     cli::main()
 }

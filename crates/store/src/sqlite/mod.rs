@@ -153,9 +153,7 @@ impl SqliteStore {
         let conn = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match conn {
             Some(c) => c,
-            None => {
-                open_reader(&self.inner.path, &self.inner.options)?
-            }
+            None => open_reader(&self.inner.path, &self.inner.options)?,
         };
         let out = f(&conn);
         // The pool grows to the peak number of concurrent readers instead of reopening connections.
@@ -174,7 +172,10 @@ impl SqliteStore {
 const MMAP_BYTES: i64 = 256 * 1024 * 1024;
 
 fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
-    let r = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    let r = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
     r.busy_timeout(options.busy_timeout)?;
     r.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     r.set_prepared_statement_cache_capacity(64);

@@ -70,7 +70,7 @@ impl Writer {
             }
             let mut completions = Vec::with_capacity(jobs.len());
             let mut rolled_back: Vec<Completion> = Vec::new();
-            let outcome = match conn.execute_batch("BEGIN IMMEDIATE") {
+            let outcome = match run(&conn, "BEGIN IMMEDIATE") {
                 Err(e) => Err(StoreError::classify(e)),
                 Ok(()) => {
                     let mut began = Ok(());
@@ -83,11 +83,11 @@ impl Writer {
                             // SQLite rolled the whole transaction back (e.g. the disk is full): every
                             // job in it so far is lost; the rest start a new transaction.
                             rolled_back.append(&mut completions);
-                            began = conn.execute_batch("BEGIN IMMEDIATE");
+                            began = run(&conn, "BEGIN IMMEDIATE");
                         }
                     }
                     match began {
-                        Ok(()) => conn.execute_batch("COMMIT").map_err(StoreError::classify),
+                        Ok(()) => run(&conn, "COMMIT").map_err(StoreError::classify),
                         Err(e) => Err(StoreError::classify(e)),
                     }
                 }
@@ -123,9 +123,9 @@ impl Writer {
     pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let out = {
             let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-            conn.execute_batch("BEGIN IMMEDIATE").map_err(StoreError::classify)?;
+            run(&conn, "BEGIN IMMEDIATE").map_err(StoreError::classify)?;
             match f(&conn) {
-                Ok(v) => match conn.execute_batch("COMMIT") {
+                Ok(v) => match run(&conn, "COMMIT") {
                     Ok(()) => Ok(v),
                     Err(e) => {
                         let _ = conn.execute_batch("ROLLBACK");
@@ -144,15 +144,20 @@ impl Writer {
 }
 
 fn run_in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    conn.execute_batch("SAVEPOINT job").map_err(StoreError::classify)?;
+    run(conn, "SAVEPOINT job").map_err(StoreError::classify)?;
     let result = f(conn);
     let closed = match &result {
-        Ok(_) => conn.execute_batch("RELEASE job"),
-        Err(_) => conn.execute_batch("ROLLBACK TO job; RELEASE job"),
+        Ok(_) => run(conn, "RELEASE job"),
+        Err(_) => run(conn, "ROLLBACK TO job").and_then(|()| run(conn, "RELEASE job")),
     };
     match (result, closed) {
         (Ok(v), Ok(())) => Ok(v),
         (Ok(_), Err(e)) => Err(StoreError::classify(e)),
         (Err(e), _) => Err(e),
     }
+}
+
+/// One transaction-control statement, prepared once per connection (they run several times per write).
+fn run(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
