@@ -18,23 +18,7 @@ pub struct Server {
 impl Server {
     /// Starts a gateway on a free loopback port with `data_dir`.
     pub fn start(data_dir: &Path) -> Server {
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("SESSIONWATCH_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start sessionwatch serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected: {line:?}"))
-            .to_string();
-        let token = std::fs::read_to_string(data_dir.join("token")).unwrap().trim().to_string();
-        Server { child, base, token }
+        Server::start_with(data_dir, &[])
     }
 
     pub fn kill(mut self) {
