@@ -151,13 +151,12 @@ impl PostgresStore {
                 }
             }
         } else if e.kind.notifies() {
-            // Watchers in key order: cursor rows are always locked in (watcher, target) order.
-            let mut watchers: BTreeSet<String> = req.producer_watchers.iter().cloned().collect();
-            watchers.extend(watch::watchers_of(&tx, &e.session_key).await?);
-            for watcher in watchers {
-                let existing = watch::load_cursor(&tx, &watcher, &e.session_key, true).await?;
+            // Only cursor holders can be notified (a producer's watcher without a cursor is not watching):
+            // lock them all at once, in watcher order, decide in core, write the moved ones back at once.
+            let mut moved = vec![];
+            for (watcher, existing) in watch::lock_cursors_on(&tx, &e.session_key).await? {
                 let decision = on_material(
-                    existing.as_ref(),
+                    Some(&existing),
                     &watcher,
                     &e.session_key,
                     e.actor.id.as_deref(),
@@ -166,7 +165,6 @@ impl PostgresStore {
                     now,
                 );
                 if let MaterialDecision::Notify(cursor) = decision {
-                    watch::save_cursor(&tx, &watcher, &e.session_key, &cursor).await?;
                     if let (Some(w), Some(t)) =
                         (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&e.session_key))
                     {
@@ -177,8 +175,10 @@ impl PostgresStore {
                             queue_only: cursor.queue_only(),
                         });
                     }
+                    moved.push((watcher, cursor));
                 }
             }
+            watch::save_positions(&tx, &e.session_key, &moved).await?;
         }
         let notices = match &req.host_id {
             Some(me) if !notices.is_empty() => self.route_notices(&tx, me, notices).await?,
@@ -199,13 +199,13 @@ impl PostgresStore {
     ) -> Result<Vec<Notice>> {
         let mut local = vec![];
         let mut pushed = BTreeSet::new();
+        let hosts = watcher_hosts(tx, &notices, me).await?;
         for notice in notices {
             let watcher = notice.watcher.as_str();
-            let host = watcher_host(tx, watcher, me).await?;
-            match host {
+            match hosts.get(watcher) {
                 Some(host) if host != me => {
                     if pushed.insert((host.clone(), watcher.to_string())) {
-                        execute(tx, "SELECT pg_notify($1, $2)", &[&self.channel_for_host(&host), &watcher])
+                        execute(tx, "SELECT pg_notify($1, $2)", &[&self.channel_for_host(host), &watcher])
                             .await?;
                     }
                 }
@@ -274,6 +274,35 @@ impl PostgresStore {
 }
 
 /// The gateway hosting `watcher`; claims it for `me` when it has a session row and no host yet.
+/// The hosts of the notices' watchers: one read for all of them; only a watcher no gateway hosts yet
+/// takes the per-watcher claim below.
+async fn watcher_hosts(
+    tx: &deadpool_postgres::Transaction<'_>,
+    notices: &[Notice],
+    me: &str,
+) -> Result<HashMap<String, String>> {
+    let keys: Vec<&str> = notices.iter().map(|n| n.watcher.as_str()).collect();
+    let mut hosts: HashMap<String, String> = HashMap::new();
+    for r in query(
+        tx,
+        "SELECT DISTINCT ON (session_key) session_key, host_id FROM sessions \
+         WHERE session_key = ANY($1) AND host_id IS NOT NULL ORDER BY session_key, agent_id",
+        &[&keys],
+    )
+    .await?
+    {
+        hosts.insert(r.try_get(0)?, r.try_get(1)?);
+    }
+    for key in keys {
+        if !hosts.contains_key(key)
+            && let Some(host) = watcher_host(tx, key, me).await?
+        {
+            hosts.insert(key.to_string(), host);
+        }
+    }
+    Ok(hosts)
+}
+
 async fn watcher_host(
     tx: &deadpool_postgres::Transaction<'_>,
     watcher: &str,

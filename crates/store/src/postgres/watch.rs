@@ -81,17 +81,49 @@ pub(crate) async fn is_watched<C: GenericClient + Sync>(c: &C, target: &str) -> 
         .is_some())
 }
 
-pub(crate) async fn watchers_of<C: GenericClient + Sync>(c: &C, target: &str) -> Result<Vec<String>> {
-    Ok(query(
+/// Every cursor on `target`, locked, in watcher order (the lock order every writer uses): one round trip.
+pub(crate) async fn lock_cursors_on<C: GenericClient + Sync>(
+    c: &C,
+    target: &str,
+) -> Result<Vec<(String, Cursor)>> {
+    query(
         c,
-        "SELECT watcher_session_key FROM session_watch_cursors WHERE target_session_key = $1 \
-         ORDER BY watcher_session_key",
+        &format!(
+            "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+             WHERE target_session_key = $1 ORDER BY watcher_session_key COLLATE \"C\" FOR UPDATE"
+        ),
         &[&target],
     )
     .await?
     .iter()
-    .map(|r| r.get(0))
-    .collect())
+    .map(|r| Ok((r.try_get(0)?, cursor_from_row(r, 1)?)))
+    .collect()
+}
+
+/// Writes the positions of many existing cursors on `target` in one statement.
+pub(crate) async fn save_positions<C: GenericClient + Sync>(
+    c: &C,
+    target: &str,
+    cursors: &[(String, Cursor)],
+) -> Result<()> {
+    if cursors.is_empty() {
+        return Ok(());
+    }
+    let watchers: Vec<&str> = cursors.iter().map(|(w, _)| w.as_str()).collect();
+    let last_seen: Vec<i64> = cursors.iter().map(|(_, c)| i(c.last_seen)).collect();
+    let notified: Vec<i64> = cursors.iter().map(|(_, c)| i(c.notified)).collect();
+    let material: Vec<i64> = cursors.iter().map(|(_, c)| i(c.material)).collect();
+    let updated: Vec<i64> = cursors.iter().map(|(_, c)| c.updated_at).collect();
+    execute(
+        c,
+        "UPDATE session_watch_cursors AS c SET last_seen_sequence = v.l, notified_sequence = v.n, \
+         material_sequence = v.m, updated_at = v.u \
+         FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[]) AS v(w, l, n, m, u) \
+         WHERE c.target_session_key = $1 AND c.watcher_session_key = v.w",
+        &[&target, &watchers, &last_seen, &notified, &material, &updated],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Pending cursors (`M > L`) of existing watchers (hosted by `host` when given; only `watcher` when
