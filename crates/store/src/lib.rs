@@ -3,6 +3,7 @@
 //! behaviour, checked by one conformance suite (`tests/it/conformance.rs`).
 
 mod error;
+mod material;
 mod payload;
 pub mod postgres;
 pub mod sqlite;

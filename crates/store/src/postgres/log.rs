@@ -5,8 +5,8 @@ use super::{Params, PostgresStore, execute, i, query, query_one, query_opt, u, w
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
-    Actor, ActorType, AgentSessionKey, ChangesPage, Cursor, EventKind, Limit, MaterialDecision, Millis,
-    Notice, Provenance, StoredEvent, clamp_occurred_at, on_material,
+    Actor, ActorType, ChangesPage, Cursor, EventKind, Limit, Millis, Notice, Provenance, StoredEvent,
+    clamp_occurred_at,
 };
 use std::collections::{BTreeSet, HashMap};
 use tokio_postgres::Row;
@@ -151,34 +151,19 @@ impl PostgresStore {
                 }
             }
         } else if e.kind.notifies() {
-            // Only cursor holders can be notified (a producer's watcher without a cursor is not watching):
-            // lock them all at once, in watcher order, decide in core, write the moved ones back at once.
-            let mut moved = vec![];
-            for (watcher, existing) in watch::lock_cursors_on(&tx, &e.session_key).await? {
-                let decision = on_material(
-                    Some(&existing),
-                    &watcher,
-                    &e.session_key,
-                    e.actor.id.as_deref(),
-                    sequence as u64,
-                    &req.watcher_store,
-                    now,
-                );
-                if let MaterialDecision::Notify(cursor) = decision {
-                    if let (Some(w), Some(t)) =
-                        (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&e.session_key))
-                    {
-                        notices.push(Notice {
-                            watcher: w,
-                            target: t,
-                            since: cursor.last_seen,
-                            queue_only: cursor.queue_only(),
-                        });
-                    }
-                    moved.push((watcher, cursor));
-                }
-            }
+            // Lock every cursor on the target at once (in watcher order), decide, write the moved ones back
+            // at once: one round trip each however many watchers there are.
+            let cursors = watch::lock_cursors_on(&tx, &e.session_key).await?;
+            let (moved, material_notices) = crate::material::apply_material(
+                &e.session_key,
+                e.actor.id.as_deref(),
+                sequence as u64,
+                &req.watcher_store,
+                now,
+                cursors,
+            );
             watch::save_positions(&tx, &e.session_key, &moved).await?;
+            notices = material_notices;
         }
         let notices = match &req.host_id {
             Some(me) if !notices.is_empty() => self.route_notices(&tx, me, notices).await?,

@@ -4,10 +4,10 @@ use super::{SqliteStore, watch};
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::{
-    Actor, ActorType, AgentSessionKey, ChangesPage, Cursor, EventKind, Limit, MaterialDecision, Millis,
-    Notice, Provenance, StoredEvent, clamp_occurred_at, on_material,
+    Actor, ActorType, ChangesPage, Cursor, EventKind, Limit, Millis, Provenance, StoredEvent,
+    clamp_occurred_at,
 };
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id, \
      occurred_at, summary, payload_json, dedupe_key";
@@ -118,33 +118,19 @@ impl SqliteStore {
                 }
             }
         } else if e.kind.notifies() {
-            let mut watchers: BTreeSet<String> = req.producer_watchers.iter().cloned().collect();
-            watchers.extend(watch::watchers_of(tx, &e.session_key)?);
-            for watcher in watchers {
-                let existing = watch::load_cursor(tx, &watcher, &e.session_key)?;
-                let decision = on_material(
-                    existing.as_ref(),
-                    &watcher,
-                    &e.session_key,
-                    e.actor.id.as_deref(),
-                    sequence as u64,
-                    &req.watcher_store,
-                    now,
-                );
-                if let MaterialDecision::Notify(cursor) = decision {
-                    watch::save_cursor(tx, &watcher, &e.session_key, &cursor)?;
-                    if let (Some(w), Some(t)) =
-                        (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&e.session_key))
-                    {
-                        notices.push(Notice {
-                            watcher: w,
-                            target: t,
-                            since: cursor.last_seen,
-                            queue_only: cursor.queue_only(),
-                        });
-                    }
-                }
+            let cursors = watch::cursors_on(tx, &e.session_key)?;
+            let (moved, material_notices) = crate::material::apply_material(
+                &e.session_key,
+                e.actor.id.as_deref(),
+                sequence as u64,
+                &req.watcher_store,
+                now,
+                cursors,
+            );
+            for (watcher, cursor) in &moved {
+                watch::save_cursor(tx, watcher, &e.session_key, cursor)?;
             }
+            notices = material_notices;
         }
         Ok(AppendOutcome::Recorded { event: stored, notices })
     }

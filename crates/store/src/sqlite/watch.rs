@@ -64,11 +64,13 @@ pub(crate) fn is_watched(c: &Connection, target: &str) -> Result<bool> {
         .query_row([target], |r| r.get(0))?)
 }
 
-pub(crate) fn watchers_of(c: &Connection, target: &str) -> Result<Vec<String>> {
-    Ok(c.prepare_cached(
-        "SELECT watcher_session_key FROM session_watch_cursors WHERE target_session_key = ?1",
-    )?
-    .query_map([target], |r| r.get(0))?
+/// Every cursor held on `target`, by watcher.
+pub(crate) fn cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+         WHERE target_session_key = ?1 ORDER BY watcher_session_key"
+    ))?
+    .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
     .collect::<rusqlite::Result<_>>()?)
 }
 
