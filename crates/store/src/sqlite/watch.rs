@@ -64,11 +64,10 @@ pub(crate) fn is_watched(c: &Connection, target: &str) -> Result<bool> {
         .query_row([target], |r| r.get(0))?)
 }
 
-/// Every cursor held on `target`, by watcher.
+/// Every cursor held on `target` (in no particular order: the single writer needs no lock order).
 pub(crate) fn cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
     Ok(c.prepare_cached(&format!(
-        "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-         WHERE target_session_key = ?1 ORDER BY watcher_session_key"
+        "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors WHERE target_session_key = ?1"
     ))?
     .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
     .collect::<rusqlite::Result<_>>()?)
