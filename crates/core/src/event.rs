@@ -346,6 +346,25 @@ impl NewEvent {
     }
 }
 
+impl NewEvent {
+    /// The row this event becomes at `sequence`, with occurred-at clamped against `now`.
+    pub fn stored(&self, sequence: u64, now: Millis) -> StoredEvent {
+        StoredEvent {
+            sequence,
+            session_key: self.session_key.clone(),
+            agent_id: self.agent_id.clone(),
+            session_id: self.session_id.clone(),
+            kind: self.kind,
+            actor: self.actor.clone(),
+            run_id: self.run_id.clone(),
+            occurred_at: clamp_occurred_at(self.occurred_at, now),
+            summary: self.summary.clone(),
+            payload: self.payload.clone(),
+            dedupe_key: self.dedupe_key.clone(),
+        }
+    }
+}
+
 /// A channel or catalog id as it may appear in a summary: one trimmed line, `unknown` when empty.
 fn normalize_channel(channel: &str) -> String {
     let c = one_line(channel);

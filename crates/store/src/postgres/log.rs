@@ -6,7 +6,6 @@ use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
     Actor, ActorType, ChangesPage, Cursor, EventKind, Limit, Millis, Notice, Provenance, StoredEvent,
-    clamp_occurred_at,
 };
 use std::collections::{BTreeSet, HashMap};
 use tokio_postgres::Row;
@@ -104,19 +103,7 @@ impl PostgresStore {
             &[&e.session_key, &e.agent_id, &sequence, &now],
         )
         .await?;
-        let stored = StoredEvent {
-            sequence: sequence as u64,
-            session_key: e.session_key.clone(),
-            agent_id: e.agent_id.clone(),
-            session_id: e.session_id.clone(),
-            kind: e.kind,
-            actor: e.actor.clone(),
-            run_id: e.run_id.clone(),
-            occurred_at: clamp_occurred_at(e.occurred_at, now),
-            summary: e.summary.clone(),
-            payload: e.payload.clone(),
-            dedupe_key: e.dedupe_key.clone(),
-        };
+        let stored = e.stored(sequence as u64, now);
         let payload_json = payload::encode(&stored.payload);
         let params: Params<'_> = &[
             &stored.session_key,

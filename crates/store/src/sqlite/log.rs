@@ -5,7 +5,6 @@ use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::{
     Actor, ActorType, ChangesPage, Cursor, EventKind, Limit, Millis, Provenance, StoredEvent,
-    clamp_occurred_at,
 };
 use std::collections::HashMap;
 
@@ -73,19 +72,7 @@ impl SqliteStore {
             )?
             .query_row(params![e.session_key, e.agent_id, now], |r| r.get(0))
             .map_err(StoreError::classify)?;
-        let stored = StoredEvent {
-            sequence: sequence as u64,
-            session_key: e.session_key.clone(),
-            agent_id: e.agent_id.clone(),
-            session_id: e.session_id.clone(),
-            kind: e.kind,
-            actor: e.actor.clone(),
-            run_id: e.run_id.clone(),
-            occurred_at: clamp_occurred_at(e.occurred_at, now),
-            summary: e.summary.clone(),
-            payload: e.payload.clone(),
-            dedupe_key: e.dedupe_key.clone(),
-        };
+        let stored = e.stored(sequence as u64, now);
         tx.prepare_cached(
             "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
              actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
