@@ -8,6 +8,9 @@ use sessionwatch_store::Store;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+#[path = "../../../upstream/tests/it/fixture_tree.rs"]
+mod fixture_tree;
+use fixture_tree::copy_dir;
 
 const MAIN: &str = "agent:main:main";
 const ECHO: &str = "Please   run the tests\nagain, then report.";
@@ -43,23 +46,6 @@ impl Src {
 
 fn fixture_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../upstream/tests/fixtures")
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-            let mut perm = std::fs::metadata(&to).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perm.set_readonly(false);
-            std::fs::set_permissions(&to, perm).unwrap();
-        }
-    }
 }
 
 /// A writable HOME holding the fixture stores of `srcs`.

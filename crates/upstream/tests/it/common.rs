@@ -1,25 +1,9 @@
+use crate::fixture_tree::copy_dir;
 use sessionwatch_upstream::{CatalogId, CheckOutcome, Homes, Probe, check};
 use std::path::{Path, PathBuf};
 
 pub fn fixture_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-            let mut perm = std::fs::metadata(&to).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perm.set_readonly(false);
-            std::fs::set_permissions(&to, perm).unwrap();
-        }
-    }
 }
 
 /// A writable copy of `<cli>/home` in a temp dir.

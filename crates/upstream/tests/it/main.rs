@@ -2,6 +2,7 @@
 
 mod bench_smoke;
 mod common;
+mod fixture_tree;
 mod fixtures;
 mod fuzz;
 mod missing;
