@@ -3,6 +3,7 @@
 mod bad_input;
 mod mcp;
 mod mcp_story;
+mod slow_store;
 mod story;
 mod support;
 mod upstream;

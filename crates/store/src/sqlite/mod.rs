@@ -56,9 +56,16 @@ impl Default for SqliteOptions {
 
 struct Inner {
     path: PathBuf,
-    writer: writer::Writer,
+    writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
     options: SqliteOptions,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Scheduled writer drivers hold the writer, not the store: close its connection now.
+        self.writer.close();
+    }
 }
 
 /// Cheap to clone: clones share the connections.
@@ -120,7 +127,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
-                writer: writer::Writer::new(writer),
+                writer: Arc::new(writer::Writer::new(writer)),
                 readers: Mutex::new(readers),
                 options,
             }),
@@ -146,6 +153,22 @@ impl SqliteStore {
             let _ = tx.send(r);
         });
         rx.await.unwrap_or_else(|_| Err(StoreError::Task("the write was not executed".into())))
+    }
+
+    /// Runs blocking store work on tokio's blocking pool, never on an async worker thread, so a slow
+    /// query or a busy wait does not stall unrelated requests (inline when there is no runtime).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SqliteStore) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let this = self.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => rt
+                .spawn_blocking(move || f(&this))
+                .await
+                .unwrap_or_else(|e| Err(StoreError::Task(format!("a read did not finish: {e}")))),
+            Err(_) => f(&this),
+        }
     }
 
     /// Runs `f` on a reader connection (a fresh one if the pool is empty).
@@ -199,8 +222,8 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
     Ok(())
 }
 
-// Reads run in place: WAL readers never wait for the writer and a read is a few statements. Writes go
-// through the group-committing writer.
+// Reads run on the blocking pool on a reader connection (WAL readers never wait for the writer). Writes
+// go through the group-committing writer, which also runs on the blocking pool.
 impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         self.write_async(move |c| SqliteStore::append_op(c, &req, now)).await
@@ -254,7 +277,8 @@ impl Store for SqliteStore {
         host_id: Option<String>,
         watcher: Option<String>,
     ) -> Result<Vec<Notice>> {
-        self.pending_notices_sync(&watcher_store, host_id.as_deref(), watcher.as_deref())
+        self.blocking(move |s| s.pending_notices_sync(&watcher_store, host_id.as_deref(), watcher.as_deref()))
+            .await
     }
 
     async fn changes_since(
@@ -264,18 +288,18 @@ impl Store for SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Result<ChangesPage> {
-        self.changes_since_sync(&session_key, &agent_id, since, limit)
+        self.blocking(move |s| s.changes_since_sync(&session_key, &agent_id, since, limit)).await
     }
 
     async fn head(&self, session_key: String, agent_id: String) -> Result<Head> {
-        self.read(|c| log::head(c, &session_key, &agent_id))
+        self.blocking(move |s| s.read(|c| log::head(c, &session_key, &agent_id))).await
     }
 
     async fn state_versions(
         &self,
         sessions: Vec<(String, String)>,
     ) -> Result<HashMap<(String, String), u64>> {
-        self.state_versions_sync(&sessions)
+        self.blocking(move |s| s.state_versions_sync(&sessions)).await
     }
 
     async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
@@ -283,11 +307,11 @@ impl Store for SqliteStore {
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
-        self.read(|c| watch::load_cursor(c, &watcher, &target))
+        self.blocking(move |s| s.read(|c| watch::load_cursor(c, &watcher, &target))).await
     }
 
     async fn cursors_of_watcher(&self, watcher: String) -> Result<Vec<(String, Cursor)>> {
-        self.cursors_of_watcher_sync(&watcher)
+        self.blocking(move |s| s.cursors_of_watcher_sync(&watcher)).await
     }
 
     async fn clear_watcher(&self, watcher: String) -> Result<Vec<String>> {
@@ -303,11 +327,11 @@ impl Store for SqliteStore {
     }
 
     async fn get_session(&self, key: String, agent: String) -> Result<Option<SessionRow>> {
-        self.get_session_sync(&key, &agent)
+        self.blocking(move |s| s.get_session_sync(&key, &agent)).await
     }
 
     async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionRow>> {
-        self.list_sessions_sync(&filter)
+        self.blocking(move |s| s.list_sessions_sync(&filter)).await
     }
 
     async fn update_goal(
@@ -349,7 +373,7 @@ impl Store for SqliteStore {
     }
 
     async fn messages(&self, key: String, agent: String, limit: u32) -> Result<Vec<TranscriptMessage>> {
-        self.messages_sync(&key, &agent, limit)
+        self.blocking(move |s| s.messages_sync(&key, &agent, limit)).await
     }
 
     async fn push_inbox(&self, key: String, agent: String, item: InboxItem) -> Result<i64> {
@@ -365,7 +389,7 @@ impl Store for SqliteStore {
     }
 
     async fn get_run(&self, run_id: String) -> Result<Option<RunRow>> {
-        self.get_run_sync(&run_id)
+        self.blocking(move |s| s.get_run_sync(&run_id)).await
     }
 
     async fn finish_run(
@@ -387,11 +411,11 @@ impl Store for SqliteStore {
     }
 
     async fn get_link(&self, key: String, agent: String) -> Result<Option<UpstreamLinkRow>> {
-        self.get_link_sync(&key, &agent)
+        self.blocking(move |s| s.get_link_sync(&key, &agent)).await
     }
 
     async fn watched_links(&self) -> Result<Vec<UpstreamLinkRow>> {
-        self.watched_links_sync()
+        self.blocking(move |s| s.watched_links_sync()).await
     }
 
     async fn advance_link_marker(

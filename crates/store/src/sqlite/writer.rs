@@ -4,10 +4,14 @@
 //! far in one `BEGIN IMMEDIATE` transaction and commits once; only then does any job's caller hear its
 //! result, so nobody is told "recorded" before the commit that made it durable. A job that fails rolls
 //! back to its savepoint without disturbing the others in the batch.
+//!
+//! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
+//! 5 s busy wait must not stall an async worker thread and with it unrelated requests.
 
 use crate::{Result, StoreError};
 use rusqlite::Connection;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Told once the batch's commit outcome is known: `None` when it committed.
 type Completion = Box<dyn FnOnce(Option<&StoreError>) + Send>;
@@ -17,13 +21,20 @@ type Job = Box<dyn FnOnce(&Connection) -> Completion + Send>;
 const MAX_BATCH: usize = 512;
 
 pub(crate) struct Writer {
-    conn: Mutex<Connection>,
+    /// `None` once the store is closed.
+    conn: Mutex<Option<Connection>>,
     pending: Mutex<Vec<Job>>,
+    /// A driver has been started and has not yet seen an empty queue.
+    scheduled: AtomicBool,
 }
 
 impl Writer {
     pub fn new(conn: Connection) -> Writer {
-        Writer { conn: Mutex::new(conn), pending: Mutex::new(Vec::new()) }
+        Writer {
+            conn: Mutex::new(Some(conn)),
+            pending: Mutex::new(Vec::new()),
+            scheduled: AtomicBool::new(false),
+        }
     }
 
     fn lock_pending(&self) -> MutexGuard<'_, Vec<Job>> {
@@ -32,7 +43,7 @@ impl Writer {
 
     /// Queues `f`; `done` receives its result after the commit that contains it.
     pub fn submit<T: Send + 'static>(
-        &self,
+        self: &Arc<Self>,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) {
@@ -48,29 +59,56 @@ impl Writer {
             })
         });
         self.lock_pending().push(job);
-        self.drive();
+        self.schedule();
     }
 
-    /// Runs queued jobs while the writer is free. A holder re-checks the queue after releasing the
-    /// connection, so a job queued while someone else held it is never stranded.
-    pub fn drive(&self) {
+    /// Starts a driver unless one is already running; it keeps committing batches until the queue is empty.
+    fn schedule(self: &Arc<Self>) {
+        if self.scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let driver = Driver(Some(self.clone()));
+        let run = move || driver.run();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(run)),
+            // Not on a runtime (a plain thread): that thread may block.
+            Err(_) => run(),
+        }
+    }
+
+    fn drive_scheduled(&self) {
         loop {
-            let Ok(conn) = self.conn.try_lock() else { return };
+            self.drive();
+            self.scheduled.store(false, Ordering::Release);
+            // A job queued after `drive` saw the queue empty, but before the flag dropped, found the flag
+            // still set and started no driver: take it over (unless another driver already did).
+            if self.lock_pending().is_empty() || self.scheduled.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        }
+    }
+
+    /// Runs queued jobs until the queue is empty, waiting for the connection while an exclusive write
+    /// holds it.
+    fn drive(&self) {
+        loop {
+            let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(conn) = guard.as_ref() else {
+                // Closed: the queued jobs are dropped unrun and their callers hear "not executed".
+                self.lock_pending().clear();
+                return;
+            };
             let jobs: Vec<Job> = {
                 let mut pending = self.lock_pending();
                 let n = pending.len().min(MAX_BATCH);
                 pending.drain(..n).collect()
             };
             if jobs.is_empty() {
-                drop(conn);
-                if self.lock_pending().is_empty() {
-                    return;
-                }
-                continue;
+                return;
             }
             let mut completions = Vec::with_capacity(jobs.len());
             let mut rolled_back: Vec<Completion> = Vec::new();
-            let outcome = match run(&conn, "BEGIN IMMEDIATE") {
+            let outcome = match run(conn, "BEGIN IMMEDIATE") {
                 Err(e) => Err(StoreError::classify(e)),
                 Ok(()) => {
                     let mut began = Ok(());
@@ -78,16 +116,16 @@ impl Writer {
                         if began.is_err() {
                             break; // dropped unrun: the callers see "not executed"
                         }
-                        completions.push(job(&conn));
+                        completions.push(job(conn));
                         if conn.is_autocommit() {
                             // SQLite rolled the whole transaction back (e.g. the disk is full): every
                             // job in it so far is lost; the rest start a new transaction.
                             rolled_back.append(&mut completions);
-                            began = run(&conn, "BEGIN IMMEDIATE");
+                            began = run(conn, "BEGIN IMMEDIATE");
                         }
                     }
                     match began {
-                        Ok(()) => run(&conn, "COMMIT").map_err(StoreError::classify),
+                        Ok(()) => run(conn, "COMMIT").map_err(StoreError::classify),
                         Err(e) => Err(StoreError::classify(e)),
                     }
                 }
@@ -99,7 +137,7 @@ impl Writer {
                     Some(e)
                 }
             };
-            drop(conn);
+            drop(guard);
             if let Some(e) = &failed
                 && completions.is_empty()
             {
@@ -119,27 +157,51 @@ impl Writer {
         }
     }
 
+    /// Closes the connection once the running batch (if any) has committed. A driver still scheduled then
+    /// drops its jobs; closing here, not when the last driver lets go, makes the store's close (and the
+    /// WAL checkpoint that comes with it) happen when the store is dropped.
+    pub fn close(&self) {
+        drop(self.conn.lock().unwrap_or_else(|p| p.into_inner()).take());
+    }
+
     /// Runs `f` alone in its own transaction, blocking (maintenance, migrations, bench fixtures).
     pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let out = {
-            let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-            run(&conn, "BEGIN IMMEDIATE").map_err(StoreError::classify)?;
-            match f(&conn) {
-                Ok(v) => match run(&conn, "COMMIT") {
-                    Ok(()) => Ok(v),
-                    Err(e) => {
-                        let _ = conn.execute_batch("ROLLBACK");
-                        Err(StoreError::classify(e))
-                    }
-                },
+        let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = guard.as_ref().ok_or_else(|| StoreError::Task("the store is closed".into()))?;
+        run(conn, "BEGIN IMMEDIATE").map_err(StoreError::classify)?;
+        match f(conn) {
+            Ok(v) => match run(conn, "COMMIT") {
+                Ok(()) => Ok(v),
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
-                    Err(e)
+                    Err(StoreError::classify(e))
                 }
+            },
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(e)
             }
-        };
-        self.drive();
-        out
+        }
+    }
+}
+
+/// A scheduled driver. If its runtime drops it unrun (shutting down), the next submit starts a new one
+/// instead of finding the writer marked as driven forever.
+struct Driver(Option<Arc<Writer>>);
+
+impl Driver {
+    fn run(mut self) {
+        if let Some(writer) = self.0.take() {
+            writer.drive_scheduled();
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(writer) = &self.0 {
+            writer.scheduled.store(false, Ordering::Release);
+        }
     }
 }
 
