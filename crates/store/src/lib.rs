@@ -7,6 +7,7 @@ mod material;
 mod payload;
 pub mod postgres;
 pub mod sqlite;
+mod tail;
 mod types;
 
 pub use error::StoreError;

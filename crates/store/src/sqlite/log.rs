@@ -1,6 +1,7 @@
 //! Appending to the signal log and reading it back.
 
 use super::{SqliteStore, watch};
+use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::{
@@ -45,8 +46,26 @@ pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
     Ok(row.map_or(Head::default(), |(h, f)| Head { head: h as u64, floor: f as u64 }))
 }
 
+/// The session's durable head row; a session never appended to reads as all zeros.
+fn head_row(conn: &Connection, key: &str, agent: &str) -> Result<HeadRow> {
+    let row = conn
+        .prepare_cached(
+            "SELECT head, floor, updated_at FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
+        )?
+        .query_row(params![key, agent], |r| {
+            Ok(HeadRow { head: r.get::<_, i64>(0)? as u64, floor: r.get::<_, i64>(1)? as u64, updated_at: r.get(2)? })
+        })
+        .optional()?;
+    Ok(row.unwrap_or(HeadRow { head: 0, floor: 0, updated_at: 0 }))
+}
+
 impl SqliteStore {
-    pub(crate) fn append_op(tx: &Connection, req: &AppendRequest, now: Millis) -> Result<AppendOutcome> {
+    /// Appends; a recorded event comes with its session's head row after the append (for the tail cache).
+    pub(crate) fn append_op(
+        tx: &Connection,
+        req: &AppendRequest,
+        now: Millis,
+    ) -> Result<(AppendOutcome, Option<HeadRow>)> {
         let e = &req.event;
         if let Some(dedupe) = &e.dedupe_key {
             let existing = tx
@@ -57,20 +76,20 @@ impl SqliteStore {
                 .query_row(params![e.session_key, e.agent_id, dedupe], event_from_row)
                 .optional()?;
             if let Some(existing) = existing {
-                return Ok(AppendOutcome::Duplicate(existing));
+                return Ok((AppendOutcome::Duplicate(existing), None));
             }
         }
         if req.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
-            return Ok(AppendOutcome::Unwatched);
+            return Ok((AppendOutcome::Unwatched, None));
         }
-        let sequence: i64 = tx
+        let (sequence, floor): (i64, i64) = tx
             .prepare_cached(
                 "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
                  VALUES (?1, ?2, 1, 0, ?3) \
                  ON CONFLICT (session_key, agent_id) DO UPDATE SET head = head + 1, updated_at = ?3 \
-                 RETURNING head",
+                 RETURNING head, floor",
             )?
-            .query_row(params![e.session_key, e.agent_id, now], |r| r.get(0))
+            .query_row(params![e.session_key, e.agent_id, now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?)))
             .map_err(StoreError::classify)?;
         let stored = e.stored(sequence as u64, now);
         tx.prepare_cached(
@@ -119,7 +138,8 @@ impl SqliteStore {
             }
             notices = material_notices;
         }
-        Ok(AppendOutcome::Recorded { event: stored, notices })
+        let row = HeadRow { head: sequence as u64, floor: floor as u64, updated_at: now };
+        Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 
     pub(crate) fn changes_since_sync(
@@ -129,11 +149,15 @@ impl SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Result<ChangesPage> {
+        let tail = &self.inner.tail;
         self.read(|c| {
             // One read transaction so the head, floor and rows agree.
             c.prepare_cached("BEGIN")?.execute([])?;
             let out = (|| {
-                let h = head(c, key, agent)?;
+                let row = head_row(c, key, agent)?;
+                if let Some(page) = tail.page(key, agent, since, limit, row) {
+                    return Ok(page);
+                }
                 let rows = c
                     .prepare_cached(&format!(
                         "SELECT {EVENT_COLUMNS} FROM session_state_events \
@@ -141,7 +165,7 @@ impl SqliteStore {
                     ))?
                     .query_map(params![key, agent, since.min(i64::MAX as u64) as i64, limit.get() as i64 + 1], event_from_row)?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(ChangesPage::assemble(rows, limit, since, h.head, h.floor))
+                Ok(ChangesPage::assemble(rows, limit, since, row.head, row.floor))
             })();
             let _ = c.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
             out

@@ -59,6 +59,9 @@ struct Inner {
     writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
     options: SqliteOptions,
+    /// Shared with write completions, which must not hold the store itself: a completion runs while
+    /// the writer connection is held, and dropping the last handle there would close it in place.
+    tail: Arc<crate::tail::Tail>,
 }
 
 impl Drop for Inner {
@@ -130,6 +133,7 @@ impl SqliteStore {
                 writer: Arc::new(writer::Writer::new(writer)),
                 readers: Mutex::new(readers),
                 options,
+                tail: Default::default(),
             }),
         })
     }
@@ -140,7 +144,9 @@ impl SqliteStore {
 
     /// Runs `f` alone in one `BEGIN IMMEDIATE` transaction on the writer, blocking; commits on `Ok`.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        self.inner.writer.exclusive(f)
+        let out = self.inner.writer.exclusive(f);
+        self.inner.tail.clear(); // maintenance may touch any session's log
+        out
     }
 
     /// Runs `f` in the next group commit; answers after that commit.
@@ -148,8 +154,21 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        self.write_async_then(f, |_, _| {}).await
+    }
+
+    /// As `write_async`; `committed` runs after the commit (in commit order, before the caller hears).
+    async fn write_async_then<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+        committed: impl FnOnce(&crate::tail::Tail, &T) + Send + 'static,
+    ) -> Result<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let tail = self.inner.tail.clone();
         self.inner.writer.submit(f, move |r| {
+            if let Ok(v) = &r {
+                committed(&tail, v);
+            }
             let _ = tx.send(r);
         });
         rx.await.unwrap_or_else(|_| Err(StoreError::Task("the write was not executed".into())))
@@ -226,7 +245,17 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
 // go through the group-committing writer, which also runs on the blocking pool.
 impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
-        self.write_async(move |c| SqliteStore::append_op(c, &req, now)).await
+        let (outcome, _) = self
+            .write_async_then(
+                move |c| SqliteStore::append_op(c, &req, now),
+                |tail, (outcome, row)| {
+                    if let (AppendOutcome::Recorded { event, .. }, Some(row)) = (outcome, row) {
+                        tail.committed(event, *row);
+                    }
+                },
+            )
+            .await?;
+        Ok(outcome)
     }
 
     async fn register_watch(
@@ -303,7 +332,7 @@ impl Store for SqliteStore {
     }
 
     async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
-        self.write_async(move |c| SqliteStore::prune_op(c, policy, now)).await
+        self.write_async_then(move |c| SqliteStore::prune_op(c, policy, now), |tail, _| tail.clear()).await
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
@@ -319,7 +348,12 @@ impl Store for SqliteStore {
     }
 
     async fn delete_session_state(&self, session_key: String, agent_id: String) -> Result<()> {
-        self.write_async(move |c| SqliteStore::delete_session_state_op(c, &session_key, &agent_id)).await
+        let (key, agent) = (session_key.clone(), agent_id.clone());
+        self.write_async_then(
+            move |c| SqliteStore::delete_session_state_op(c, &session_key, &agent_id),
+            move |tail, _| tail.forget(&key, &agent),
+        )
+        .await
     }
 
     async fn ensure_session(&self, new: NewSession, now: Millis) -> Result<(SessionRow, bool)> {
@@ -349,7 +383,12 @@ impl Store for SqliteStore {
     }
 
     async fn reset_session(&self, key: String, agent: String, new_id: String, now: Millis) -> Result<bool> {
-        self.write_async(move |c| SqliteStore::reset_session_op(c, &key, &agent, &new_id, now)).await
+        let (k, a) = (key.clone(), agent.clone());
+        self.write_async_then(
+            move |c| SqliteStore::reset_session_op(c, &key, &agent, &new_id, now),
+            move |tail, _| tail.forget(&k, &a),
+        )
+        .await
     }
 
     async fn touch_session(

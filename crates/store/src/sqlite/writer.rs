@@ -137,7 +137,6 @@ impl Writer {
                     Some(e)
                 }
             };
-            drop(guard);
             if let Some(e) = &failed
                 && completions.is_empty()
             {
@@ -151,6 +150,9 @@ impl Writer {
             for c in completions {
                 c(failed.as_ref());
             }
+            // Completions run before the connection is released, so whatever they do after a commit
+            // (the tail cache) happens in commit order.
+            drop(guard);
             if self.lock_pending().is_empty() {
                 return;
             }

@@ -23,3 +23,39 @@ fn make() -> (Harness<SqliteStore>, TempDir) {
 }
 
 crate::conformance_suite!(make);
+
+/// The tail cache answers recent windows from memory; another process sharing the file (two embedded
+/// MCP servers, `sessionwatch db prune`) writes behind its back, and a page must still be the log's.
+#[tokio::test]
+async fn a_cached_tail_never_hides_another_processs_writes() {
+    use crate::conformance::req;
+    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_store::{RetentionPolicy, Store};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let here = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    let other = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    let key = "agent:main:a";
+    let human = || req(NewEvent::human_message(key, "main", "telegram", None));
+    for i in 0..3 {
+        here.append(human(), 1_000 + i).await.unwrap();
+    }
+    let limit = Limit::new(200).unwrap();
+    let seqs = |p: &sessionwatch_core::ChangesPage| p.events.iter().map(|e| e.sequence).collect::<Vec<_>>();
+    assert_eq!(seqs(&here.changes_since(key.into(), "main".into(), 0, limit).await.unwrap()), vec![1, 2, 3]);
+
+    other.append(human(), 2_000).await.unwrap();
+    let page = here.changes_since(key.into(), "main".into(), 0, limit).await.unwrap();
+    assert_eq!(seqs(&page), vec![1, 2, 3, 4], "the other process's append is in the page");
+
+    here.append(human(), 3_000).await.unwrap(); // not the continuation of what `here` holds
+    let page = here.changes_since(key.into(), "main".into(), 2, limit).await.unwrap();
+    assert_eq!(seqs(&page), vec![3, 4, 5]);
+
+    let policy = RetentionPolicy { max_rows: 2, ..RetentionPolicy::default() };
+    other.prune(policy, 4_000).await.unwrap();
+    let page = here.changes_since(key.into(), "main".into(), 0, limit).await.unwrap();
+    assert!(page.history_gap, "pruned by the other process: {page:?}");
+    assert_eq!(page.earliest_available_sequence, 4);
+    assert_eq!(seqs(&page), vec![4, 5]);
+}

@@ -1,0 +1,123 @@
+//! A bounded in-memory tail of each active session's recent events (the etcd watchable-store idea), so
+//! a `changesSince` window near the head is answered without a range scan.
+//!
+//! Coherent with the log by construction: an entry changes only after the commit that made it true, in
+//! commit order (the writer's completions run in order while it still holds the connection), and
+//! whatever removes history (prune, delete, reset, maintenance writes) drops entries. Because another
+//! process may share the database, a page is served from the tail only when the durable head row read in
+//! the same read transaction still says exactly what the entry says (head, floor, updated_at); otherwise
+//! the caller falls back to the range scan.
+
+use sessionwatch_core::{ChangesPage, Limit, Millis, StoredEvent};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+/// Events kept per session: a full page (200) plus the one that tells truncation, with room to spare.
+pub(crate) const EVENTS_PER_SESSION: usize = 256;
+/// Sessions kept; beyond this an arbitrary entry is dropped (its next reads fall back to the scan).
+pub(crate) const SESSIONS: usize = 4096;
+
+/// The durable head row an entry was derived from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeadRow {
+    pub head: u64,
+    pub floor: u64,
+    pub updated_at: Millis,
+}
+
+struct SessionTail {
+    row: HeadRow,
+    /// Contiguous sequences ending at `row.head`.
+    events: VecDeque<StoredEvent>,
+}
+
+/// Keyed by agent, then session key, so a lookup by `&str` needs no allocation.
+#[derive(Default)]
+pub(crate) struct Tail {
+    agents: Mutex<HashMap<String, HashMap<String, SessionTail>>>,
+}
+
+impl Tail {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, HashMap<String, SessionTail>>> {
+        self.agents.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// After the commit that appended `event`, whose session's head row became `row`.
+    pub fn committed(&self, event: &StoredEvent, row: HeadRow) {
+        let mut agents = self.lock();
+        let sessions = agents.entry(event.agent_id.clone()).or_default();
+        if let Some(t) = sessions.get_mut(&event.session_key)
+            && t.row.head + 1 == event.sequence
+            && t.row.floor == row.floor
+        {
+            t.events.push_back(event.clone());
+            if t.events.len() > EVENTS_PER_SESSION {
+                t.events.pop_front();
+            }
+            t.row = row;
+            return;
+        }
+        // New, or not the continuation of what is held (e.g. after another process's writes): start over
+        // from this one event, which is exactly the log's tail.
+        let fresh = SessionTail { row, events: VecDeque::from([event.clone()]) };
+        if sessions.insert(event.session_key.clone(), fresh).is_none() {
+            let total: usize = agents.values().map(HashMap::len).sum();
+            if total > SESSIONS {
+                evict_one(&mut agents, &event.agent_id, &event.session_key);
+            }
+        }
+    }
+
+    /// Drops what is held for one session.
+    pub fn forget(&self, key: &str, agent: &str) {
+        let mut agents = self.lock();
+        if let Some(sessions) = agents.get_mut(agent) {
+            sessions.remove(key);
+        }
+    }
+
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// The page after `since` if the entry was derived from `durable` and holds every event after `since`.
+    pub fn page(
+        &self,
+        key: &str,
+        agent: &str,
+        since: u64,
+        limit: Limit,
+        durable: HeadRow,
+    ) -> Option<ChangesPage> {
+        let agents = self.lock();
+        let t = agents.get(agent)?.get(key)?;
+        if t.row != durable {
+            return None;
+        }
+        let first = t.row.head + 1 - t.events.len() as u64;
+        let after = since.saturating_add(1);
+        if after < first {
+            return None; // older than the tail: the range scan answers
+        }
+        let skip = (after - first).min(t.events.len() as u64) as usize;
+        let rows = t.events.iter().skip(skip).take(limit.get() as usize + 1).cloned().collect();
+        Some(ChangesPage::assemble(rows, limit, since, t.row.head, t.row.floor))
+    }
+}
+
+fn evict_one(agents: &mut HashMap<String, HashMap<String, SessionTail>>, keep_agent: &str, keep_key: &str) {
+    let victim = agents.iter().find_map(|(agent, sessions)| {
+        sessions.keys().find(|k| !(agent == keep_agent && *k == keep_key)).map(|k| (agent.clone(), k.clone()))
+    });
+    if let Some((agent, key)) = victim
+        && let Some(sessions) = agents.get_mut(&agent)
+    {
+        sessions.remove(&key);
+        if sessions.is_empty() {
+            agents.remove(&agent);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

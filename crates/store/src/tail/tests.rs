@@ -1,0 +1,87 @@
+use super::*;
+use sessionwatch_core::NewEvent;
+
+fn event(key: &str, sequence: u64) -> StoredEvent {
+    NewEvent::human_message(key, "main", "telegram", None).stored(sequence, 1_000)
+}
+
+fn row(head: u64, floor: u64) -> HeadRow {
+    HeadRow { head, floor, updated_at: head as Millis }
+}
+
+fn fill(tail: &Tail, key: &str, from: u64, to: u64, floor: u64) {
+    for s in from..=to {
+        tail.committed(&event(key, s), row(s, floor));
+    }
+}
+
+fn sequences(page: &ChangesPage) -> Vec<u64> {
+    page.events.iter().map(|e| e.sequence).collect()
+}
+
+#[test]
+fn a_recent_window_is_the_page_the_log_would_give() {
+    let tail = Tail::default();
+    fill(&tail, "agent:main:a", 1, 300, 0);
+    let limit = Limit::new(200).unwrap();
+    let page = tail.page("agent:main:a", "main", 100, limit, row(300, 0)).expect("held");
+    assert_eq!(sequences(&page), (101..=300).collect::<Vec<_>>());
+    assert!(!page.truncated);
+    let page = tail.page("agent:main:a", "main", 99, limit, row(300, 0)).expect("held");
+    assert_eq!(sequences(&page), (100..=299).collect::<Vec<_>>());
+    assert!(page.truncated, "the 201st event is held, so truncation is known");
+    assert_eq!(page.earliest_available_sequence, 1);
+    assert!(!page.history_gap);
+    let past_head = tail.page("agent:main:a", "main", u64::MAX, limit, row(300, 0)).expect("held");
+    assert!(past_head.events.is_empty());
+}
+
+#[test]
+fn a_window_older_than_the_tail_falls_back() {
+    let tail = Tail::default();
+    fill(&tail, "agent:main:a", 1, 300, 0);
+    let first = 300 - EVENTS_PER_SESSION as u64 + 1;
+    let limit = Limit::new(10).unwrap();
+    assert!(tail.page("agent:main:a", "main", first - 2, limit, row(300, 0)).is_none());
+    let page = tail.page("agent:main:a", "main", first - 1, limit, row(300, 0)).expect("held");
+    assert_eq!(page.events[0].sequence, first);
+}
+
+#[test]
+fn a_durable_row_that_moved_on_is_not_answered_from_memory() {
+    let tail = Tail::default();
+    fill(&tail, "agent:main:a", 1, 5, 0);
+    let limit = Limit::new(10).unwrap();
+    assert!(tail.page("agent:main:a", "main", 0, limit, row(6, 0)).is_none(), "another writer appended");
+    assert!(tail.page("agent:main:a", "main", 0, limit, row(5, 3)).is_none(), "pruned elsewhere");
+    let stale = HeadRow { updated_at: 99, ..row(5, 0) };
+    assert!(tail.page("agent:main:a", "main", 0, limit, stale).is_none(), "rewritten elsewhere");
+}
+
+#[test]
+fn a_gap_in_the_commits_starts_the_entry_over() {
+    let tail = Tail::default();
+    fill(&tail, "agent:main:a", 1, 5, 0);
+    tail.committed(&event("agent:main:a", 8), row(8, 0)); // 6 and 7 were written by someone else
+    let limit = Limit::new(10).unwrap();
+    assert!(tail.page("agent:main:a", "main", 5, limit, row(8, 0)).is_none());
+    assert_eq!(sequences(&tail.page("agent:main:a", "main", 7, limit, row(8, 0)).unwrap()), vec![8]);
+}
+
+#[test]
+fn forget_and_clear_drop_entries_and_the_session_count_is_bounded() {
+    let tail = Tail::default();
+    let limit = Limit::new(10).unwrap();
+    fill(&tail, "agent:main:a", 1, 2, 0);
+    tail.forget("agent:main:a", "main");
+    assert!(tail.page("agent:main:a", "main", 0, limit, row(2, 0)).is_none());
+    for i in 0..SESSIONS + 10 {
+        fill(&tail, &format!("agent:main:s{i}"), 1, 1, 0);
+    }
+    let held: usize = tail.lock().values().map(HashMap::len).sum();
+    assert_eq!(held, SESSIONS);
+    let last = format!("agent:main:s{}", SESSIONS + 9);
+    assert!(tail.page(&last, "main", 0, limit, row(1, 0)).is_some(), "the newest entry is kept");
+    tail.clear();
+    assert!(tail.page(&last, "main", 0, limit, row(1, 0)).is_none());
+}
