@@ -322,6 +322,8 @@ async fn quick_kernel_bench_on_postgres_reports_every_figure() {
             "append_100_watchers_per_s",
             "changes_since_200_p50_us",
             "changes_since_200_p99_us",
+            "changes_since_200_recent_p50_us",
+            "changes_since_200_cold_p50_us",
             "prune_62k_to_50k_ms",
             "sweep_100k_cursors_ms",
             "raw_postgres_commit_per_s",
