@@ -15,6 +15,10 @@ pub enum ApiError {
     #[error("{0}")]
     Unauthorized(String),
     #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
     Internal(String),
 }
 
@@ -26,6 +30,8 @@ impl ApiError {
             ApiError::UnknownTool(_) => "unknown_tool",
             ApiError::Conflict(_) => "conflict",
             ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Internal(_) => "internal",
         }
     }

@@ -45,6 +45,8 @@ pub fn app_with_shutdown<S: Store>(
         &state.gateway.config().mcp_allowed_hosts,
         mcp_shutdown,
     );
+    let config = state.gateway.config();
+    let allowed = crate::guard::AllowedHosts::new(Some(config.listen), &config.mcp_allowed_hosts);
     let api = Router::new()
         .route("/tools/invoke", post(invoke_tool::<S>))
         .route("/v1/sessions", post(create_session::<S>))
@@ -71,6 +73,8 @@ pub fn app_with_shutdown<S: Store>(
             error_response(StatusCode::NOT_FOUND, &ApiError::NotFound("no such route".into()))
         })
         .layer(middleware::from_fn_with_state(state.clone(), measure::<S>))
+        .layer(middleware::from_fn(reject_undecodable_path))
+        .layer(middleware::from_fn_with_state(allowed, crate::guard::cross_site_guard))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -81,8 +85,7 @@ async fn require_token<S: Store>(State(state): State<Shared<S>>, req: Request, n
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(bearer_credentials);
         if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
             return error_response(
                 StatusCode::UNAUTHORIZED,
@@ -93,8 +96,26 @@ async fn require_token<S: Store>(State(state): State<Shared<S>>, req: Request, n
     next.run(req).await
 }
 
+/// The credentials of an `Authorization: Bearer …` value; the scheme is case-insensitive (RFC 9110 §11.1).
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A path whose percent-escapes do not decode to UTF-8 gets the JSON error body (axum's extractors
+/// would answer plain text).
+async fn reject_undecodable_path(req: Request, next: Next) -> Response {
+    if percent_encoding::percent_decode_str(req.uri().path()).decode_utf8().is_err() {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            &ApiError::invalid("the request path is not valid UTF-8 once percent-decoded"),
+        );
+    }
+    next.run(req).await
 }
 
 async fn measure<S: Store>(State(state): State<Shared<S>>, req: Request, next: Next) -> Response {
@@ -115,6 +136,8 @@ fn host_error(e: ApiError) -> Response {
         ApiError::NotFound(_) | ApiError::UnknownTool(_) => StatusCode::NOT_FOUND,
         ApiError::Conflict(_) => StatusCode::CONFLICT,
         ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+        ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     error_response(status, &e)

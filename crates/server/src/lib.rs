@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod gateway;
+pub mod guard;
 pub mod http;
 pub mod mcp;
 pub mod metrics;

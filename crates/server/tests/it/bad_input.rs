@@ -38,6 +38,8 @@ struct Case {
     token: Option<&'static str>,
     status: u16,
     error_type: Option<&'static str>,
+    /// Extra headers; a `content-type` here replaces the default `application/json`.
+    headers: Vec<(&'static str, &'static str)>,
 }
 
 fn case(
@@ -48,7 +50,16 @@ fn case(
     status: u16,
     error_type: Option<&'static str>,
 ) -> Case {
-    Case { name, method, path: path.to_string(), body: body.into(), token: Some(TOKEN), status, error_type }
+    Case {
+        name,
+        method,
+        path: path.to_string(),
+        body: body.into(),
+        token: Some(TOKEN),
+        status,
+        error_type,
+        headers: Vec::new(),
+    }
 }
 
 fn tool(name: &'static str, body: serde_json::Value, status: u16, error_type: Option<&'static str>) -> Case {
@@ -323,6 +334,35 @@ async fn hostile_requests_get_clear_errors_and_change_nothing() {
             Some("invalid_argument"),
         ),
         case("unknown route", Method::GET, "/v2/everything", "", 404, None),
+        case(
+            "invalid utf-8 in the path",
+            Method::POST,
+            "/v1/sessions/agent%3Amain%3A%FF%FE/turns",
+            "",
+            400,
+            Some("invalid_argument"),
+        ),
+        Case {
+            headers: vec![("host", "evil.example")],
+            ..spawn_case("foreign host", 403, Some("forbidden"))
+        },
+        Case {
+            headers: vec![("origin", "http://evil.example")],
+            ..spawn_case("foreign origin", 403, Some("forbidden"))
+        },
+        Case { headers: vec![("origin", "null")], ..spawn_case("null origin", 403, Some("forbidden")) },
+        Case {
+            headers: vec![("content-type", "text/plain")],
+            ..spawn_case("text/plain body", 415, Some("unsupported_media_type"))
+        },
+        Case {
+            headers: vec![("content-type", "application/x-www-form-urlencoded")],
+            ..spawn_case("form body", 415, Some("unsupported_media_type"))
+        },
+        Case {
+            headers: vec![("content-type", "")],
+            ..spawn_case("empty content type", 415, Some("unsupported_media_type"))
+        },
     ];
     let queue_before = h.gateway.kernel().peek(main);
     assert_eq!(queue_before.len(), 1);
@@ -333,8 +373,11 @@ async fn hostile_requests_get_clear_errors_and_change_nothing() {
         if let Some(t) = c.token {
             req = req.bearer_auth(t);
         }
-        if !c.body.is_empty() {
+        if !c.body.is_empty() && !c.headers.iter().any(|(k, _)| *k == "content-type") {
             req = req.header("content-type", "application/json");
+        }
+        for (k, v) in &c.headers {
+            req = req.header(*k, *v);
         }
         let resp = req.send().await.unwrap();
         let status = resp.status().as_u16();
@@ -349,5 +392,69 @@ async fn hostile_requests_get_clear_errors_and_change_nothing() {
         }
         assert_eq!(dump(&h), before, "{} changed the database", c.name);
         assert_eq!(h.gateway.kernel().peek(main), queue_before, "{} changed the queue", c.name);
+    }
+}
+
+/// A valid spawn for `agent:main:main`: only the headers of the case make it invalid.
+fn spawn_case(name: &'static str, status: u16, error_type: Option<&'static str>) -> Case {
+    tool(
+        name,
+        json!({ "tool": "sessions_spawn", "sessionKey": "agent:main:main", "args": { "task": "x" } }),
+        status,
+        error_type,
+    )
+}
+
+/// Issue 11 item 7: with `--auth none` on loopback, the cross-site request a web page can send
+/// (a `text/plain` POST with a foreign Host and Origin) spawned a child. Each of its parts is refused.
+#[tokio::test]
+async fn cross_site_requests_are_refused_without_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = sessionwatch_server::Config::default();
+    config.data_dir = dir.path().to_path_buf();
+    let h = Harness::start_with_token(dir, config, None, None).await;
+    let body = r#"{"tool":"sessions_spawn","sessionKey":"agent:main:main","args":{"task":"x"}}"#;
+    let send = |headers: &'static [(&'static str, &'static str)]| {
+        let mut req = h.client.post(format!("{}/tools/invoke", h.base)).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send()
+    };
+    let before = dump(&h);
+    let attack: &[(&str, &str)] =
+        &[("content-type", "text/plain"), ("host", "evil.example"), ("origin", "http://evil.example")];
+    assert_eq!(send(attack).await.unwrap().status(), 403);
+    let same_host_text: &[(&str, &str)] = &[("content-type", "text/plain")];
+    assert_eq!(send(same_host_text).await.unwrap().status(), 415);
+    let foreign_origin_json: &[(&str, &str)] =
+        &[("content-type", "application/json"), ("origin", "http://evil.example")];
+    assert_eq!(send(foreign_origin_json).await.unwrap().status(), 403);
+    assert_eq!(dump(&h), before, "a refused cross-site request changed the database");
+    // The same request from a loopback page of our own origin is served.
+    let own_origin: &[(&str, &str)] =
+        &[("content-type", "application/json; charset=utf-8"), ("origin", "http://127.0.0.1")];
+    assert_eq!(send(own_origin).await.unwrap().status(), 200);
+}
+
+/// The `Bearer` scheme is case-insensitive (RFC 9110 §11.1); the token itself is not.
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let h = Harness::start().await;
+    for (auth, status) in [
+        (format!("bearer {TOKEN}"), 200),
+        (format!("BEARER  {TOKEN}"), 200),
+        (format!("Bearer {}", TOKEN.to_uppercase()), 401),
+        (format!("Basic {TOKEN}"), 401),
+    ] {
+        let resp = h
+            .client
+            .post(format!("{}/tools/invoke", h.base))
+            .header("authorization", &auth)
+            .json(&json!({ "tool": "sessions_list", "sessionKey": "agent:main:main" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), status, "{auth}");
     }
 }

@@ -41,6 +41,16 @@ impl Harness {
         config: Config,
         clock: Option<Arc<ManualClock>>,
     ) -> Harness {
+        Harness::start_with_token(dir, config, clock, Some(TOKEN)).await
+    }
+
+    /// `token: None` is `--auth none`.
+    pub async fn start_with_token(
+        dir: tempfile::TempDir,
+        config: Config,
+        clock: Option<Arc<ManualClock>>,
+        token: Option<&str>,
+    ) -> Harness {
         let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default()).unwrap();
         let c: Arc<dyn Clock> = match &clock {
             Some(c) => c.clone(),
@@ -49,7 +59,7 @@ impl Harness {
         let gateway = Gateway::start(store, config, c).await;
         let state = Arc::new(AppState {
             gateway: gateway.clone(),
-            token: Some(TOKEN.into()),
+            token: token.map(str::to_string),
             metrics: Default::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
