@@ -410,8 +410,8 @@ fn spawn_case(name: &'static str, status: u16, error_type: Option<&'static str>)
 #[tokio::test]
 async fn cross_site_requests_are_refused_without_auth() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = sessionwatch_server::Config::default();
-    config.data_dir = dir.path().to_path_buf();
+    let config =
+        sessionwatch_server::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
     let h = Harness::start_with_token(dir, config, None, None).await;
     let body = r#"{"tool":"sessions_spawn","sessionKey":"agent:main:main","args":{"task":"x"}}"#;
     let send = |headers: &'static [(&'static str, &'static str)]| {
