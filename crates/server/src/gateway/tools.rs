@@ -31,6 +31,7 @@ impl<S: Store> Gateway<S> {
         let caller = self.resolve_caller(caller)?;
         // Validate arguments before anything is written (bad input changes nothing).
         let call = ToolCall::parse(tool, args)?;
+        self.check_target(&caller, &call).await?;
         self.ensure_session(&caller, SessionSpec { created_via: Some("tool"), ..SessionSpec::default() })
             .await?;
         match call {
@@ -51,6 +52,25 @@ impl<S: Store> Gateway<S> {
             }
             ToolCall::Unwatch { session_key } => self.sessions_unwatch(&caller, &session_key).await,
         }
+    }
+
+    /// Resolves the call's target and, unless it is the caller itself, checks that it exists, all before
+    /// the caller is created: a rejected call writes nothing (a caller that does not exist yet included).
+    async fn check_target(&self, caller: &SessionRef, call: &ToolCall) -> ApiResult<()> {
+        let (key, must_exist) = match call {
+            ToolCall::Status { session_key: Some(k), .. } => (k, true),
+            ToolCall::History { session_key, .. } | ToolCall::Send { session_key, .. } => (session_key, true),
+            // Unwatching a session that is gone is allowed (it answers `unwatched: false`).
+            ToolCall::Unwatch { session_key } => (session_key, false),
+            ToolCall::Status { session_key: None, .. } | ToolCall::List { .. } | ToolCall::Spawn { .. } => {
+                return Ok(());
+            }
+        };
+        let target = self.resolve(key, &caller.agent_id)?;
+        if must_exist && target != *caller {
+            self.require_session(&target).await?;
+        }
+        Ok(())
     }
 
     async fn session_status(

@@ -458,3 +458,36 @@ async fn the_bearer_scheme_is_case_insensitive() {
         assert_eq!(resp.status().as_u16(), status, "{auth}");
     }
 }
+
+/// Issue 11 item 2: a rejected tool call from a caller that does not exist yet used to create that
+/// caller (a session row, a `created` event, a head row) before the target was resolved.
+#[tokio::test]
+async fn a_rejected_tool_call_from_a_new_caller_writes_nothing() {
+    let h = Harness::start().await;
+    let child = h.spawn_child("agent:main:main").await;
+    let caller = "agent:evil:one";
+    let rows = [
+        ("unwatch an invalid key", json!({ "tool": "sessions_unwatch", "args": { "sessionKey": "agent:" } }), "invalid_argument"),
+        ("status of an invalid key", json!({ "tool": "session_status", "args": { "sessionKey": "agent::x" } }), "invalid_argument"),
+        ("status of an unknown session", json!({ "tool": "session_status", "args": { "sessionKey": "agent:main:nobody" } }), "not_found"),
+        ("history of an invalid key", json!({ "tool": "sessions_history", "args": { "sessionKey": "agent:main:a b" } }), "invalid_argument"),
+        ("history of an unknown session", json!({ "tool": "sessions_history", "args": { "sessionKey": "agent:main:nobody" } }), "not_found"),
+        ("send to an invalid key", json!({ "tool": "sessions_send", "args": { "sessionKey": "agent:", "message": "hi" } }), "invalid_argument"),
+        ("send to an unknown session", json!({ "tool": "sessions_send", "args": { "sessionKey": "agent:main:nobody", "message": "hi", "watch": true } }), "not_found"),
+        ("send without a message", json!({ "tool": "sessions_send", "args": { "sessionKey": child } }), "invalid_argument"),
+        ("spawn with a bad agent", json!({ "tool": "sessions_spawn", "args": { "task": "x", "agentId": "Bad Agent!" } }), "invalid_argument"),
+        ("list with an unknown kind", json!({ "tool": "sessions_list", "args": { "kinds": ["robots"] } }), "invalid_argument"),
+    ];
+    let before = dump(&h);
+    for (name, mut body, error_type) in rows {
+        body["sessionKey"] = caller.into();
+        let reply = h.post("/tools/invoke", body).await;
+        assert_eq!(reply.status, 400, "{name}: {:?}", reply.body);
+        assert_eq!(reply.body["error"]["type"], error_type, "{name}: {:?}", reply.body);
+        assert_eq!(dump(&h), before, "{name} wrote to the database");
+    }
+    // The same caller with a valid call is created as before.
+    let ok = h.post("/tools/invoke", json!({ "tool": "sessions_list", "sessionKey": caller, "args": {} })).await;
+    assert_eq!(ok.status, 200);
+    assert_ne!(dump(&h), before);
+}
