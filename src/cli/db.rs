@@ -8,6 +8,7 @@ use sessionwatch_core::{
 };
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_server::wire;
+use sessionwatch_store::sqlite::GatewayLock;
 use sessionwatch_store::{RetentionPolicy, SqliteOptions, SqliteStore};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,6 +86,12 @@ enum DbCommand {
 pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
     super::init_tracing("warn");
     let path = args.db.clone().unwrap_or_else(|| super::default_data_dir().join("sessionwatch.db"));
+    // Commands that write keep a running gateway's in-memory queues honest by refusing to run beside it;
+    // `status` only reads.
+    let _lock = match args.command {
+        DbCommand::Status { .. } => None,
+        _ => Some(GatewayLock::acquire(&path)?),
+    };
     let store = SqliteStore::open(&path, SqliteOptions::default())?;
     let mut config = KernelConfig { store_identity: "sessionwatch".into(), ..KernelConfig::default() };
     if let DbCommand::Prune { days, max_rows } = &args.command {

@@ -5,6 +5,7 @@ use clap::Args;
 use sessionwatch_core::SystemClock;
 use sessionwatch_server::config::AuthMode;
 use sessionwatch_server::{AppState, Config, Gateway, auth};
+use sessionwatch_store::sqlite::GatewayLock;
 use sessionwatch_store::{PostgresStore, SqliteOptions, SqliteStore, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,6 +81,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         None => {
             let path = config.sqlite_path();
+            // Held until we exit: a second gateway on this file refuses to start.
+            let _lock = GatewayLock::acquire(&path)?;
             let store = SqliteStore::open(&path, SqliteOptions::default())?;
             let gateway = Gateway::start(store, config.clone(), Arc::new(SystemClock)).await;
             serve(listener, gateway, token, &config, &path.display().to_string()).await

@@ -91,3 +91,67 @@ async fn client_commands_against_a_gateway() {
     let (ok, _) = cli(&["status", "agent:main:nobody"]);
     assert!(!ok, "an unknown session is an error exit");
 }
+
+/// Runs `sessionwatch` to completion, or fails if it is still running after 20 s (it served instead
+/// of refusing).
+fn run_expecting_exit(args: &[&str]) -> (bool, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .env("SESSIONWATCH_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!("{args:?} kept running: {}", String::from_utf8_lossy(&out.stdout));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// Issue 11: a second `serve` on the same SQLite file used to start and silently split notices between
+/// two processes. It refuses, naming the holder; after a kill -9 of the first, a restart works.
+#[test]
+fn a_second_gateway_on_one_sqlite_file_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Server::start(dir.path());
+    let data_dir = dir.path().to_str().unwrap();
+    let (ok, out) = run_expecting_exit(&["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir]);
+    assert!(!ok, "{out}");
+    assert!(!out.contains("listening on"), "{out}");
+    assert!(out.contains("another sessionwatch gateway"), "{out}");
+    assert!(out.contains(&format!("pid {}", first.child.id())), "{out}");
+    let db = dir.path().join("sessionwatch.db");
+    let (ok, out) =
+        run_expecting_exit(&["db", "--db", db.to_str().unwrap(), "watch", "agent:main:a", "agent:main:b"]);
+    assert!(!ok && out.contains("another sessionwatch gateway"), "a writing db command refuses too: {out}");
+    let (ok, out) = run_expecting_exit(&["db", "--db", db.to_str().unwrap(), "status", "agent:main:a"]);
+    assert!(ok, "reading is fine: {out}");
+    first.kill();
+    drop(Server::start(dir.path()));
+}
+
+/// Issue 11 item 1: a foreign SQLite file (here: only a view) was opened; the gateway printed
+/// "listening" and answered 500, and `db status` created our schema inside it.
+#[test]
+fn a_foreign_sqlite_file_is_refused_by_serve_and_db_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessionwatch.db");
+    rusqlite::Connection::open(&db).unwrap().execute_batch("CREATE VIEW answers AS SELECT 42 AS n;").unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let (ok, out) =
+        run_expecting_exit(&["serve", "--listen", "127.0.0.1:0", "--data-dir", dir.path().to_str().unwrap()]);
+    assert!(!ok && !out.contains("listening on"), "{out}");
+    assert!(out.contains("not a usable sessionwatch database") && out.contains("answers"), "{out}");
+    let (ok, out) = run_expecting_exit(&["db", "--db", db.to_str().unwrap(), "status", "agent:main:a"]);
+    assert!(!ok && out.contains("not a usable sessionwatch database"), "{out}");
+    assert!(std::fs::read(&db).unwrap() == before, "the file is untouched");
+    assert!(!dir.path().join("sessionwatch.db-wal").exists());
+}

@@ -108,10 +108,7 @@ fn check(allowed: &AllowedHosts, req: &Request) -> Result<(), ApiError> {
 fn has_body(req: &Request) -> bool {
     let headers = req.headers();
     headers.contains_key(header::TRANSFER_ENCODING)
-        || headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim() != "0")
+        || headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim() != "0")
 }
 
 #[cfg(test)]

@@ -23,6 +23,9 @@ pub enum StoreError {
     /// A PostgreSQL error (connection, pool or statement), with its SQLSTATE when the server sent one.
     #[error("postgres: {0}")]
     Postgres(String),
+    /// Another process holds the database (a second gateway on one SQLite file).
+    #[error("{0}")]
+    Locked(String),
     /// The store configuration is unusable (e.g. an invalid schema name).
     #[error("invalid store configuration: {0}")]
     Config(String),

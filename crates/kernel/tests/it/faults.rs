@@ -214,3 +214,78 @@ fn database_from_a_newer_version_is_refused_untouched() {
         other => panic!("expected TooNew, got {other:?}"),
     }
 }
+
+/// Issue 11 item 1: a file with an unrelated table and `user_version` 1, or holding only a view, was
+/// opened, switched to WAL and given our schema. Every object and the version must be ours.
+#[test]
+fn sqlite_files_that_are_not_ours_are_refused_untouched() {
+    let ours = |c: &rusqlite::Connection| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ours.db");
+        drop(SqliteStore::open(&p, SqliteOptions::default()).unwrap());
+        let src = rusqlite::Connection::open(&p).unwrap();
+        let ddl: Vec<String> = src
+            .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for sql in ddl {
+            c.execute_batch(&sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", sessionwatch_store::sqlite::SCHEMA_VERSION).unwrap();
+    };
+    type MakeFile<'a> = &'a dyn Fn(&rusqlite::Connection);
+    let cases: &[(&str, MakeFile, &str)] = &[
+        (
+            "a foreign table with user_version 1",
+            &|c| {
+                c.execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY); PRAGMA user_version = 1;")
+                    .unwrap()
+            },
+            "users",
+        ),
+        ("only a view", &|c| c.execute_batch("CREATE VIEW v AS SELECT 1 AS one;").unwrap(), "view \"v\""),
+        ("a negative user_version", &|c| c.execute_batch("PRAGMA user_version = -3;").unwrap(), "-3"),
+        (
+            "our schema plus a foreign table",
+            &|c| {
+                ours(c);
+                c.execute_batch("CREATE TABLE extra (x);").unwrap();
+            },
+            "extra",
+        ),
+        (
+            "our schema plus a trigger",
+            &|c| {
+                ours(c);
+                c.execute_batch(
+                    "CREATE TRIGGER t AFTER INSERT ON session_inbox BEGIN DELETE FROM session_inbox; END;",
+                )
+                .unwrap();
+            },
+            "trigger \"t\"",
+        ),
+        (
+            "our version with a table missing",
+            &|c| {
+                ours(c);
+                c.execute_batch("DROP TABLE session_runs;").unwrap();
+            },
+            "session_runs",
+        ),
+    ];
+    for (what, make, named) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            make(&c);
+        }
+        let err = assert_refused(&path, what);
+        assert_corrupt(&err, &path, what);
+        assert!(err.to_string().contains(named), "{what}: the error names what it found: {err}");
+        assert!(!path.with_extension("db-wal").exists(), "{what}: no WAL file was created");
+    }
+}

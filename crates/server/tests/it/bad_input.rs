@@ -410,8 +410,7 @@ fn spawn_case(name: &'static str, status: u16, error_type: Option<&'static str>)
 #[tokio::test]
 async fn cross_site_requests_are_refused_without_auth() {
     let dir = tempfile::tempdir().unwrap();
-    let config =
-        sessionwatch_server::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
+    let config = sessionwatch_server::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
     let h = Harness::start_with_token(dir, config, None, None).await;
     let body = r#"{"tool":"sessions_spawn","sessionKey":"agent:main:main","args":{"task":"x"}}"#;
     let send = |headers: &'static [(&'static str, &'static str)]| {
@@ -467,16 +466,56 @@ async fn a_rejected_tool_call_from_a_new_caller_writes_nothing() {
     let child = h.spawn_child("agent:main:main").await;
     let caller = "agent:evil:one";
     let rows = [
-        ("unwatch an invalid key", json!({ "tool": "sessions_unwatch", "args": { "sessionKey": "agent:" } }), "invalid_argument"),
-        ("status of an invalid key", json!({ "tool": "session_status", "args": { "sessionKey": "agent::x" } }), "invalid_argument"),
-        ("status of an unknown session", json!({ "tool": "session_status", "args": { "sessionKey": "agent:main:nobody" } }), "not_found"),
-        ("history of an invalid key", json!({ "tool": "sessions_history", "args": { "sessionKey": "agent:main:a b" } }), "invalid_argument"),
-        ("history of an unknown session", json!({ "tool": "sessions_history", "args": { "sessionKey": "agent:main:nobody" } }), "not_found"),
-        ("send to an invalid key", json!({ "tool": "sessions_send", "args": { "sessionKey": "agent:", "message": "hi" } }), "invalid_argument"),
-        ("send to an unknown session", json!({ "tool": "sessions_send", "args": { "sessionKey": "agent:main:nobody", "message": "hi", "watch": true } }), "not_found"),
-        ("send without a message", json!({ "tool": "sessions_send", "args": { "sessionKey": child } }), "invalid_argument"),
-        ("spawn with a bad agent", json!({ "tool": "sessions_spawn", "args": { "task": "x", "agentId": "Bad Agent!" } }), "invalid_argument"),
-        ("list with an unknown kind", json!({ "tool": "sessions_list", "args": { "kinds": ["robots"] } }), "invalid_argument"),
+        (
+            "unwatch an invalid key",
+            json!({ "tool": "sessions_unwatch", "args": { "sessionKey": "agent:" } }),
+            "invalid_argument",
+        ),
+        (
+            "status of an invalid key",
+            json!({ "tool": "session_status", "args": { "sessionKey": "agent::x" } }),
+            "invalid_argument",
+        ),
+        (
+            "status of an unknown session",
+            json!({ "tool": "session_status", "args": { "sessionKey": "agent:main:nobody" } }),
+            "not_found",
+        ),
+        (
+            "history of an invalid key",
+            json!({ "tool": "sessions_history", "args": { "sessionKey": "agent:main:a b" } }),
+            "invalid_argument",
+        ),
+        (
+            "history of an unknown session",
+            json!({ "tool": "sessions_history", "args": { "sessionKey": "agent:main:nobody" } }),
+            "not_found",
+        ),
+        (
+            "send to an invalid key",
+            json!({ "tool": "sessions_send", "args": { "sessionKey": "agent:", "message": "hi" } }),
+            "invalid_argument",
+        ),
+        (
+            "send to an unknown session",
+            json!({ "tool": "sessions_send", "args": { "sessionKey": "agent:main:nobody", "message": "hi", "watch": true } }),
+            "not_found",
+        ),
+        (
+            "send without a message",
+            json!({ "tool": "sessions_send", "args": { "sessionKey": child } }),
+            "invalid_argument",
+        ),
+        (
+            "spawn with a bad agent",
+            json!({ "tool": "sessions_spawn", "args": { "task": "x", "agentId": "Bad Agent!" } }),
+            "invalid_argument",
+        ),
+        (
+            "list with an unknown kind",
+            json!({ "tool": "sessions_list", "args": { "kinds": ["robots"] } }),
+            "invalid_argument",
+        ),
     ];
     let before = dump(&h);
     for (name, mut body, error_type) in rows {
@@ -487,7 +526,8 @@ async fn a_rejected_tool_call_from_a_new_caller_writes_nothing() {
         assert_eq!(dump(&h), before, "{name} wrote to the database");
     }
     // The same caller with a valid call is created as before.
-    let ok = h.post("/tools/invoke", json!({ "tool": "sessions_list", "sessionKey": caller, "args": {} })).await;
+    let ok =
+        h.post("/tools/invoke", json!({ "tool": "sessions_list", "sessionKey": caller, "args": {} })).await;
     assert_eq!(ok.status, 200);
     assert_ne!(dump(&h), before);
 }

@@ -3,6 +3,7 @@
 
 pub mod bench;
 mod links;
+mod lock;
 mod log;
 mod prune;
 mod runs;
@@ -11,6 +12,7 @@ mod sessions;
 mod watch;
 mod writer;
 
+pub use lock::GatewayLock;
 pub use schema::SCHEMA_VERSION;
 
 use crate::{
@@ -99,8 +101,13 @@ impl SqliteStore {
             if f.read_exact(&mut header).is_err() || &header != SQLITE_HEADER {
                 return Err(corrupt("the file does not start with the SQLite header".into()));
             }
-        } else if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+        } else {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            // Owner-only from the first byte; SQLite gives the WAL and shared-memory files the mode of
+            // the database file.
+            lock::private_options().write(true).create_new(true).open(&path)?;
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -117,6 +124,7 @@ impl SqliteStore {
                 return Err(corrupt(format!("integrity check failed: {check}")));
             }
             schema::check_compatible(&writer)?;
+            restrict_to_owner(&path)?;
         }
         configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
         schema::migrate(&mut writer)?;
@@ -207,6 +215,25 @@ impl SqliteStore {
     pub fn integrity_check(&self) -> Result<String> {
         self.read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
     }
+}
+
+/// A database created by an older version may be readable by others: ours, once it passed the checks.
+fn restrict_to_owner(db: &Path) -> Result<()> {
+    #[cfg(unix)]
+    for suffix in ["", "-wal", "-shm"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mut name = db.as_os_str().to_os_string();
+        name.push(suffix);
+        let file = Path::new(&name);
+        match std::fs::metadata(file) {
+            Ok(m) if m.permissions().mode() & 0o077 != 0 => std::fs::set_permissions(
+                file,
+                std::fs::Permissions::from_mode(m.permissions().mode() & 0o700),
+            )?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Reads map the file (no read syscall per page, one shared page cache in the OS) and keep prepared

@@ -1,7 +1,7 @@
 //! DDL and versioned migrations for the SQLite store.
 
 use crate::{Result, StoreError};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
 pub const SCHEMA_VERSION: i64 = 1;
@@ -148,28 +148,54 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
-/// Read-only: answers the schema version of a database this version can use (0 for a new, empty one);
-/// refuses a database written by a newer version, or someone else's tables without our version.
+/// Read-only: answers the schema version of a database this version can use (0 for a new, empty one).
+/// Refuses a database written by a newer version, and any database that is not ours: every object in it
+/// (tables, views, indexes, triggers) must be exactly what our migrations up to its `user_version`
+/// create — an empty file at version 0, never someone else's tables, views or version number.
 pub fn check_compatible(conn: &Connection) -> Result<i64> {
     let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::TooNew { found, supported: SCHEMA_VERSION });
     }
-    if found == 0 {
-        // A database with tables but no version is not ours.
-        let foreign: Option<String> = conn
-            .query_row(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(name) = foreign {
-            return Err(StoreError::Corrupt {
-                path: conn.path().unwrap_or("").to_string(),
-                reason: format!("it holds a table {name:?} but no sessionwatch schema version"),
-            });
-        }
+    let not_ours =
+        |reason: String| StoreError::Corrupt { path: conn.path().unwrap_or("").to_string(), reason };
+    if found < 0 {
+        return Err(not_ours(format!("its user_version {found} is not a sessionwatch schema version")));
+    }
+    let have = schema_objects(conn)?;
+    let want = expected_objects(found)?;
+    if let Some((kind, name, _)) = have.iter().find(|o| !want.contains(o)) {
+        return Err(not_ours(if found == 0 {
+            format!("it holds a {kind} {name:?} but no sessionwatch schema version")
+        } else {
+            format!("it holds a {kind} {name:?} that sessionwatch schema version {found} does not have")
+        }));
+    }
+    if let Some((kind, name, _)) = want.iter().find(|o| !have.contains(o)) {
+        return Err(not_ours(format!(
+            "its user_version says sessionwatch schema {found} but the {kind} {name:?} is missing"
+        )));
     }
     Ok(found)
+}
+
+/// (type, name, table) of every object but SQLite's own (`sqlite_…`, e.g. `sqlite_stat1` from ANALYZE).
+/// Not the SQL text: a migration's whitespace is not part of the contract.
+type SchemaObject = (String, String, String);
+
+fn schema_objects(conn: &Connection) -> Result<Vec<SchemaObject>> {
+    let mut stmt = conn.prepare(
+        r"SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY rowid",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The objects our migrations create up to `version`, from an in-memory database.
+fn expected_objects(version: i64) -> Result<Vec<SchemaObject>> {
+    let conn = Connection::open_in_memory()?;
+    for ddl in &MIGRATIONS[..version as usize] {
+        conn.execute_batch(ddl)?;
+    }
+    schema_objects(&conn)
 }

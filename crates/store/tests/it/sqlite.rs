@@ -59,3 +59,44 @@ async fn a_cached_tail_never_hides_another_processs_writes() {
     assert_eq!(page.earliest_available_sequence, 4);
     assert_eq!(seqs(&page), vec![4, 5]);
 }
+
+/// The database, its WAL and shared-memory files hold transcript text: owner-only, like the token file,
+/// and a file an older version left readable by others is tightened once it passed the checks.
+#[cfg(unix)]
+#[tokio::test]
+async fn database_files_are_readable_by_their_owner_only() {
+    use crate::conformance::req;
+    use sessionwatch_core::NewEvent;
+    use sessionwatch_store::Store;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    store.append(req(NewEvent::human_message("agent:main:a", "main", "telegram", None)), 1).await.unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let file = dir.path().join(format!("state.db{suffix}"));
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    drop(store);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let _store = SqliteStore::open(&path, SqliteOptions::default()).expect("reopen");
+    assert_eq!(mode(&path), 0o600, "tightened on open");
+}
+
+/// Two gateways on one file would split notices between their in-memory queues: the second one is
+/// refused while the first holds the lock, and the lock goes with its holder.
+#[test]
+fn a_second_gateway_lock_on_one_database_is_refused() {
+    use sessionwatch_store::sqlite::GatewayLock;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let first = GatewayLock::acquire(&path).expect("first");
+    let err = GatewayLock::acquire(&path).expect_err("second");
+    let msg = err.to_string();
+    assert!(msg.contains("another sessionwatch gateway"), "{msg}");
+    assert!(msg.contains(&format!("pid {}", std::process::id())), "names the holder: {msg}");
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    drop(first);
+    GatewayLock::acquire(&path).expect("free again once the holder is gone");
+}
