@@ -95,3 +95,40 @@ async fn a_human_turn_on_gateway_a_wakes_the_watcher_hosted_on_b() {
     drop(b);
     db.drop_it().await;
 }
+
+/// Issue 11 item 3: a notice pushed to the gateway that hosts the watcher (A) stayed in A's memory after
+/// a turn on B delivered it from the durable cursor, so the next turn on A delivered it again; concurrent
+/// turns on A and B both got it. Delivery is a durable claim: once, whichever gateway serves the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_is_delivered_once_when_the_watchers_turns_move_between_gateways() {
+    let Some(db) = TestDatabase::create().await else { return };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start_with(dir_a.path(), &["--database", &db.url]);
+    let b = Server::start_with(dir_b.path(), &["--database", &db.url]);
+    let child = a.tool(MAIN, "sessions_spawn", json!({ "task": "work" })).await["childSessionKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(a.turn(MAIN).await.is_empty(), "the watcher is hosted on A");
+
+    // Moving turns: A holds the notice in memory, B delivers it, A must not deliver it again.
+    human_turn(&b, &child, "typed on B").await;
+    tokio::time::sleep(Duration::from_millis(300)).await; // A's listener queues it
+    assert_eq!(b.turn(MAIN).await.len(), 1, "B delivers the pending notice");
+    assert!(a.turn(MAIN).await.is_empty(), "A's queued copy was already delivered");
+    assert!(b.turn(MAIN).await.is_empty());
+
+    // Concurrent turns on both gateways: exactly one of them delivers each notice.
+    for round in 0..5 {
+        assert!(a.turn(MAIN).await.is_empty(), "round {round}: A is the host again");
+        human_turn(&b, &child, &format!("round {round}")).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (on_a, on_b) = tokio::join!(a.turn(MAIN), b.turn(MAIN));
+        assert_eq!(on_a.len() + on_b.len(), 1, "round {round}: A got {on_a:?}, B got {on_b:?}");
+        let (on_a, on_b) = tokio::join!(a.turn(MAIN), b.turn(MAIN));
+        assert!(on_a.is_empty() && on_b.is_empty(), "round {round}: again {on_a:?} {on_b:?}");
+    }
+    drop(a);
+    drop(b);
+    db.drop_it().await;
+}

@@ -111,6 +111,20 @@ impl Cursor {
         (self.material > frozen).then_some(frozen)
     }
 
+    /// Delivering a drained notice is a durable claim: it goes out only while the cursor still has it
+    /// pending, and then is acknowledged in the same step. A notice queued in memory that another
+    /// gateway (or process) already delivered, or whose watch was unwatched, reset or expired, claims
+    /// nothing and is dropped; so each notice is delivered once whichever gateway serves the turn. The
+    /// delivered text says `changesSince L` of the cursor as it is now, not as it was when queued.
+    pub fn claim(&mut self, now: Millis) -> Option<Claim> {
+        if !self.is_pending() {
+            return None;
+        }
+        let since = self.last_seen;
+        let reopen = self.acknowledge(now);
+        Some(Claim { since, reopen })
+    }
+
     /// Start-up sweep: a pending cursor re-opens its notice at `changesSince L` with `N = M`.
     pub fn sweep(&mut self, now: Millis) -> Option<u64> {
         if !self.is_pending() {
@@ -120,6 +134,13 @@ impl Cursor {
         self.updated_at = now;
         Some(self.last_seen)
     }
+}
+
+/// A claimed notice: deliver it at `changesSince since`; `reopen` as for [`Cursor::acknowledge`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub since: u64,
+    pub reopen: Option<u64>,
 }
 
 /// Both ends of a watch must be agent-qualified and distinct.

@@ -14,7 +14,7 @@ pub mod queue;
 
 pub use changes::{ChangesPage, Limit, LimitError, MAX_CHANGES_LIMIT};
 pub use cursor::{
-    Cursor, MaterialDecision, Provenance, RegisterDecision, SkipReason, check_watch_address,
+    Claim, Cursor, MaterialDecision, Provenance, RegisterDecision, SkipReason, check_watch_address,
     decide_registration, on_material,
 };
 pub use event::{

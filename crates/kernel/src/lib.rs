@@ -96,6 +96,8 @@ pub struct Metrics {
     pub notices_queued: AtomicU64,
     pub notices_acknowledged: AtomicU64,
     pub notices_reopened: AtomicU64,
+    /// Drained notices their durable cursor no longer had pending (delivered elsewhere, watch gone).
+    pub notices_dropped_stale: AtomicU64,
     pub wakes: AtomicU64,
     /// Reconciliations from durable cursors (after a cross-gateway wake-up or a (re)connect).
     pub reconciles: AtomicU64,
@@ -451,33 +453,52 @@ impl<S: Store> Kernel<S> {
         self.inner.queues.depths()
     }
 
-    /// Begins a turn of `session`: drains its queue and acknowledges every drained session-state notice.
-    /// A notice whose target changed again meanwhile re-opens exactly once, queued for the next turn.
+    /// Begins a turn of `session`: drains its queue and claims every drained session-state notice from
+    /// its durable cursor ([`sessionwatch_core::Cursor::claim`]). Only claimed notices are delivered, at
+    /// the cursor's current `changesSince`: one that another gateway already delivered, or whose watch
+    /// is gone, is dropped. A notice whose target changed again meanwhile re-opens exactly once, queued
+    /// for the next turn. Other system events pass through.
     pub async fn drain(&self, session: &str) -> Vec<QueuedEvent> {
         let _guard = self.inner.ack_lock.lock().await;
         let drained = self.inner.queues.drain(session);
         let targets: Vec<AgentSessionKey> =
             drained.iter().filter_map(|e| decode_context_key(&e.context_key)).collect();
-        if let (false, Some(watcher)) = (targets.is_empty(), AgentSessionKey::parse(session)) {
-            self.inner.metrics.notices_acknowledged.fetch_add(targets.len() as u64, Ordering::Relaxed);
-            let now = self.now();
-            match self
-                .inner
-                .store
-                .acknowledge(watcher, targets, self.inner.config.store_identity.clone(), now)
-                .await
-            {
-                Ok(reopened) => {
-                    for notice in reopened {
-                        self.inner.metrics.notices_reopened.fetch_add(1, Ordering::Relaxed);
-                        self.deliver(&notice, false);
-                    }
-                }
-                // The cursors stay pending: the next material event or the next start-up re-notifies.
-                Err(e) => tracing::warn!(error = %e, session, "acknowledging drained notices failed"),
+        let Some(watcher) = AgentSessionKey::parse(session).filter(|_| !targets.is_empty()) else {
+            return drained;
+        };
+        let targets_len = targets.len();
+        let now = self.now();
+        let claimed = match self
+            .inner
+            .store
+            .acknowledge(watcher, targets, self.inner.config.store_identity.clone(), now)
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                // Delivered anyway and the cursors stay pending: at least once while the store fails
+                // (the next start-up or material event re-notifies), never lost.
+                tracing::warn!(error = %e, session, "acknowledging drained notices failed");
+                return drained;
             }
+        };
+        let m = &self.inner.metrics;
+        m.notices_acknowledged.fetch_add(claimed.delivered.len() as u64, Ordering::Relaxed);
+        for notice in &claimed.reopened {
+            m.notices_reopened.fetch_add(1, Ordering::Relaxed);
+            self.deliver(notice, false);
         }
-        drained
+        let mut delivered: HashMap<String, String> =
+            claimed.delivered.iter().map(|n| (n.context_key(), n.text())).collect();
+        let out: Vec<QueuedEvent> = drained
+            .into_iter()
+            .filter_map(|e| match decode_context_key(&e.context_key) {
+                None => Some(e),
+                Some(_) => delivered.remove(&e.context_key).map(|text| QueuedEvent { text, ..e }),
+            })
+            .collect();
+        m.notices_dropped_stale.fetch_add((targets_len - claimed.delivered.len()) as u64, Ordering::Relaxed);
+        out
     }
 
     /// Registers `watcher` on `target` at the target's current head. Answers whether a watch is in place.
@@ -582,11 +603,19 @@ impl<S: Store> Kernel<S> {
         })
     }
 
-    /// Prunes now (forced).
+    /// Prunes now (forced). Watches retention removed take their queued notices with them, as an
+    /// unwatch, a reset or a delete does.
     pub async fn prune_now(&self) -> Result<PruneReport, StoreError> {
         let now = self.now();
         let report = self.inner.store.prune(self.inner.config.retention, now).await;
         *self.inner.last_prune.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+        if let Ok(r) = &report {
+            for (watcher, target) in &r.cursors_expired {
+                if let Some(t) = AgentSessionKey::parse(target) {
+                    self.inner.queues.remove(watcher, &sessionwatch_core::context_key(&t));
+                }
+            }
+        }
         report
     }
 

@@ -49,6 +49,11 @@ impl HttpMetrics {
                 "Notices re-opened for interleaved work.",
                 &m.notices_reopened,
             ),
+            (
+                "sessionwatch_notices_dropped_stale_total",
+                "Drained notices not delivered: already delivered by another gateway, or the watch is gone.",
+                &m.notices_dropped_stale,
+            ),
             ("sessionwatch_wakes_total", "Wake signals sent to main-session watchers.", &m.wakes),
         ];
         for (name, help, v) in counters {

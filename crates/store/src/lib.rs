@@ -40,14 +40,16 @@ pub trait Store: Send + Sync + 'static {
     /// Drops a watch; its pending notice goes with it. Answers whether a cursor existed.
     fn unwatch(&self, watcher: String, target: String) -> impl Future<Output = Result<bool>> + Send;
 
-    /// Acknowledges drained notices of `watcher` for `targets`; answers the reopened notices.
+    /// Claims and acknowledges drained notices of `watcher` for `targets` in one transaction
+    /// ([`sessionwatch_core::Cursor::claim`]): only a cursor that still has its notice pending delivers
+    /// it, so concurrent or stale drains on several gateways deliver each notice once.
     fn acknowledge(
         &self,
         watcher: AgentSessionKey,
         targets: Vec<AgentSessionKey>,
         watcher_store: String,
         now: Millis,
-    ) -> impl Future<Output = Result<Vec<Notice>>> + Send;
+    ) -> impl Future<Output = Result<Acknowledged>> + Send;
 
     /// Start-up recovery: every pending cursor of an existing watcher with a matching store re-opens its
     /// notice (`N = M`).

@@ -1,4 +1,6 @@
-use sessionwatch_core::{DAY_MS, Millis, NewEvent, Notice, RegisterDecision, StoredEvent};
+use sessionwatch_core::{
+    AgentSessionKey, Claim, DAY_MS, Millis, NewEvent, Notice, RegisterDecision, StoredEvent,
+};
 
 /// An append and the context its producer knows.
 #[derive(Clone, Debug)]
@@ -79,11 +81,37 @@ impl Default for RetentionPolicy {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PruneReport {
     pub events_by_age: u64,
     pub events_by_cap: u64,
-    pub cursors_expired: u64,
+    /// The watches retention removed, as (watcher, target), sorted: their queued notices must go too.
+    pub cursors_expired: Vec<(String, String)>,
+}
+
+impl Acknowledged {
+    pub(crate) fn record(
+        &mut self,
+        watcher: &AgentSessionKey,
+        target: &AgentSessionKey,
+        claim: Claim,
+        queue_only: bool,
+    ) {
+        let notice = |since| Notice { watcher: watcher.clone(), target: target.clone(), since, queue_only };
+        self.delivered.push(notice(claim.since));
+        if let Some(since) = claim.reopen {
+            self.reopened.push(notice(since));
+        }
+    }
+}
+
+/// What acknowledging drained notices did ([`crate::Store::acknowledge`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Acknowledged {
+    /// The notices claimed, at the cursor's `changesSince` as it was: deliver exactly these.
+    pub delivered: Vec<Notice>,
+    /// Remainders that arrived while a delivered notice was pending: queue them for the next turn.
+    pub reopened: Vec<Notice>,
 }
 
 /// A session as the gateway creates it.

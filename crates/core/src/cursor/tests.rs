@@ -74,6 +74,29 @@ fn acknowledge_moves_to_the_frozen_watermark_and_reopens_once() {
 }
 
 #[test]
+fn a_claim_delivers_only_a_pending_notice_and_only_once() {
+    for c in all_states(6) {
+        let mut a = c.clone();
+        match a.claim(9) {
+            None => {
+                assert!(!c.is_pending());
+                assert_eq!(a, c, "a settled cursor is left alone");
+            }
+            Some(claim) => {
+                let mut acked = c.clone();
+                let reopen = acked.acknowledge(9);
+                assert_eq!(claim, Claim { since: c.last_seen, reopen });
+                assert_eq!(a, acked, "a claim acknowledges");
+                // A second claim of the same notice (another gateway's stale queue) gets only the
+                // reopened remainder, never the same notice again.
+                let mut again = a.clone();
+                assert_eq!(again.claim(10).map(|c| c.since), reopen);
+            }
+        }
+    }
+}
+
+#[test]
 fn sweep_restores_exactly_the_pending_cursors() {
     for c in all_states(6) {
         let mut s = c.clone();

@@ -124,9 +124,10 @@ impl<S: Store> Gateway<S> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         self.kernel.host_session(&r.key, &r.agent_id).await;
-        let store = self.kernel.store();
+        // The inbox first: if taking it fails, the call fails before any notice is claimed, so nothing
+        // is lost (draining never fails; a store error there delivers and leaves the cursors pending).
+        let inbox = self.kernel.store().take_inbox(r.key.clone(), r.agent_id.clone()).await?;
         let system_events = self.kernel.drain(&r.key).await;
-        let inbox = store.take_inbox(r.key.clone(), r.agent_id.clone()).await?;
         Ok(json!({
             "sessionKey": r.key,
             "systemEvents": system_events.iter().map(wire::system_event).collect::<Vec<_>>(),

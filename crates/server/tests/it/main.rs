@@ -1,6 +1,7 @@
 //! The gateway end to end: a real server on port 0, driven over HTTP (and MCP).
 
 mod bad_input;
+mod delivery;
 mod mcp;
 mod mcp_story;
 mod slow_store;

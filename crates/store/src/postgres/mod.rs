@@ -21,9 +21,9 @@ mod watch;
 pub use schema::SCHEMA_VERSION;
 
 use crate::{
-    AppendOutcome, AppendRequest, FinishRun, Head, HostSignal, InboxItem, LinkUpsert, NewMessage, NewSession,
-    PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter, SessionRow, Store,
-    StoreError, TranscriptMessage, UpstreamLinkRow,
+    Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, HostSignal, InboxItem, LinkUpsert,
+    NewMessage, NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter,
+    SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow,
 };
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -255,7 +255,7 @@ impl Store for PostgresStore {
         targets: Vec<AgentSessionKey>,
         watcher_store: String,
         now: Millis,
-    ) -> Result<Vec<Notice>> {
+    ) -> Result<Acknowledged> {
         self.acknowledge_pg(&watcher, targets, &watcher_store, now).await
     }
 

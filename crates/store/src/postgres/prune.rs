@@ -48,8 +48,17 @@ impl PostgresStore {
             .await?;
             report.events_by_cap = raise_floors_and_delete(&tx, &by_cap, now).await?;
         }
-        report.cursors_expired =
-            execute(&tx, "DELETE FROM session_watch_cursors WHERE updated_at < $1", &[&cutoff]).await?;
+        report.cursors_expired = query(
+            &tx,
+            "DELETE FROM session_watch_cursors WHERE updated_at < $1 \
+             RETURNING watcher_session_key, target_session_key",
+            &[&cutoff],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+        report.cursors_expired.sort();
         tx.commit().await?;
         Ok(report)
     }

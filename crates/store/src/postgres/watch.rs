@@ -3,7 +3,7 @@
 //! (watcher, target) order, so concurrent gateways neither lose updates nor deadlock.
 
 use super::{PostgresStore, execute, i, query, query_opt, u};
-use crate::{RegisterOutcome, Result, StoreError};
+use crate::{Acknowledged, RegisterOutcome, Result, StoreError};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
     AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
@@ -252,7 +252,7 @@ impl PostgresStore {
         targets: Vec<AgentSessionKey>,
         store: &str,
         now: Millis,
-    ) -> Result<Vec<Notice>> {
+    ) -> Result<Acknowledged> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         // Lock the cursors in (watcher, target) order, like appends; then process in the caller's order.
@@ -264,7 +264,9 @@ impl PostgresStore {
             &[&watcher.as_str(), &names],
         )
         .await?;
-        let mut reopened = vec![];
+        // The row locks make a claim exclusive: a gateway draining the same notice concurrently waits,
+        // then finds it settled and delivers nothing.
+        let mut out = Acknowledged::default();
         for target in targets {
             let Some(mut cursor) = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await? else {
                 continue;
@@ -272,19 +274,12 @@ impl PostgresStore {
             if !cursor.store_matches(store) {
                 continue;
             }
-            let reopen = cursor.acknowledge(now);
+            let Some(claim) = cursor.claim(now) else { continue };
             save_cursor(&tx, watcher.as_str(), target.as_str(), &cursor).await?;
-            if let Some(since) = reopen {
-                reopened.push(Notice {
-                    watcher: watcher.clone(),
-                    target,
-                    since,
-                    queue_only: cursor.queue_only(),
-                });
-            }
+            out.record(watcher, &target, claim, cursor.queue_only());
         }
         tx.commit().await?;
-        Ok(reopened)
+        Ok(out)
     }
 
     pub(crate) async fn sweep_pg(&self, store: &str, host: Option<&str>, now: Millis) -> Result<Vec<Notice>> {

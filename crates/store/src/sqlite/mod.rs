@@ -16,9 +16,9 @@ pub use lock::GatewayLock;
 pub use schema::SCHEMA_VERSION;
 
 use crate::{
-    AppendOutcome, AppendRequest, FinishRun, Head, InboxItem, LinkUpsert, NewMessage, NewSession,
-    PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter, SessionRow, Store,
-    StoreError, TranscriptMessage, UpstreamLinkRow,
+    Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, InboxItem, LinkUpsert, NewMessage,
+    NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter, SessionRow,
+    Store, StoreError, TranscriptMessage, UpstreamLinkRow,
 };
 use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -309,7 +309,7 @@ impl Store for SqliteStore {
         targets: Vec<AgentSessionKey>,
         watcher_store: String,
         now: Millis,
-    ) -> Result<Vec<Notice>> {
+    ) -> Result<Acknowledged> {
         self.write_async(move |c| SqliteStore::acknowledge_op(c, &watcher, &targets, &watcher_store, now))
             .await
     }

@@ -35,8 +35,14 @@ impl SqliteStore {
                 .collect::<rusqlite::Result<_>>()?;
             report.events_by_cap = raise_floors_and_delete(tx, &by_cap, now)?;
         }
-        report.cursors_expired =
-            tx.execute("DELETE FROM session_watch_cursors WHERE updated_at < ?1", [cutoff])? as u64;
+        report.cursors_expired = tx
+            .prepare(
+                "DELETE FROM session_watch_cursors WHERE updated_at < ?1 \
+                 RETURNING watcher_session_key, target_session_key",
+            )?
+            .query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        report.cursors_expired.sort();
         Ok(report)
     }
 }

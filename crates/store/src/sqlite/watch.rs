@@ -1,7 +1,7 @@
 //! Watch cursors: registration, acknowledgement, the start-up sweep and clean-up.
 
 use super::SqliteStore;
-use crate::{RegisterOutcome, Result, StoreError};
+use crate::{Acknowledged, RegisterOutcome, Result, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::{
     AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
@@ -158,25 +158,18 @@ impl SqliteStore {
         targets: &[AgentSessionKey],
         store: &str,
         now: Millis,
-    ) -> Result<Vec<Notice>> {
-        let mut reopened = vec![];
+    ) -> Result<Acknowledged> {
+        let mut out = Acknowledged::default();
         for target in targets {
             let Some(mut cursor) = load_cursor(tx, watcher.as_str(), target.as_str())? else { continue };
             if !cursor.store_matches(store) {
                 continue;
             }
-            let reopen = cursor.acknowledge(now);
+            let Some(claim) = cursor.claim(now) else { continue };
             save_cursor(tx, watcher.as_str(), target.as_str(), &cursor)?;
-            if let Some(since) = reopen {
-                reopened.push(Notice {
-                    watcher: watcher.clone(),
-                    target: target.clone(),
-                    since,
-                    queue_only: cursor.queue_only(),
-                });
-            }
+            out.record(watcher, target, claim, cursor.queue_only());
         }
-        Ok(reopened)
+        Ok(out)
     }
 
     pub(crate) fn sweep_op(

@@ -8,7 +8,9 @@ use sessionwatch_core::{
     Actor, AgentSessionKey, Cursor, DAY_MS, EventKind, GoalChange, Limit, Millis, NewEvent, Notice,
     Provenance, RegisterDecision, SkipReason, StoredEvent,
 };
-use sessionwatch_store::{AppendOutcome, AppendRequest, Head, NewSession, RetentionPolicy, Store};
+use sessionwatch_store::{
+    Acknowledged, AppendOutcome, AppendRequest, Head, NewSession, RetentionPolicy, Store,
+};
 
 /// A backend hook that turns the (watcher, target) cursor into a legacy one.
 pub type MakeLegacy<S> = Box<dyn Fn(&S, &str, &str) + Send + Sync>;
@@ -454,7 +456,10 @@ pub async fn cursor_bound_to_another_store_is_inert<S: Store>(h: &Harness<S>) {
     let (_, notices) = record(s, ra, NOW + 2).await;
     assert_eq!(notices, vec![notice(W, T, 0)]);
     // Store b can neither acknowledge nor sweep it.
-    assert!(s.acknowledge(key(W), vec![key(T)], "b".into(), NOW + 3).await.unwrap().is_empty());
+    assert_eq!(
+        s.acknowledge(key(W), vec![key(T)], "b".into(), NOW + 3).await.unwrap(),
+        Acknowledged::default()
+    );
     assert_eq!(lnm(&cursor(s, W, T).await.unwrap()), (0, 2, 2));
     assert!(s.sweep("b".into(), NOW + 3).await.unwrap().is_empty());
     assert_eq!(s.sweep("a".into(), NOW + 3).await.unwrap(), vec![notice(W, T, 0)]);
@@ -480,7 +485,10 @@ pub async fn legacy_cursor_must_register_again<S: Store>(h: &Harness<S>) {
     assert!(notices.is_empty(), "a legacy cursor does not notify");
     assert_eq!(cursor(s, W, T).await.unwrap(), legacy);
     assert!(s.sweep(STORE.into(), NOW + 3).await.unwrap().is_empty(), "nor is it swept");
-    assert!(s.acknowledge(key(W), vec![key(T)], STORE.into(), NOW + 3).await.unwrap().is_empty());
+    assert_eq!(
+        s.acknowledge(key(W), vec![key(T)], STORE.into(), NOW + 3).await.unwrap(),
+        Acknowledged::default()
+    );
     assert_eq!(cursor(s, W, T).await.unwrap(), legacy, "nor acknowledged");
     // Registering again binds it to this store at the current head.
     assert!(matches!(
@@ -554,8 +562,10 @@ pub async fn acknowledge_reopens_exactly_once<S: Store>(h: &Harness<S>) {
     record(s, req(human(T)), NOW + 2).await;
     record(s, req(human(T)), NOW + 3).await;
     record(s, req(human(T2)), NOW + 4).await;
-    let reopened = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 5).await.unwrap();
-    assert_eq!(reopened, vec![notice(W, T, 1)], "only T had work after the frozen watermark");
+    let first = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 5).await.unwrap();
+    let t2_notice = |since| Notice { watcher: key(W), target: key(T2), since, queue_only: true };
+    assert_eq!(first.delivered, vec![notice(W, T, 0), t2_notice(0)], "both were pending: both delivered");
+    assert_eq!(first.reopened, vec![notice(W, T, 1)], "only T had work after the frozen watermark");
     let t = cursor(s, W, T).await.unwrap();
     assert_eq!((lnm(&t), t.updated_at), ((1, 3, 3), NOW + 5));
     let t2 = cursor(s, W, T2).await.unwrap();
@@ -564,13 +574,22 @@ pub async fn acknowledge_reopens_exactly_once<S: Store>(h: &Harness<S>) {
     record(s, req(human(T2)), NOW + 6).await;
     record(s, req(human(T2)), NOW + 7).await;
     let again = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 8).await.unwrap();
-    assert_eq!(again, vec![Notice { watcher: key(W), target: key(T2), since: 2, queue_only: true }]);
+    assert_eq!(again.delivered, vec![notice(W, T, 1), t2_notice(1)], "the reopened T and the new T2");
+    assert_eq!(again.reopened, vec![t2_notice(2)]);
     assert_eq!(lnm(&cursor(s, W, T).await.unwrap()), (3, 3, 3), "the reopen settles with one more ack");
     let settle = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 9).await.unwrap();
-    assert!(settle.is_empty());
+    assert_eq!(settle.delivered, vec![t2_notice(2)]);
     assert_eq!(lnm(&cursor(s, W, T2).await.unwrap()), (3, 3, 3));
+    // A notice already delivered is not delivered again (a stale copy in another gateway's queue), and
+    // a settled cursor is not touched.
+    let stale = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 10).await.unwrap();
+    assert_eq!(stale, Acknowledged::default());
+    assert_eq!(cursor(s, W, T).await.unwrap().updated_at, NOW + 8);
     // Acknowledging a target without a cursor is a no-op.
-    assert!(s.acknowledge(key(W2), vec![key(T)], STORE.into(), NOW).await.unwrap().is_empty());
+    assert_eq!(
+        s.acknowledge(key(W2), vec![key(T)], STORE.into(), NOW).await.unwrap(),
+        Acknowledged::default()
+    );
     assert_eq!(cursor(s, W2, T).await, None);
 }
 
@@ -750,7 +769,9 @@ pub async fn cursors_expire_after_the_retention_period<S: Store>(h: &Harness<S>)
     record(s, req(human(T2)), NOW - DAY_MS).await;
     register(s, W2, T2, Provenance::Explicit, STORE, NOW - 29 * DAY_MS).await;
     let report = s.prune(RetentionPolicy::default(), NOW).await.unwrap();
-    assert_eq!(report.cursors_expired, 2);
+    let mut expired = report.cursors_expired.clone();
+    expired.sort();
+    assert_eq!(expired, vec![(W.to_string(), T.to_string()), (W2.to_string(), T.to_string())], "named");
     assert_eq!(cursor(s, W, T).await, None);
     assert_eq!(cursor(s, W2, T).await, None);
     assert!(cursor(s, W, T2).await.is_some());

@@ -85,19 +85,27 @@ async fn concurrent_acknowledgements_reopen_once() {
             b.acknowledge(key(W), vec![key(&target)], STORE.into(), NOW + 1),
             b.append(req(human(&target)), NOW + 1),
         );
-        let reopened = ra.unwrap().len() + rb.unwrap().len();
+        let (ra, rb) = (ra.unwrap(), rb.unwrap());
+        let reopened = ra.reopened.len() + rb.reopened.len();
+        let mut delivered: Vec<u64> = ra.delivered.iter().chain(&rb.delivered).map(|n| n.since).collect();
+        delivered.sort();
         let c = a.cursor(W.into(), target.clone()).await.unwrap().unwrap();
         assert_eq!(c.material, 3, "no material update lost");
-        // Linearizable: the outcome is that of one serial order of the three operations.
-        let got = ((c.last_seen, c.notified, c.material), reopened);
+        // Linearizable: the outcome is that of one serial order of the three operations; and no notice
+        // (a `changesSince`) is delivered twice.
+        let got = ((c.last_seen, c.notified, c.material), reopened, delivered);
         let serial = serial_outcomes(&target);
         assert!(serial.contains(&got), "round {round}: {got:?} is no serial outcome of {serial:?}");
     }
 }
 
+/// Final (L, N, M), reopened notices, delivered `changesSince`s.
+type Outcome = ((u64, u64, u64), usize, Vec<u64>);
+
 /// Every serial order of {ack, ack, material event 3} from the cursor (L, N, M) = (0, 1, 2): the final
-/// positions and the number of reopened notices, computed with the core state machine.
-fn serial_outcomes(target: &str) -> Vec<((u64, u64, u64), usize)> {
+/// positions, the number of reopened notices and the delivered `changesSince`s, computed with the core
+/// state machine.
+fn serial_outcomes(target: &str) -> Vec<Outcome> {
     use sessionwatch_core::{Cursor, MaterialDecision, on_material};
     let start = Cursor {
         last_seen: 0,
@@ -109,17 +117,19 @@ fn serial_outcomes(target: &str) -> Vec<((u64, u64, u64), usize)> {
     for append_at in 0..3 {
         let mut c = start.clone();
         let mut reopened = 0;
+        let mut delivered = vec![];
         for step in 0..3 {
             if step == append_at {
                 match on_material(Some(&c), W, target, None, 3, STORE, NOW) {
                     MaterialDecision::Notify(next) => c = next,
                     MaterialDecision::Skip(r) => panic!("{r:?}"),
                 }
-            } else if c.acknowledge(NOW).is_some() {
-                reopened += 1;
+            } else if let Some(claim) = c.claim(NOW) {
+                delivered.push(claim.since);
+                reopened += usize::from(claim.reopen.is_some());
             }
         }
-        out.push(((c.last_seen, c.notified, c.material), reopened));
+        out.push(((c.last_seen, c.notified, c.material), reopened, delivered));
     }
     out
 }
