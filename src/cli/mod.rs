@@ -6,6 +6,7 @@ mod client;
 mod db;
 mod demo;
 mod embedded;
+mod hook;
 mod mcp;
 mod serve;
 mod upstream;
@@ -58,6 +59,9 @@ enum Command {
         #[command(flatten)]
         conn: client::Conn,
     },
+    /// Run by Claude Code and Codex hooks: forwards the hook's stdin to the gateway and prints the
+    /// answer (notices as additionalContext, a Stop block). Never fails the agent: exit 0 always.
+    Hook(hook::HookArgs),
     /// Benchmarks (kernel, gateway, upstream); one JSON object per figure with --json.
     Bench(bench::BenchArgs),
     /// Talk to a running gateway: tools and host calls.
@@ -86,6 +90,7 @@ pub fn main() -> ExitCode {
             Command::MonitorTick { conn } => upstream::monitor_tick(conn).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
+            Command::Hook(args) => hook::run(args).await,
             Command::Client(c) => client::run(c).await,
         }
     });

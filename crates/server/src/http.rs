@@ -63,6 +63,7 @@ pub fn app_with_shutdown<S: Store>(
         .route("/v1/catalog", get(catalog::<S>))
         .route("/v1/catalog/continue", post(catalog_continue::<S>))
         .route("/v1/monitor/tick", post(monitor_tick::<S>))
+        .route("/v1/hooks", post(hook::<S>))
         .route("/metrics", get(metrics::<S>))
         .nest_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>));
@@ -387,6 +388,30 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
         Args::new("body", &v, &[])?;
         let report = state.gateway.monitor_tick().await;
         serde_json::to_value(report).map_err(|e| ApiError::Internal(e.to_string()))
+    };
+    host_answer(run.await)
+}
+
+/// `POST /v1/hooks`: one Claude Code / Codex hook (`sessionwatch hook <event>` forwards its stdin):
+/// `{"cli": "claude"|"codex", "event": "<HookEvent>", "agentId"?: "<agent>", "input": {<hook stdin>}}`.
+async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+    use sessionwatch_upstream::hook::{HookCli, parse_input};
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["cli", "event", "agentId", "input"])?;
+        let cli = a.str("cli")?;
+        let cli = HookCli::parse(cli)
+            .ok_or_else(|| ApiError::invalid(format!("unknown cli {cli:?}: expected claude or codex")))?;
+        let event = a.str("event")?;
+        let input = v
+            .get("input")
+            .filter(|i| i.is_object())
+            .ok_or_else(|| ApiError::invalid("body.input must be the hook's JSON object"))?;
+        let raw = serde_json::to_vec(input).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let input =
+            parse_input(&raw, Some(event), Some(cli), None).map_err(|e| ApiError::invalid(e.to_string()))?;
+        let outcome = state.gateway.hook(&input, a.opt_str("agentId")?).await?;
+        Ok(crate::wire::hook_outcome(&outcome))
     };
     host_answer(run.await)
 }

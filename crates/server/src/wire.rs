@@ -97,3 +97,13 @@ pub fn inbox_item(i: &InboxItem) -> Value {
     }
     Value::Object(o)
 }
+
+/// `POST /v1/hooks`: what the hook command prints is rendered from this by the CLI.
+pub fn hook_outcome(o: &crate::gateway::HookOutcome) -> Value {
+    json!({
+        "sessionKey": o.session_key,
+        "additionalContext": o.reply.context,
+        "block": o.reply.block,
+        "recorded": o.recorded,
+    })
+}

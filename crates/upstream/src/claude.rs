@@ -173,6 +173,11 @@ impl RowClassifier for ClaudeClassifier {
         Verdict::Human(t, ts)
     }
 
+    /// The row's `promptId`, which Claude also hands its hooks as `prompt_id`.
+    fn turn_id(&self, row: &Value) -> Option<String> {
+        row.get("promptId").and_then(Value::as_str).map(str::to_string)
+    }
+
     fn load(&mut self, marker: &Map<String, Value>) {
         self.last_queued = marker.get("q").and_then(|q| {
             let a = q.as_array()?;
@@ -256,8 +261,30 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         catalog: CatalogId::Claude,
         thread: thread_id.to_string(),
     })?;
-    let marker = jsonl::baseline(&file, &mut ClaudeClassifier::default())
-        .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?;
+    link_file(entry, &file)
+}
+
+/// Adopts the transcript a hook names. It may not exist yet (a session's first `SessionStart`): then
+/// the baseline is its start, so every turn written later is classified.
+pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
+    let entry = entry_for(file).filter(|_| file.is_file()).unwrap_or_else(|| CatalogEntry {
+        catalog_id: CatalogId::Claude,
+        thread_id: thread_id.to_string(),
+        title: None,
+        cwd: None,
+        updated_at_ms: 0,
+        location: file.to_string_lossy().into_owned(),
+    });
+    link_file(CatalogEntry { thread_id: thread_id.to_string(), ..entry }, file)
+}
+
+fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError> {
+    let marker = if file.is_file() {
+        jsonl::baseline(file, &mut ClaudeClassifier::default())
+            .map_err(|e| UpstreamError::Io { path: file.to_path_buf(), source: e })?
+    } else {
+        jsonl::JsonlMarker { offset: 0, humans: Some(0), ..Default::default() }
+    };
     Ok(Adoption {
         entry,
         link: UpstreamLink {

@@ -210,6 +210,11 @@ impl RowClassifier for CodexClassifier {
         }
     }
 
+    /// The current turn's id, which Codex also hands its hooks as `turn_id`.
+    fn turn_id(&self, _row: &Value) -> Option<String> {
+        self.turn_id.clone()
+    }
+
     fn dedupe_id(&self, offset: u64, humans: u64) -> String {
         match &self.turn_id {
             Some(t) => format!("{t}:{}:{offset}", self.turn_count),
@@ -321,6 +326,31 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         .find(|f| thread_id_of(f).as_deref() == Some(thread_id))
         .ok_or_else(not_found)?;
     let entry = entry_for(&file, &thread_names(homes)).ok_or_else(not_found)?;
+    link_file(entry, file, &homes.codex_dir())
+}
+
+/// Adopts the rollout a hook names (`<codex home>/sessions/YYYY/MM/DD/rollout-…-<thread>.jsonl`). It
+/// may not exist yet: then the baseline is its start.
+pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
+    let codex_home = file
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "sessions"))
+        .and_then(Path::parent)
+        .ok_or_else(|| UpstreamError::NotFound { catalog: CatalogId::Codex, thread: thread_id.to_string() })?
+        .to_path_buf();
+    let entry = entry_for(file, &HashMap::new()).filter(|_| file.is_file()).unwrap_or_else(|| CatalogEntry {
+        catalog_id: CatalogId::Codex,
+        thread_id: thread_id.to_string(),
+        title: None,
+        cwd: None,
+        updated_at_ms: 0,
+        location: file.to_string_lossy().into_owned(),
+    });
+    link_file(CatalogEntry { thread_id: thread_id.to_string(), ..entry }, file.to_path_buf(), &codex_home)
+}
+
+fn link_file(entry: CatalogEntry, file: PathBuf, codex_home: &Path) -> Result<Adoption, UpstreamError> {
+    let thread_id = entry.thread_id.clone();
     let file = if file.extension().is_some_and(|e| e == "zst") {
         // Baseline against the plain form; the compressed one is read once materialised.
         file.with_extension("")
@@ -341,7 +371,7 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
             reference_json: json!({
                 "filePath": file.to_string_lossy(),
                 "threadId": thread_id,
-                "codexHome": homes.codex_dir().to_string_lossy(),
+                "codexHome": codex_home.to_string_lossy(),
             })
             .to_string(),
             marker_json: marker.to_json(),

@@ -45,6 +45,10 @@ pub trait RowClassifier {
     fn load(&mut self, marker: &Map<String, Value>);
     /// Save state into the marker.
     fn save(&self, marker: &mut Map<String, Value>);
+    /// The CLI's own id of the turn a human row starts (shared with its hooks), if it has one.
+    fn turn_id(&self, _row: &Value) -> Option<String> {
+        None
+    }
     /// Dedupe id for an activity ending at `offset` with `humans` human-shaped rows so far.
     fn dedupe_id(&self, offset: u64, humans: u64) -> String {
         format!("{offset}:{humans}")
@@ -205,6 +209,8 @@ pub struct ScanTally {
     /// Rows counted as human (above the floor and external).
     pub counted: u32,
     pub max_ts: Option<i64>,
+    /// The turn id of the last counted row ([`RowClassifier::turn_id`]).
+    pub last_turn: Option<String>,
 }
 
 /// Run one window of classification.
@@ -224,13 +230,15 @@ pub fn classify_window(
         let cls_cell = std::cell::RefCell::new(&mut *cls);
         let may = |l: &[u8]| cls_cell.borrow().may_matter(l);
         let mut visit = |row: Row<'_>| -> bool {
-            match cls_cell.borrow_mut().classify(row.value, row.truncated) {
+            let verdict = cls_cell.borrow_mut().classify(row.value, row.truncated);
+            match verdict {
                 Verdict::Stop => false,
                 Verdict::Ignore => true,
                 Verdict::Human(text, ts) => {
                     tally.humans += 1;
                     if tally.humans > floor && own.is_external(&text) {
                         tally.counted += 1;
+                        tally.last_turn = row.value.and_then(|v| cls_cell.borrow().turn_id(v));
                         if let Some(t) = ts {
                             tally.max_ts = Some(tally.max_ts.map_or(t, |m| m.max(t)));
                         }
@@ -315,6 +323,7 @@ pub fn check_file_with_window(
                 next_marker_json: next.to_json(),
                 occurred_at_ms: None,
                 dedupe_id: format!("rebaseline:{end}"),
+                turn_id: None,
             };
         };
         marker = JsonlMarker {
@@ -357,6 +366,7 @@ pub fn check_file_with_window(
         dedupe_id: cls.dedupe_id(tally.end, tally.humans),
         next_marker_json: next.to_json(),
         occurred_at_ms: occurred,
+        turn_id: tally.last_turn,
     }
 }
 

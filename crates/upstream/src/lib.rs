@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod claude;
 pub mod codex;
+pub mod hook;
 pub mod json_stream;
 pub mod jsonl;
 pub mod opencode;
@@ -225,7 +226,15 @@ pub enum CheckOutcome {
     NoChange,
     /// New rows were classified. `human_turns` may be 0 (then only advance the marker).
     /// Record the event first, then store `next_marker_json`.
-    Activity { human_turns: u32, next_marker_json: String, occurred_at_ms: Option<i64>, dedupe_id: String },
+    /// `turn_id`: the CLI's own id of the last counted human turn (Claude `promptId`, Codex `turn_id`),
+    /// when the source has one: hooks see the same id, so a turn seen by both is recorded once.
+    Activity {
+        human_turns: u32,
+        next_marker_json: String,
+        occurred_at_ms: Option<i64>,
+        dedupe_id: String,
+        turn_id: Option<String>,
+    },
     /// The source is definitively gone (ENOENT, not a regular file, thread row absent).
     Missing,
     /// Could not tell (read error, permission, busy database, bad reference). Never evidence of
@@ -305,6 +314,20 @@ pub fn adopt(homes: &Homes, catalog_id: CatalogId, thread_id: &str) -> Result<Ad
         CatalogId::Codex => codex::adopt(homes, thread_id),
         CatalogId::OpenCode => opencode::adopt(homes, thread_id),
         CatalogId::Pi => pi::adopt(homes, thread_id),
+    }
+}
+
+/// Adopts the transcript file a hook names (Claude Code and Codex only: the CLIs with hooks). The file
+/// may not exist yet; the baseline is then its start.
+pub fn adopt_transcript(
+    catalog_id: CatalogId,
+    thread_id: &str,
+    file: &Path,
+) -> Result<Adoption, UpstreamError> {
+    match catalog_id {
+        CatalogId::Claude => claude::adopt_file(file, thread_id),
+        CatalogId::Codex => codex::adopt_file(file, thread_id),
+        other => Err(UpstreamError::NotFound { catalog: other, thread: thread_id.to_string() }),
     }
 }
 

@@ -406,6 +406,7 @@ pub fn check_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
                     next_marker_json: next.to_json(),
                     occurred_at_ms: None,
                     dedupe_id: format!("reseq:{seq}"),
+                    turn_id: None,
                 };
             }
             let own = OwnTexts::new(probe.own_recent_user_texts);
@@ -437,6 +438,7 @@ fn read_session(
                 occurred_at_ms: v2.max_created,
                 dedupe_id: v2.last_counted.unwrap_or_else(|| format!("seq:{seq}")),
                 next_marker_json: next.to_json(),
+                turn_id: None,
             });
         }
         let msgs = load_messages(conn, thread)?;
@@ -447,6 +449,7 @@ fn read_session(
             occurred_at_ms: c.max_created,
             dedupe_id: c.last_counted_id.unwrap_or_else(|| format!("seq:{seq}")),
             next_marker_json: next.to_json(),
+            turn_id: None,
         })
     })();
     let _ = conn.execute_batch("COMMIT");

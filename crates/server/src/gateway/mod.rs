@@ -2,11 +2,13 @@
 //! HTTP and MCP are thin layers over this.
 
 mod home;
+mod hooks;
 mod host;
 mod notices;
 mod tools;
 mod upstream;
 
+pub use hooks::HookOutcome;
 pub use host::{InboundTurn, NewSessionRequest};
 pub use tools::TOOL_NAMES;
 pub use upstream::{LOCAL_HOST_ID, TickReport, adopted_key, source_key};

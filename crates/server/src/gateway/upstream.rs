@@ -84,6 +84,17 @@ pub fn adopted_key(agent_id: &str, catalog: CatalogId, thread_id: &str) -> Strin
     format!("agent:{agent_id}:{}:{}", catalog.as_str(), thread_id.to_ascii_lowercase())
 }
 
+/// What adopting did to the session.
+pub(super) struct AdoptedSession {
+    pub session_id: String,
+    pub created: bool,
+    /// `adopted` was recorded now (the first adoption of this key).
+    pub adopted: bool,
+}
+
+/// `created`, `kept` or `rebaselined`.
+pub(super) struct LinkOutcome(pub &'static str);
+
 /// Clears the single-flight flag when a tick ends (also on panic or cancellation).
 struct TickGuard<'a>(&'a std::sync::atomic::AtomicBool);
 
@@ -192,11 +203,40 @@ impl<S: Store> Gateway<S> {
             .await
             .map_err(|e| ApiError::Internal(format!("adoption failed: {e}")))?
             .map_err(upstream_error)?;
-        let raw_key = adopted_key(&agent, catalog, &thread);
+        let (r, created, link) = self.link_adoption(&agent, catalog, &thread, &adoption).await?;
+        tracing::info!(session = %r.key, catalog = catalog.as_str(), thread = %thread, link = link.0, "catalog session adopted");
+        Ok(json!({
+            "sessionKey": r.key,
+            "sessionId": created.session_id,
+            "agentId": r.agent_id,
+            "catalogId": catalog.as_str(),
+            "threadId": adoption.entry.thread_id,
+            "created": created.created,
+            "adopted": created.adopted,
+            "linked": true,
+            "link": link.0,
+        }))
+    }
+
+    /// The session of an adopted native thread, `agent:<agent>:<catalog>:<thread>`.
+    pub(super) fn adopted_ref(&self, agent: &str, catalog: CatalogId, thread: &str) -> ApiResult<SessionRef> {
+        let raw_key = adopted_key(agent, catalog, thread);
         let key = AgentSessionKey::parse(&raw_key).ok_or_else(|| {
             ApiError::invalid(format!("thread id {thread:?} does not make a valid session key"))
         })?;
-        let r = SessionRef { key: key.as_str().to_string(), agent_id: agent.clone() };
+        Ok(SessionRef { key: key.as_str().to_string(), agent_id: agent.to_string() })
+    }
+
+    /// Creates the adopted session (`created_via: "catalog"`), records `adopted` once per key and
+    /// upserts the link: the same source keeps its marker, a changed one is re-baselined.
+    pub(super) async fn link_adoption(
+        &self,
+        agent: &str,
+        catalog: CatalogId,
+        thread: &str,
+        adoption: &sessionwatch_upstream::Adoption,
+    ) -> ApiResult<(SessionRef, AdoptedSession, LinkOutcome)> {
+        let r = self.adopted_ref(agent, catalog, thread)?;
         let label = adoption.entry.title.clone();
         let (row, created) = self
             .ensure_session(
@@ -238,18 +278,27 @@ impl<S: Store> Gateway<S> {
             LinkUpsert::Kept => "kept",
             LinkUpsert::Rebaselined => "rebaselined",
         };
-        tracing::info!(session = %r.key, catalog = catalog.as_str(), thread = %thread, link, "catalog session adopted");
-        Ok(json!({
-            "sessionKey": r.key,
-            "sessionId": row.session_id,
-            "agentId": r.agent_id,
-            "catalogId": catalog.as_str(),
-            "threadId": adoption.entry.thread_id,
-            "created": created,
-            "adopted": matches!(recorded, RecordOutcome::Recorded(_)),
-            "linked": true,
-            "link": link,
-        }))
+        let adopted = AdoptedSession {
+            session_id: row.session_id,
+            created,
+            adopted: matches!(recorded, RecordOutcome::Recorded(_)),
+        };
+        Ok((r, adopted, LinkOutcome(link)))
+    }
+
+    /// The session's last [`OWN_TEXT_LIMIT`] user messages that the gateway itself delivered: a
+    /// native prompt with one of these texts is our echo, not a human.
+    pub(super) async fn own_user_texts(&self, r: &SessionRef) -> ApiResult<Vec<String>> {
+        let msgs = self.kernel.store().messages(r.key.clone(), r.agent_id.clone(), OWN_TEXT_SCAN).await?;
+        let mut texts: Vec<String> = msgs
+            .into_iter()
+            .rev()
+            .filter(|m| m.role == "user")
+            .take(OWN_TEXT_LIMIT)
+            .map(|m| m.text)
+            .collect();
+        texts.reverse();
+        Ok(texts)
     }
 
     /// Starts the background monitor: the first tick after `first_tick`, then one every `interval`.
@@ -370,21 +419,9 @@ impl<S: Store> Gateway<S> {
                     continue;
                 }
             };
-            let own = match store
-                .messages(link.session_key.clone(), link.agent_id.clone(), OWN_TEXT_SCAN)
-                .await
-            {
-                Ok(msgs) => {
-                    let mut texts: Vec<String> = msgs
-                        .into_iter()
-                        .rev()
-                        .filter(|m| m.role == "user")
-                        .take(OWN_TEXT_LIMIT)
-                        .map(|m| m.text)
-                        .collect();
-                    texts.reverse();
-                    texts
-                }
+            let r = SessionRef { key: link.session_key.clone(), agent_id: link.agent_id.clone() };
+            let own = match self.own_user_texts(&r).await {
+                Ok(texts) => texts,
                 Err(e) => {
                     // Without our own texts we could mistake an echo for a human: skip this link.
                     tracing::warn!(error = %e, session = %link.session_key, "upstream link: transcript read failed");
@@ -424,17 +461,18 @@ impl<S: Store> Gateway<S> {
                     tracing::warn!(error = %e, session = %link.session_key, "resetting the missing streak failed");
                 }
             }
-            CheckOutcome::Activity { human_turns, next_marker_json, occurred_at_ms, dedupe_id } => {
+            CheckOutcome::Activity { human_turns, next_marker_json, occurred_at_ms, dedupe_id, turn_id } => {
                 if human_turns > 0 {
+                    let dedupe = match &turn_id {
+                        Some(t) => NewEvent::human_turn_dedupe_key(&link.session_key, t),
+                        None => format!("upstream:{}:{source}:{dedupe_id}", link.session_key),
+                    };
                     let event =
                         NewEvent::human_message(&link.session_key, &link.agent_id, &link.catalog_id, None)
                             .with_turns(human_turns)
                             .with_session_id(Some(w.session_id.clone()))
                             .with_occurred_at(occurred_at_ms)
-                            .with_dedupe_key(Some(format!(
-                                "upstream:{}:{source}:{dedupe_id}",
-                                link.session_key
-                            )));
+                            .with_dedupe_key(Some(dedupe));
                     match self.kernel.record(event, vec![], false).await {
                         RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
                             report.events += 1;

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::json;
 
 /// Every row of every table, so "changed nothing" is checked on the database itself.
-fn dump(h: &Harness) -> String {
+pub(crate) fn dump(h: &Harness) -> String {
     let conn = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod delivery;
+mod hooks;
 mod mcp;
 mod mcp_story;
 mod slow_store;

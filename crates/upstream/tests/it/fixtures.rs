@@ -197,7 +197,7 @@ fn new_human_turn_after_adoption_is_reported_once() {
         own_recent_user_texts: &[],
     };
     match check(CatalogId::OpenCode, &probe) {
-        CheckOutcome::Activity { human_turns, occurred_at_ms, dedupe_id, next_marker_json } => {
+        CheckOutcome::Activity { human_turns, occurred_at_ms, dedupe_id, next_marker_json, .. } => {
             assert_eq!(human_turns, 1);
             assert_eq!(occurred_at_ms, Some(1_796_205_600_000));
             assert_eq!(dedupe_id, "msg_2361bffff001zzzzzzzzzzzzzz");

@@ -1,0 +1,206 @@
+//! Claude Code and Codex hooks (`POST /v1/hooks`, called by `sessionwatch hook <event>`): a native
+//! session is adopted when it starts, a typed prompt is recorded at once, and the session's pending
+//! notices reach the model inside its own turn.
+//!
+//! The session is the adopted one, `agent:<agent>:<claude|codex>:<session id>`: the same key as
+//! `catalog continue`, so the file monitor, the catalog and the hooks all speak of one session.
+
+use super::{Gateway, SessionRef, SessionSpec};
+use crate::error::{ApiError, ApiResult};
+use sessionwatch_core::{Actor, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
+use sessionwatch_store::{RunRow, Store};
+use sessionwatch_upstream::hook::{HookEvent, HookInput, HookReply};
+use sessionwatch_upstream::text::{NormText, OwnTexts};
+use std::sync::Arc;
+
+/// What a hook call did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookOutcome {
+    pub session_key: String,
+    pub reply: HookReply,
+    /// `UserPromptSubmit`: a human turn was recorded (false: our own echo, or already recorded).
+    pub recorded: bool,
+}
+
+const CONTEXT_HEADER: &str = "sessionwatch: sessions you depend on changed (each notice is shown once and is now \
+     acknowledged; reconcile with session_status changesSince before you rely on them):";
+const STOP_HEADER: &str = "sessionwatch: before you finish, sessions you depend on changed while you worked \
+     (each notice is shown once and is now acknowledged). Reconcile with session_status changesSince, then finish:";
+
+impl<S: Store> Gateway<S> {
+    /// Handles one hook of a Claude Code or Codex session run by `agent` (default `main`).
+    pub async fn hook(self: &Arc<Self>, input: &HookInput, agent: Option<&str>) -> ApiResult<HookOutcome> {
+        let agent =
+            agent.map(|a| a.trim().to_ascii_lowercase()).unwrap_or_else(|| super::DEFAULT_AGENT.into());
+        if !is_valid_agent_id(&agent) {
+            return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")));
+        }
+        let catalog = input.cli.catalog();
+        let r = self.adopted_ref(&agent, catalog, &input.session_id)?;
+        let mut outcome =
+            HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
+        match input.event {
+            HookEvent::SessionStart => {
+                self.adopt_hooked(&r, input).await?;
+                outcome.reply.context = self.drain_context(&r).await;
+            }
+            HookEvent::UserPromptSubmit => {
+                self.adopt_hooked(&r, input).await?;
+                outcome.recorded = self.record_prompt(&r, input).await?;
+                outcome.reply.context = self.drain_context(&r).await;
+            }
+            HookEvent::PreToolUse => {}
+            HookEvent::PostToolUse => outcome.reply.context = self.drain_context(&r).await,
+            HookEvent::Stop => {
+                // Block once: the drain acknowledges, so the next Stop finds nothing; and never while
+                // the CLI is already continuing because of a stop hook.
+                if !input.stop_hook_active && self.has_session_notice(&r) {
+                    outcome.reply.block = self.drain_text(&r, STOP_HEADER).await;
+                }
+            }
+            HookEvent::SubagentStart => self.subagent_started(&r, input).await?,
+            HookEvent::SubagentStop => self.subagent_stopped(input).await?,
+        }
+        Ok(outcome)
+    }
+
+    /// Adopts the session from the transcript the hook names, unless it is already linked (then
+    /// nothing is written: a hook's common path is one read).
+    async fn adopt_hooked(&self, r: &SessionRef, input: &HookInput) -> ApiResult<()> {
+        let store = self.kernel.store();
+        if store.get_link(r.key.clone(), r.agent_id.clone()).await?.is_some() {
+            return Ok(());
+        }
+        let Some(path) = input.transcript_path.clone() else {
+            // Without a transcript there is nothing to monitor: the session still exists.
+            self.ensure_session(
+                r,
+                SessionSpec {
+                    channel: Some(input.cli.as_str()),
+                    created_via: Some("hook"),
+                    creator: Some(Actor::system()),
+                    creator_label: Some(input.cli.as_str()),
+                    ..SessionSpec::default()
+                },
+            )
+            .await?;
+            return Ok(());
+        };
+        let (catalog, thread) = (input.cli.catalog(), input.session_id.clone());
+        let adoption = tokio::task::spawn_blocking(move || {
+            sessionwatch_upstream::adopt_transcript(catalog, &thread, std::path::Path::new(&path))
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("adoption failed: {e}")))?
+        .map_err(|e| ApiError::invalid(format!("cannot adopt the session's transcript: {e}")))?;
+        let (r, _, link) = self.link_adoption(&r.agent_id, catalog, &input.session_id, &adoption).await?;
+        tracing::info!(session = %r.key, link = link.0, "session adopted by its hook");
+        Ok(())
+    }
+
+    /// Records the typed prompt as `human_direct_message` unless it is a text we delivered ourselves.
+    /// The dedupe key is the one the file monitor derives for the same turn.
+    async fn record_prompt(&self, r: &SessionRef, input: &HookInput) -> ApiResult<bool> {
+        let prompt = input.prompt.as_deref().unwrap_or("");
+        let own = self.own_user_texts(r).await?;
+        let text = NormText::of(prompt);
+        if text.is_empty() || !OwnTexts::new(&own).is_external(&text) {
+            return Ok(false);
+        }
+        let row = self.require_session(r).await?;
+        let event = NewEvent::human_message(&r.key, &r.agent_id, input.cli.as_str(), None)
+            .with_session_id(Some(row.session_id))
+            .with_dedupe_key(input.turn_id.as_deref().map(|t| NewEvent::human_turn_dedupe_key(&r.key, t)));
+        Ok(matches!(
+            self.kernel.record(event, vec![], false).await,
+            sessionwatch_kernel::RecordOutcome::Recorded(_)
+        ))
+    }
+
+    fn has_session_notice(&self, r: &SessionRef) -> bool {
+        self.kernel
+            .peek(&r.key)
+            .iter()
+            .any(|e| sessionwatch_core::decode_context_key(&e.context_key).is_some())
+    }
+
+    async fn drain_context(&self, r: &SessionRef) -> Option<String> {
+        self.drain_text(r, CONTEXT_HEADER).await
+    }
+
+    /// Drains (and acknowledges) the session's queue exactly as a turn does; `None` when it was empty.
+    async fn drain_text(&self, r: &SessionRef, header: &str) -> Option<String> {
+        if self.kernel.peek(&r.key).is_empty() {
+            return None;
+        }
+        let drained: Vec<QueuedEvent> = self.kernel.drain(&r.key).await;
+        if drained.is_empty() {
+            return None;
+        }
+        let lines: Vec<String> = drained.iter().map(|e| format!("- {}", e.text)).collect();
+        Some(format!("{header}\n{}", lines.join("\n")))
+    }
+
+    /// A native sub-agent is a spawn edge: a child session spawned by this one, with `child_spawned`
+    /// seeding the parent's watch and a run that its `SubagentStop` finishes.
+    async fn subagent_started(&self, parent: &SessionRef, input: &HookInput) -> ApiResult<()> {
+        self.adopt_hooked(parent, input).await?;
+        let sub = input.subagent_id.as_deref().unwrap_or_default();
+        let child =
+            SessionRef { key: subagent_key(&parent.agent_id, input, sub), agent_id: parent.agent_id.clone() };
+        let (row, _) = self
+            .ensure_session(
+                &child,
+                SessionSpec {
+                    label: input.subagent_type.as_deref(),
+                    spawned_by: Some(&parent.key),
+                    created_via: Some("hook"),
+                    creator: Some(Actor::agent(parent.key.clone())),
+                    ..SessionSpec::default()
+                },
+            )
+            .await?;
+        let run_id = subagent_run_id(input, sub);
+        let store = self.kernel.store();
+        if store.get_run(run_id.clone()).await?.is_none() {
+            store
+                .create_run(RunRow {
+                    run_id: run_id.clone(),
+                    session_key: row.session_key.clone(),
+                    agent_id: row.agent_id.clone(),
+                    session_id: row.session_id.clone(),
+                    requester: Some(parent.key.clone()),
+                    is_child: true,
+                    status: None,
+                    reply: None,
+                    superseded: false,
+                    created_at: self.now(),
+                    finished_at: None,
+                })
+                .await?;
+        }
+        let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &parent.key, &run_id)
+            .with_session_id(Some(row.session_id.clone()));
+        self.kernel.record(spawned, vec![parent.key.clone()], false).await;
+        Ok(())
+    }
+
+    /// The sub-agent's run completes (once; a stop without a start is ignored).
+    async fn subagent_stopped(self: &Arc<Self>, input: &HookInput) -> ApiResult<()> {
+        let run_id = subagent_run_id(input, input.subagent_id.as_deref().unwrap_or_default());
+        match self.run_result(&run_id, RunStatus::Ok, None, None).await {
+            Ok(_) | Err(ApiError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// `agent:<agent>:subagent:<cli>-<sub-agent id>`: a sub-agent key, so it is treated like any spawned
+/// child (nested sub-agents are not woken).
+fn subagent_key(agent: &str, input: &HookInput, sub: &str) -> String {
+    format!("agent:{agent}:subagent:{}-{}", input.cli.as_str(), sub.to_ascii_lowercase())
+}
+
+fn subagent_run_id(input: &HookInput, sub: &str) -> String {
+    format!("{}-subagent-{}-{}", input.cli.as_str(), input.session_id, sub)
+}

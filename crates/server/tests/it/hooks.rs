@@ -1,0 +1,278 @@
+//! Claude Code and Codex hooks (`POST /v1/hooks`): adoption at SessionStart, prompts recorded once
+//! (also when the file monitor reads the same turn), notices inside the watcher's own turn, Stop
+//! blocking once, sub-agents as spawn edges, and bad input that changes nothing.
+
+use crate::bad_input::dump;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const MANAGER: &str = "aaaaaaaa-1111-4222-8333-444444444444";
+const WORKER: &str = "bbbbbbbb-1111-4222-8333-444444444444";
+
+fn key(session: &str) -> String {
+    format!("agent:main:claude:{session}")
+}
+
+/// A Claude Code home with a project directory; transcripts appear as turns are written.
+struct ClaudeHome {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+}
+
+impl ClaudeHome {
+    fn new(h: &Harness) -> ClaudeHome {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join(".claude/projects/-home-u-work-demo");
+        std::fs::create_dir_all(&project).unwrap();
+        h.set_home(dir.path());
+        ClaudeHome { _dir: dir, project }
+    }
+
+    fn transcript(&self, session: &str) -> PathBuf {
+        self.project.join(format!("{session}.jsonl"))
+    }
+
+    /// Appends the user row Claude Code writes for a typed prompt.
+    fn write_prompt(&self, session: &str, prompt_id: &str, text: &str) {
+        use std::io::Write;
+        let row = json!({
+            "parentUuid": null, "isSidechain": false, "promptId": prompt_id, "type": "user",
+            "message": { "role": "user", "content": text }, "uuid": uuid(), "timestamp": "2026-12-04T02:00:00.000Z",
+            "origin": { "kind": "human" }, "promptSource": "typed", "userType": "external",
+            "cwd": "/home/u/work/demo", "sessionId": session,
+        });
+        let mut f =
+            std::fs::OpenOptions::new().create(true).append(true).open(self.transcript(session)).unwrap();
+        writeln!(f, "{row}").unwrap();
+    }
+}
+
+fn uuid() -> String {
+    format!("{:032x}", rand_u128())
+}
+
+fn rand_u128() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+fn input(home: &ClaudeHome, session: &str, event: &str, extra: Value) -> Value {
+    let mut v = json!({
+        "session_id": session,
+        "transcript_path": home.transcript(session),
+        "cwd": "/home/u/work/demo",
+        "hook_event_name": event,
+    });
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    v
+}
+
+async fn hook(h: &Harness, home: &ClaudeHome, session: &str, event: &str, extra: Value) -> Value {
+    let r = h
+        .post(
+            "/v1/hooks",
+            json!({ "cli": "claude", "event": event, "input": input(home, session, event, extra) }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{event}: {}", r.body);
+    r.body
+}
+
+async fn prompt(h: &Harness, home: &ClaudeHome, session: &str, prompt_id: &str, text: &str) -> Value {
+    hook(h, home, session, "UserPromptSubmit", json!({ "prompt_id": prompt_id, "prompt": text })).await
+}
+
+/// The manager and a worker both started (adopted by their SessionStart), the manager watching the worker.
+async fn manager_and_worker(h: &Harness, home: &ClaudeHome) {
+    for s in [MANAGER, WORKER] {
+        let started = hook(h, home, s, "SessionStart", json!({ "source": "startup" })).await;
+        assert_eq!(started["sessionKey"], key(s));
+        assert_eq!(started["additionalContext"], Value::Null);
+    }
+    let watched = h
+        .tool(
+            &key(MANAGER),
+            "sessions_send",
+            json!({ "sessionKey": key(WORKER), "message": "take the parser", "watch": true }),
+        )
+        .await;
+    assert_eq!(watched["watched"], true);
+}
+
+fn human_events(h: &Harness, session: &str) -> usize {
+    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
+    db.query_row(
+        "SELECT COUNT(*) FROM session_state_events WHERE session_key = ?1 AND kind = 'human_direct_message'",
+        [key(session)],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap() as usize
+}
+
+#[tokio::test]
+async fn session_start_adopts_the_session_once() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    for _ in 0..2 {
+        hook(&h, &home, WORKER, "SessionStart", json!({ "source": "startup" })).await;
+    }
+    let status = h.tool(&key(WORKER), "session_status", json!({ "changesSince": 0 })).await;
+    let kinds: Vec<&str> = status["stateChanges"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["created", "adopted"], "idempotent");
+    let catalog = h.request(reqwest::Method::GET, "/v1/catalog", None).await;
+    assert_eq!(catalog.status, 200);
+}
+
+#[tokio::test]
+async fn a_human_prompt_notifies_the_watching_manager_inside_its_next_prompt_once() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    manager_and_worker(&h, &home).await;
+    let typed = prompt(&h, &home, WORKER, "p-1", "use the new grammar instead").await;
+    assert_eq!(typed["recorded"], true);
+    assert_eq!(typed["additionalContext"], Value::Null, "the worker itself has nothing pending");
+    // Nothing mid-turn until there is something: a tool call of the worker says nothing.
+    let quiet =
+        hook(&h, &home, WORKER, "PostToolUse", json!({ "tool_name": "Bash", "tool_use_id": "t1" })).await;
+    assert_eq!(quiet["additionalContext"], Value::Null);
+
+    let next = prompt(&h, &home, MANAGER, "m-2", "how is it going?").await;
+    let context = next["additionalContext"].as_str().expect("the notice is in the manager's prompt");
+    assert!(context.contains(&format!("Session \"{}\" changed (other actor)", key(WORKER))), "{context}");
+    assert!(context.contains("changesSince"), "{context}");
+    let again =
+        hook(&h, &home, MANAGER, "PostToolUse", json!({ "tool_name": "Bash", "tool_use_id": "t2" })).await;
+    assert_eq!(again["additionalContext"], Value::Null, "delivered once");
+}
+
+#[tokio::test]
+async fn a_long_manager_turn_learns_mid_turn_from_post_tool_use() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    manager_and_worker(&h, &home).await;
+    prompt(&h, &home, WORKER, "p-1", "stop, wrong branch").await;
+    let mid =
+        hook(&h, &home, MANAGER, "PostToolUse", json!({ "tool_name": "Bash", "tool_use_id": "t1" })).await;
+    assert!(mid["additionalContext"].as_str().unwrap().contains(&key(WORKER)));
+}
+
+/// The same typed turn reaches us twice: from the hook at once, and from the transcript when the file
+/// monitor ticks. Both derive the key from Claude's prompt id: one event.
+#[tokio::test]
+async fn a_turn_seen_by_the_hook_and_the_file_monitor_is_one_event() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    manager_and_worker(&h, &home).await;
+    prompt(&h, &home, WORKER, "p-1", "one turn").await;
+    home.write_prompt(WORKER, "p-1", "one turn");
+    let tick = h.post("/v1/monitor/tick", json!({})).await;
+    assert_eq!(tick.status, 200, "{}", tick.body);
+    assert_eq!(tick.body["links"], 1, "{}", tick.body);
+    assert_eq!(human_events(&h, WORKER), 1, "hook + monitor: {}", tick.body);
+    // A turn the hook did not see (hooks installed later) is still the monitor's to record.
+    home.write_prompt(WORKER, "p-2", "typed while the hook was off");
+    h.post("/v1/monitor/tick", json!({})).await;
+    assert_eq!(human_events(&h, WORKER), 2);
+    // And the hook for a turn the monitor already recorded adds nothing.
+    assert_eq!(prompt(&h, &home, WORKER, "p-2", "typed while the hook was off").await["recorded"], false);
+    assert_eq!(human_events(&h, WORKER), 2);
+}
+
+#[tokio::test]
+async fn a_prompt_sessionwatch_delivered_is_not_a_human_turn() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    manager_and_worker(&h, &home).await;
+    let echo = prompt(&h, &home, WORKER, "p-1", "take the parser").await;
+    assert_eq!(echo["recorded"], false, "the manager's sessions_send text, typed in by the runtime");
+    assert_eq!(human_events(&h, WORKER), 0);
+    assert_eq!(prompt(&h, &home, MANAGER, "m-1", "status?").await["additionalContext"], Value::Null);
+}
+
+#[tokio::test]
+async fn stop_blocks_once_with_the_notice_and_never_loops() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    manager_and_worker(&h, &home).await;
+    let idle = hook(&h, &home, MANAGER, "Stop", json!({ "stop_hook_active": false })).await;
+    assert_eq!(idle["block"], Value::Null, "nothing pending: the agent stops");
+    prompt(&h, &home, WORKER, "p-1", "the spec changed").await;
+    let active = hook(&h, &home, MANAGER, "Stop", json!({ "stop_hook_active": true })).await;
+    assert_eq!(active["block"], Value::Null, "already continuing because of a stop hook: never block again");
+    let first = hook(&h, &home, MANAGER, "Stop", json!({ "stop_hook_active": false })).await;
+    assert!(first["block"].as_str().unwrap().contains(&key(WORKER)), "{}", first);
+    let second = hook(&h, &home, MANAGER, "Stop", json!({ "stop_hook_active": false })).await;
+    assert_eq!(second["block"], Value::Null, "at most one block per notice");
+}
+
+#[tokio::test]
+async fn a_claude_sub_agent_is_a_spawn_edge() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    hook(&h, &home, MANAGER, "SessionStart", json!({ "source": "startup" })).await;
+    let sub = json!({ "agent_id": "ab63d3cb1c2e79bd9", "agent_type": "general-purpose", "prompt_id": "m-1" });
+    hook(&h, &home, MANAGER, "SubagentStart", sub.clone()).await;
+    let child = "agent:main:subagent:claude-ab63d3cb1c2e79bd9";
+    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
+    let spawned_by: String = db
+        .query_row("SELECT spawned_by FROM sessions WHERE session_key = ?1", [child], |r| r.get(0))
+        .expect("the sub-agent is a session");
+    assert_eq!(spawned_by, key(MANAGER));
+    // A human stepping into the sub-agent notifies its parent, like any spawned child.
+    h.human_turn(child, "a person steps into the sub-agent").await;
+    let next = prompt(&h, &home, MANAGER, "m-2", "continue").await;
+    assert!(next["additionalContext"].as_str().unwrap().contains(child), "{next}");
+    hook(&h, &home, MANAGER, "SubagentStop", sub.clone()).await;
+    hook(&h, &home, MANAGER, "SubagentStop", sub).await; // once
+    let status =
+        h.tool(&key(MANAGER), "session_status", json!({ "sessionKey": child, "changesSince": 0 })).await;
+    let kinds: Vec<&str> = status["stateChanges"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "child_spawned").count(), 1, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "run_completed").count(), 1, "{kinds:?}");
+}
+
+#[tokio::test]
+async fn bad_hook_bodies_are_refused_and_change_nothing() {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    let good = input(&home, WORKER, "UserPromptSubmit", json!({ "prompt_id": "p", "prompt": "x" }));
+    let with = |k: &str, v: Value| {
+        let mut i = good.clone();
+        i[k] = v;
+        json!({ "cli": "claude", "event": "UserPromptSubmit", "input": i })
+    };
+    let rows = [
+        ("unknown cli", json!({ "cli": "cursor", "event": "Stop", "input": good })),
+        ("unknown event", json!({ "cli": "claude", "event": "Nope", "input": good })),
+        ("event mismatch", json!({ "cli": "claude", "event": "Stop", "input": good })),
+        ("input not an object", json!({ "cli": "claude", "event": "Stop", "input": "x" })),
+        ("no input", json!({ "cli": "claude", "event": "Stop" })),
+        ("extra field", json!({ "cli": "claude", "event": "UserPromptSubmit", "input": good, "x": 1 })),
+        (
+            "bad agent",
+            json!({ "cli": "claude", "event": "UserPromptSubmit", "input": good, "agentId": "Bad Agent" }),
+        ),
+        ("path in session id", with("session_id", json!("../../etc/passwd"))),
+        ("no prompt", with("prompt", Value::Null)),
+        ("prompt not text", with("prompt", json!(["x"]))),
+        ("bad prompt id", with("prompt_id", json!("a b"))),
+    ];
+    let before = dump(&h);
+    for (name, body) in rows {
+        let r = h.post("/v1/hooks", body).await;
+        assert_eq!(r.status, 400, "{name}: {}", r.body);
+        assert_eq!(r.body["error"]["type"], "invalid_argument", "{name}: {}", r.body);
+        assert_eq!(dump(&h), before, "{name} wrote to the database");
+    }
+    assert!(!Path::new(&home.transcript(WORKER)).exists(), "we never write the CLI's files");
+}

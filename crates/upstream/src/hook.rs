@@ -1,0 +1,283 @@
+//! Claude Code and Codex hooks: the JSON a hook receives on stdin, and the JSON each CLI expects back.
+//!
+//! Pure mapping, no I/O. Both CLIs send `session_id`, `transcript_path`, `cwd` and `hook_event_name` with
+//! every event, plus per-event fields (`prompt`, `tool_name`, `stop_hook_active`, `agent_id`, …). Both
+//! accept `{"hookSpecificOutput":{"hookEventName":E,"additionalContext":T}}` (text added to the model's
+//! context) and, for `Stop`, `{"decision":"block","reason":R}` (the model is called again with R).
+
+use serde_json::{Value, json};
+
+/// The CLIs with hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HookCli {
+    Claude,
+    Codex,
+}
+
+impl HookCli {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookCli::Claude => "claude",
+            HookCli::Codex => "codex",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<HookCli> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "claude" | "claude-code" => Some(HookCli::Claude),
+            "codex" => Some(HookCli::Codex),
+            _ => None,
+        }
+    }
+
+    pub fn catalog(self) -> crate::CatalogId {
+        match self {
+            HookCli::Claude => crate::CatalogId::Claude,
+            HookCli::Codex => crate::CatalogId::Codex,
+        }
+    }
+}
+
+/// The hook events sessionwatch acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    Stop,
+    SubagentStart,
+    SubagentStop,
+}
+
+impl HookEvent {
+    pub const ALL: [HookEvent; 7] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::Stop,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::Stop => "Stop",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
+        }
+    }
+
+    /// `UserPromptSubmit`, `user_prompt_submit` and `userpromptsubmit` are the same event.
+    pub fn parse(s: &str) -> Option<HookEvent> {
+        let flat: String =
+            s.chars().filter(|c| *c != '_' && *c != '-').collect::<String>().to_ascii_lowercase();
+        HookEvent::ALL.into_iter().find(|e| e.as_str().to_ascii_lowercase() == flat)
+    }
+}
+
+/// One hook invocation, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookInput {
+    pub cli: HookCli,
+    pub event: HookEvent,
+    /// Claude's session UUID or Codex's thread id.
+    pub session_id: String,
+    pub transcript_path: Option<String>,
+    pub cwd: Option<String>,
+    /// `UserPromptSubmit`: what was typed.
+    pub prompt: Option<String>,
+    /// The turn's id, the same one the CLI writes into its transcript (Claude `prompt_id` / row
+    /// `promptId`, Codex `turn_id`): the file monitor derives the same dedupe key from it.
+    pub turn_id: Option<String>,
+    pub tool_name: Option<String>,
+    pub tool_use_id: Option<String>,
+    /// `Stop`: the CLI is already continuing because of a stop hook.
+    pub stop_hook_active: bool,
+    /// `SubagentStart` / `SubagentStop`: the native sub-agent's id.
+    pub subagent_id: Option<String>,
+    pub subagent_type: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HookError {
+    #[error("hook input is not a JSON object: {0}")]
+    NotJson(String),
+    #[error("hook input has no {0}")]
+    Missing(&'static str),
+    #[error("hook input field {field} is invalid: {why}")]
+    Invalid { field: &'static str, why: String },
+    #[error("unknown hook event {0:?}")]
+    UnknownEvent(String),
+    #[error("the command was started for {arg} but the input is for {input}")]
+    EventMismatch { arg: &'static str, input: String },
+    #[error("cannot tell whether this hook runs under Claude Code or Codex; pass --agent claude|codex")]
+    UnknownCli,
+}
+
+/// Hook input is small; anything larger is refused (a hook must never block on a huge stdin).
+pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Parses a hook's stdin. `event_arg` is the event the command was installed for (`sessionwatch hook
+/// <event>`), `cli` the `--agent` flag; `claude_env_session` is `CLAUDE_CODE_SESSION_ID` when set.
+pub fn parse_input(
+    stdin: &[u8],
+    event_arg: Option<&str>,
+    cli: Option<HookCli>,
+    claude_env_session: Option<&str>,
+) -> Result<HookInput, HookError> {
+    if stdin.len() > MAX_INPUT_BYTES {
+        return Err(HookError::NotJson(format!("{} bytes is more than a hook sends", stdin.len())));
+    }
+    let v: Value = serde_json::from_slice(stdin).map_err(|e| HookError::NotJson(e.to_string()))?;
+    let o = v.as_object().ok_or_else(|| HookError::NotJson("not an object".into()))?;
+    let text = |k: &'static str| -> Result<Option<String>, HookError> {
+        match o.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => {
+                Err(HookError::Invalid { field: k, why: format!("expected a string, got {other}") })
+            }
+        }
+    };
+    let arg_event = match event_arg {
+        Some(a) => Some(HookEvent::parse(a).ok_or_else(|| HookError::UnknownEvent(a.to_string()))?),
+        None => None,
+    };
+    let input_event = text("hook_event_name")?;
+    let event = match (arg_event, &input_event) {
+        (Some(a), Some(i)) => {
+            if HookEvent::parse(i) != Some(a) {
+                return Err(HookError::EventMismatch { arg: a.as_str(), input: i.clone() });
+            }
+            a
+        }
+        (Some(a), None) => a,
+        (None, Some(i)) => HookEvent::parse(i).ok_or_else(|| HookError::UnknownEvent(i.clone()))?,
+        (None, None) => return Err(HookError::Missing("hook_event_name")),
+    };
+    let session_id = text("session_id")?.ok_or(HookError::Missing("session_id"))?;
+    check_id("session_id", &session_id)?;
+    let transcript_path = text("transcript_path")?;
+    let cli = match cli {
+        Some(c) => c,
+        None => detect_cli(o, transcript_path.as_deref(), &session_id, claude_env_session)?,
+    };
+    let turn_id = match cli {
+        HookCli::Claude => text("prompt_id")?,
+        HookCli::Codex => text("turn_id")?,
+    };
+    if let Some(t) = &turn_id {
+        check_id(if cli == HookCli::Claude { "prompt_id" } else { "turn_id" }, t)?;
+    }
+    let subagent_id = text("agent_id")?;
+    if let Some(a) = &subagent_id {
+        check_id("agent_id", a)?;
+    }
+    let stop_hook_active = match o.get("stop_hook_active") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(HookError::Invalid {
+                field: "stop_hook_active",
+                why: format!("expected a boolean, got {other}"),
+            });
+        }
+    };
+    let prompt = text("prompt")?;
+    if event == HookEvent::UserPromptSubmit && prompt.is_none() {
+        return Err(HookError::Missing("prompt"));
+    }
+    if matches!(event, HookEvent::SubagentStart | HookEvent::SubagentStop) && subagent_id.is_none() {
+        return Err(HookError::Missing("agent_id"));
+    }
+    Ok(HookInput {
+        cli,
+        event,
+        session_id,
+        transcript_path,
+        cwd: text("cwd")?,
+        prompt,
+        turn_id,
+        tool_name: text("tool_name")?,
+        tool_use_id: text("tool_use_id")?,
+        stop_hook_active,
+        subagent_id,
+        subagent_type: text("agent_type")?,
+    })
+}
+
+/// Ids become parts of session keys and dedupe keys: the characters both CLIs use, bounded.
+fn check_id(field: &'static str, id: &str) -> Result<(), HookError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok { Ok(()) } else { Err(HookError::Invalid { field, why: format!("{id:?} is not an id") }) }
+}
+
+/// Which CLI sent this: the transcript's location first (`~/.claude/projects/…`, Codex
+/// `rollout-….jsonl`), then `CLAUDE_CODE_SESSION_ID` (Claude sets it for its hooks; Codex adds nothing),
+/// then fields only one of them sends (Claude `prompt_id`, Codex `turn_id` / `model`).
+fn detect_cli(
+    o: &serde_json::Map<String, Value>,
+    transcript: Option<&str>,
+    session_id: &str,
+    claude_env_session: Option<&str>,
+) -> Result<HookCli, HookError> {
+    if let Some(t) = transcript {
+        let name = std::path::Path::new(t).file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("rollout-") || t.contains("/.codex/") {
+            return Ok(HookCli::Codex);
+        }
+        if t.contains("/.claude/") || t.contains("/projects/") {
+            return Ok(HookCli::Claude);
+        }
+    }
+    if claude_env_session == Some(session_id) {
+        return Ok(HookCli::Claude);
+    }
+    if o.contains_key("prompt_id") {
+        return Ok(HookCli::Claude);
+    }
+    if o.contains_key("turn_id") || o.contains_key("model") {
+        return Ok(HookCli::Codex);
+    }
+    Err(HookError::UnknownCli)
+}
+
+/// What sessionwatch answers a hook.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HookReply {
+    /// Text added to the model's context.
+    pub context: Option<String>,
+    /// `Stop` only: keep the agent going, with this reason.
+    pub block: Option<String>,
+}
+
+/// The stdout the CLI expects for `reply`; `None`: print nothing (no noise when there is nothing to say).
+pub fn render_output(cli: HookCli, event: HookEvent, reply: &HookReply) -> Option<String> {
+    let _ = cli; // both CLIs read the same shapes (observed with Claude Code 2.1.332 and Codex 0.171.0)
+    if let Some(reason) = &reply.block {
+        return Some(json!({ "decision": "block", "reason": reason }).to_string());
+    }
+    let context = reply.context.as_ref()?;
+    match event {
+        // Both CLIs ignore additionalContext on Stop in a way that differs (Claude continues the turn,
+        // Codex drops it): a Stop speaks only by blocking.
+        HookEvent::Stop | HookEvent::SubagentStop => None,
+        _ => Some(
+            json!({
+                "hookSpecificOutput": { "hookEventName": event.as_str(), "additionalContext": context }
+            })
+            .to_string(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

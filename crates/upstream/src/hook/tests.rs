@@ -1,0 +1,184 @@
+//! Hook stdin of both CLIs (shapes observed with Claude Code 2.1.332 and Codex 0.171.0) and the output
+//! each expects.
+
+use super::*;
+
+const CLAUDE_SESSION: &str = "c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10";
+const CODEX_THREAD: &str = "019ad2c4-5b1e-7c30-9f4e-2d8a6b1c0e77";
+
+fn claude(event: &str, extra: Value) -> Vec<u8> {
+    let mut v = json!({
+        "session_id": CLAUDE_SESSION,
+        "transcript_path": format!("/home/u/.claude/projects/-home-u-work-demo/{CLAUDE_SESSION}.jsonl"),
+        "cwd": "/home/u/work/demo",
+        "hook_event_name": event,
+    });
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn codex(event: &str, extra: Value) -> Vec<u8> {
+    let mut v = json!({
+        "session_id": CODEX_THREAD,
+        "transcript_path": format!("/home/u/.codex/sessions/2026/12/02/rollout-2026-12-02T18-47-32-{CODEX_THREAD}.jsonl"),
+        "cwd": "/home/u/work/demo",
+        "hook_event_name": event,
+        "model": "gpt-5.5",
+        "permission_mode": "bypassPermissions",
+    });
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn parse(stdin: &[u8]) -> HookInput {
+    parse_input(stdin, None, None, None).unwrap()
+}
+
+#[test]
+fn claude_user_prompt_submit() {
+    let i = parse(&claude(
+        "UserPromptSubmit",
+        json!({ "prompt_id": "de996f93-0a1b-4c2d-8e3f-9a0b1c2d3e4f", "permission_mode": "default", "prompt": "hi" }),
+    ));
+    assert_eq!(i.cli, HookCli::Claude);
+    assert_eq!(i.event, HookEvent::UserPromptSubmit);
+    assert_eq!(i.session_id, CLAUDE_SESSION);
+    assert_eq!(i.prompt.as_deref(), Some("hi"));
+    assert_eq!(i.turn_id.as_deref(), Some("de996f93-0a1b-4c2d-8e3f-9a0b1c2d3e4f"));
+}
+
+#[test]
+fn codex_user_prompt_submit() {
+    let i = parse(&codex(
+        "UserPromptSubmit",
+        json!({ "turn_id": "019ad2c4-aaaa-7c30-9f4e-2d8a6b1c0e77", "prompt": "go" }),
+    ));
+    assert_eq!(i.cli, HookCli::Codex);
+    assert_eq!(i.turn_id.as_deref(), Some("019ad2c4-aaaa-7c30-9f4e-2d8a6b1c0e77"));
+    assert_eq!(i.session_id, CODEX_THREAD);
+}
+
+#[test]
+fn every_event_of_both_clis_parses() {
+    let cases: Vec<(Vec<u8>, HookEvent)> = vec![
+        (claude("SessionStart", json!({ "source": "startup" })), HookEvent::SessionStart),
+        (codex("SessionStart", json!({ "source": "resume" })), HookEvent::SessionStart),
+        (
+            claude(
+                "PreToolUse",
+                json!({ "tool_name": "mcp__sessionwatch__session_status", "tool_input": {}, "tool_use_id": "toolu_01" }),
+            ),
+            HookEvent::PreToolUse,
+        ),
+        (
+            codex(
+                "PostToolUse",
+                json!({ "turn_id": "t1", "tool_name": "Bash", "tool_use_id": "call_1", "tool_response": "ok\n" }),
+            ),
+            HookEvent::PostToolUse,
+        ),
+        (
+            claude("Stop", json!({ "stop_hook_active": true, "last_assistant_message": "done" })),
+            HookEvent::Stop,
+        ),
+        (codex("Stop", json!({ "turn_id": "t1", "stop_hook_active": false })), HookEvent::Stop),
+        (
+            claude(
+                "SubagentStart",
+                json!({ "agent_id": "ab63d3cb1c2e79bd9", "agent_type": "general-purpose" }),
+            ),
+            HookEvent::SubagentStart,
+        ),
+        (
+            codex(
+                "SubagentStop",
+                json!({ "agent_id": "019ad2c5-0000-7c30-9f4e-2d8a6b1c0e77", "agent_type": "default" }),
+            ),
+            HookEvent::SubagentStop,
+        ),
+    ];
+    for (stdin, event) in cases {
+        let i = parse(&stdin);
+        assert_eq!(i.event, event);
+    }
+    let stop = parse(&claude("Stop", json!({ "stop_hook_active": true })));
+    assert!(stop.stop_hook_active);
+    let sub =
+        parse(&claude("SubagentStart", json!({ "agent_id": "ab63d3cb1c2e79bd9", "agent_type": "Explore" })));
+    assert_eq!(
+        (sub.subagent_id.as_deref(), sub.subagent_type.as_deref()),
+        (Some("ab63d3cb1c2e79bd9"), Some("Explore"))
+    );
+}
+
+#[test]
+fn the_cli_is_detected_without_a_flag_and_the_flag_wins() {
+    let no_path = serde_json::to_vec(&json!({
+        "session_id": CLAUDE_SESSION, "hook_event_name": "Stop", "stop_hook_active": false
+    }))
+    .unwrap();
+    assert_eq!(parse_input(&no_path, None, None, None), Err(HookError::UnknownCli));
+    assert_eq!(parse_input(&no_path, None, None, Some(CLAUDE_SESSION)).unwrap().cli, HookCli::Claude);
+    assert_eq!(parse_input(&no_path, None, Some(HookCli::Codex), None).unwrap().cli, HookCli::Codex);
+}
+
+#[test]
+fn bad_stdin_is_a_clear_error() {
+    let cases: Vec<(Vec<u8>, Option<&str>, &str)> = vec![
+        (b"".to_vec(), None, "not a JSON object"),
+        (b"not json".to_vec(), None, "not a JSON object"),
+        (b"[1,2]".to_vec(), None, "not a JSON object"),
+        (serde_json::to_vec(&json!({ "hook_event_name": "Stop" })).unwrap(), None, "no session_id"),
+        (claude("Nope", json!({})), None, "unknown hook event"),
+        (claude("Stop", json!({})), Some("UserPromptSubmit"), "started for UserPromptSubmit"),
+        (claude("UserPromptSubmit", json!({})), None, "no prompt"),
+        (claude("SubagentStart", json!({})), None, "no agent_id"),
+        (claude("Stop", json!({ "stop_hook_active": "yes" })), None, "stop_hook_active is invalid"),
+        (claude("UserPromptSubmit", json!({ "prompt": 7 })), None, "prompt is invalid"),
+        (
+            serde_json::to_vec(&json!({ "session_id": "../../etc", "hook_event_name": "Stop" })).unwrap(),
+            None,
+            "session_id is invalid",
+        ),
+        (claude("SubagentStart", json!({ "agent_id": "a:b" })), None, "agent_id is invalid"),
+        (vec![b' '; MAX_INPUT_BYTES + 1], None, "more than a hook sends"),
+    ];
+    for (stdin, arg, want) in cases {
+        let err = parse_input(&stdin, arg, None, None).expect_err(want).to_string();
+        assert!(err.contains(want), "{want}: {err}");
+    }
+}
+
+#[test]
+fn the_event_argument_names_the_event_in_any_spelling() {
+    for spelling in ["UserPromptSubmit", "user_prompt_submit", "userpromptsubmit", "user-prompt-submit"] {
+        assert_eq!(HookEvent::parse(spelling), Some(HookEvent::UserPromptSubmit), "{spelling}");
+    }
+    let stdin = serde_json::to_vec(&json!({ "session_id": CLAUDE_SESSION, "prompt": "x" })).unwrap();
+    let i = parse_input(&stdin, Some("UserPromptSubmit"), Some(HookCli::Claude), None).unwrap();
+    assert_eq!(i.event, HookEvent::UserPromptSubmit, "the argument stands in for a missing hook_event_name");
+}
+
+#[test]
+fn output_per_cli_and_event() {
+    let notice = "Session \"agent:main:claude:w1\" changed (other actor). …";
+    let context = HookReply { context: Some(notice.into()), block: None };
+    let block = HookReply { context: None, block: Some(notice.into()) };
+    let mut out = vec![];
+    for cli in [HookCli::Claude, HookCli::Codex] {
+        for event in HookEvent::ALL {
+            out.push(json!({
+                "cli": cli.as_str(),
+                "event": event.as_str(),
+                "context": render_output(cli, event, &context).map(|s| serde_json::from_str::<Value>(&s).unwrap()),
+                "nothing": render_output(cli, event, &HookReply::default()),
+            }));
+        }
+        out.push(json!({
+            "cli": cli.as_str(),
+            "event": "Stop (block)",
+            "block": render_output(cli, HookEvent::Stop, &block).map(|s| serde_json::from_str::<Value>(&s).unwrap()),
+        }));
+    }
+    insta::assert_json_snapshot!("hook_outputs", out);
+}
