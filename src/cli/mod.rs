@@ -7,6 +7,7 @@ mod db;
 mod demo;
 mod embedded;
 mod hook;
+mod hooks_install;
 mod mcp;
 mod serve;
 mod upstream;
@@ -62,6 +63,9 @@ enum Command {
     /// Run by Claude Code and Codex hooks: forwards the hook's stdin to the gateway and prints the
     /// answer (notices as additionalContext, a Stop block). Never fails the agent: exit 0 always.
     Hook(hook::HookArgs),
+    /// Install, remove or show sessionwatch's hooks in Claude Code's or Codex's settings.
+    #[command(subcommand)]
+    Hooks(hooks_install::HooksCommand),
     /// Benchmarks (kernel, gateway, upstream); one JSON object per figure with --json.
     Bench(bench::BenchArgs),
     /// Talk to a running gateway: tools and host calls.
@@ -91,6 +95,7 @@ pub fn main() -> ExitCode {
             Command::Bench(args) => bench::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
             Command::Hook(args) => hook::run(args).await,
+            Command::Hooks(cmd) => hooks_install::run(cmd),
             Command::Client(c) => client::run(c).await,
         }
     });

@@ -1,0 +1,115 @@
+//! Codex runs a hook only once it is trusted, and says nothing about the ones it skips. The trust
+//! record is `[hooks.state."<source path>:<event>:<group>:<handler>"] trusted_hash = "<hash>"` in
+//! `$CODEX_HOME/config.toml`; the key and hash come from Codex itself (`codex app-server`, JSON-RPC
+//! `hooks/list`), so we never guess Codex's hashing.
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const LIST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Trusts every sessionwatch hook that Codex lists from `hooks_file`; answers how many.
+pub fn trust(codex: &Path, hooks_file: &Path, project_dir: Option<&Path>) -> anyhow::Result<usize> {
+    let hooks = list_hooks(codex, project_dir)?;
+    let file = std::fs::canonicalize(hooks_file).unwrap_or_else(|_| hooks_file.to_path_buf());
+    let ours: Vec<(String, String)> = hooks
+        .iter()
+        .filter(|h| {
+            let src = h.get("sourcePath").and_then(Value::as_str).map(PathBuf::from);
+            src.map(|s| std::fs::canonicalize(&s).unwrap_or(s)) == Some(file.clone())
+                && h.get("command").and_then(Value::as_str).is_some_and(super::is_our_command)
+        })
+        .filter_map(|h| {
+            Some((h.get("key")?.as_str()?.to_string(), h.get("currentHash")?.as_str()?.to_string()))
+        })
+        .collect();
+    if ours.is_empty() {
+        bail!("codex lists no sessionwatch hook from {}", file.display());
+    }
+    let config = codex_home()?.join("config.toml");
+    let text = match std::fs::read_to_string(&config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", config.display())),
+    };
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .with_context(|| format!("{} is not valid TOML; it was not changed", config.display()))?;
+    let hooks_table = doc.entry("hooks").or_insert(toml_edit::table());
+    let hooks_table = hooks_table.as_table_mut().context("[hooks] in config.toml is not a table")?;
+    hooks_table.set_implicit(true);
+    let state = hooks_table.entry("state").or_insert(toml_edit::table());
+    let state = state.as_table_mut().context("[hooks.state] in config.toml is not a table")?;
+    state.set_implicit(true);
+    for (key, hash) in &ours {
+        let entry = state.entry(key).or_insert(toml_edit::table());
+        let entry = entry.as_table_mut().context("a [hooks.state] entry is not a table")?;
+        entry["trusted_hash"] = toml_edit::value(hash.as_str());
+    }
+    std::fs::write(&config, doc.to_string()).with_context(|| format!("cannot write {}", config.display()))?;
+    Ok(ours.len())
+}
+
+fn codex_home() -> anyhow::Result<PathBuf> {
+    match std::env::var_os("CODEX_HOME") {
+        Some(d) => Ok(PathBuf::from(d)),
+        None => Ok(PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".codex")),
+    }
+}
+
+/// `codex app-server` on stdio: `initialize`, `initialized`, then `hooks/list`.
+fn list_hooks(codex: &Path, project_dir: Option<&Path>) -> anyhow::Result<Vec<Value>> {
+    let mut cmd = Command::new(codex);
+    cmd.arg("app-server").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    if let Some(d) = project_dir {
+        cmd.current_dir(d);
+    }
+    let mut child = cmd.spawn().with_context(|| format!("cannot run {} app-server", codex.display()))?;
+    let result = (|| {
+        let mut stdin = child.stdin.take().context("no stdin")?;
+        let version = env!("CARGO_PKG_VERSION");
+        for msg in [
+            json!({ "id": 1, "method": "initialize", "params": { "clientInfo": { "name": "sessionwatch", "version": version } } }),
+            json!({ "method": "initialized" }),
+            json!({ "id": 2, "method": "hooks/list", "params": {} }),
+        ] {
+            writeln!(stdin, "{msg}")?;
+        }
+        stdin.flush()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().context("no stdout")?;
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let deadline = Instant::now() + LIST_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).context("codex app-server did not answer hooks/list in time")?;
+            let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
+            if v.get("id") != Some(&json!(2)) {
+                continue;
+            }
+            if let Some(e) = v.get("error") {
+                bail!("hooks/list failed: {e}");
+            }
+            let data =
+                v.pointer("/result/data").and_then(Value::as_array).context("hooks/list answered no data")?;
+            return Ok(data
+                .iter()
+                .flat_map(|d| d.get("hooks").and_then(Value::as_array).cloned().unwrap_or_default())
+                .collect());
+        }
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
