@@ -1,5 +1,6 @@
 //! End-to-end tests of the `sessionwatch` binary, started the way a user starts it.
 
+mod agents;
 mod cli;
 mod mcp_docs;
 mod mcp_stdio;

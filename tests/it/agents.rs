@@ -1,0 +1,23 @@
+//! The hooks with the REAL Claude Code and Codex CLIs (`tests/agents/hooks-e2e.sh`): offline, in a
+//! loopback-only network namespace, against a fake model. Skipped (and said so) when the CLIs are not
+//! installed, unless `SESSIONWATCH_REQUIRE_AGENTS=1` (CI), where a missing CLI fails.
+
+use crate::support::bin;
+use std::process::Command;
+
+#[test]
+fn hooks_with_the_real_claude_code_and_codex_clis() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/hooks-e2e.sh");
+    let out = Command::new("bash").arg(script).arg("all").env("SESSIONWATCH_BIN", bin()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let required = std::env::var("SESSIONWATCH_REQUIRE_AGENTS").is_ok_and(|v| v == "1");
+    if out.status.code() == Some(77) {
+        assert!(!required, "the agent CLIs are required but not installed:\n{text}");
+        eprintln!("SKIPPED: {}", text.trim());
+        return;
+    }
+    println!("{text}");
+    assert!(out.status.success(), "{text}");
+    assert!(text.matches("PASS ").count() >= 18, "every check ran:\n{text}");
+    assert!(!text.contains("FAIL "), "{text}");
+}
