@@ -39,7 +39,7 @@ pub struct HookArgs {
 
 pub async fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
     let timeout = Duration::from_millis(args.timeout_ms.clamp(1, 60_000));
-    match tokio::time::timeout(timeout, answer(&args, timeout)).await {
+    match tokio::time::timeout(timeout, answer(&args)).await {
         Ok(Ok(Some(out))) => println!("{out}"),
         Ok(Ok(None)) => {}
         Ok(Err(e)) => eprintln!("sessionwatch hook {}: {e:#}", args.event),
@@ -49,7 +49,7 @@ pub async fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The output to print, if any.
-async fn answer(args: &HookArgs, timeout: Duration) -> anyhow::Result<Option<String>> {
+async fn answer(args: &HookArgs) -> anyhow::Result<Option<String>> {
     let cli = match &args.cli {
         Some(c) => Some(
             HookCli::parse(c).ok_or_else(|| anyhow::anyhow!("--agent must be claude or codex, not {c:?}"))?,
@@ -72,7 +72,8 @@ async fn answer(args: &HookArgs, timeout: Duration) -> anyhow::Result<Option<Str
     if let Some(a) = &args.agent_id {
         body["agentId"] = a.clone().into();
     }
-    let http = reqwest::Client::builder().timeout(timeout).build()?;
+    // No client timeout of its own: the caller bounds the whole hook (stdin, connect, answer) once.
+    let http = reqwest::Client::new();
     let mut req = http.post(format!("{}/v1/hooks", args.url.trim_end_matches('/'))).json(&body);
     if let Some(t) = &token {
         req = req.bearer_auth(t);

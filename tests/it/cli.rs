@@ -155,3 +155,110 @@ fn a_foreign_sqlite_file_is_refused_by_serve_and_db_status() {
     assert!(std::fs::read(&db).unwrap() == before, "the file is untouched");
     assert!(!dir.path().join("sessionwatch.db-wal").exists());
 }
+
+/// Runs `sessionwatch hook <event>` with `stdin`; answers (exit ok, stdout, stderr).
+fn hook(args: &[&str], stdin: &str) -> (bool, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(bin())
+        .arg("hook")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const STOP: &str = r#"{"session_id":"c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10","transcript_path":"/h/.claude/projects/p/c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10.jsonl","hook_event_name":"Stop","stop_hook_active":false}"#;
+
+/// A hook never breaks the agent that runs it: gateway down, bad stdin or a gateway that never answers
+/// give exit 0, nothing on stdout (which the CLI would read as an answer) and one line on stderr.
+#[test]
+fn the_hook_command_never_fails_the_agent() {
+    // Nothing listens on this port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    // Accepts and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let closed_url = format!("http://{closed}");
+    let cases: Vec<(&str, Vec<&str>, &str, &str)> = vec![
+        (
+            "gateway down",
+            vec!["Stop", "--url", &closed_url, "--token", "t"],
+            STOP,
+            "cannot reach the gateway",
+        ),
+        ("not JSON", vec!["Stop", "--url", &closed_url, "--token", "t"], "{oops", "not a JSON object"),
+        ("empty stdin", vec!["Stop", "--url", &closed_url, "--token", "t"], "", "not a JSON object"),
+        (
+            "wrong event",
+            vec!["UserPromptSubmit", "--url", &closed_url, "--token", "t"],
+            STOP,
+            "started for UserPromptSubmit",
+        ),
+        (
+            "unknown cli",
+            vec!["Stop", "--agent", "cursor", "--url", &closed_url],
+            STOP,
+            "--agent must be claude or codex",
+        ),
+        (
+            "silent gateway",
+            vec!["Stop", "--url", &silent_url, "--token", "t", "--timeout-ms", "300"],
+            STOP,
+            "gave up after 300 ms",
+        ),
+    ];
+    for (name, args, stdin, want) in cases {
+        let started = std::time::Instant::now();
+        let (ok, out, err) = hook(&args, stdin);
+        assert!(ok, "{name}: exit 0");
+        assert_eq!(out, "", "{name}: nothing on stdout");
+        assert_eq!(err.lines().count(), 1, "{name}: one line on stderr: {err:?}");
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{name}: bounded");
+    }
+}
+
+/// With a gateway up, the hook prints what the CLI reads: a Stop with nothing pending prints nothing;
+/// a prompt is recorded at once.
+#[test]
+fn the_hook_command_talks_to_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let session = "c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10";
+    let prompt = format!(
+        r#"{{"session_id":"{session}","transcript_path":"{}/t/{session}.jsonl","hook_event_name":"UserPromptSubmit","prompt_id":"p1","prompt":"typed"}}"#,
+        dir.path().display()
+    );
+    let conn = ["--url", &server.base, "--token", &server.token, "--agent", "claude"];
+    let (ok, out, err) = hook(&[&["UserPromptSubmit"][..], &conn].concat(), &prompt);
+    assert!(ok && out.is_empty() && err.is_empty(), "{out} {err}");
+    let (ok, out, err) = hook(&[&["Stop"][..], &conn].concat(), STOP);
+    assert!(ok && out.is_empty() && err.is_empty(), "{out} {err}");
+    let (ok, out, err) =
+        hook(&["Stop", "--url", &server.base, "--token", "wrong", "--agent", "claude"], STOP);
+    assert!(ok && out.is_empty() && err.contains("401"), "a refused call is one stderr line: {out} {err}");
+    let (ok, out, _) = run(
+        &[
+            "status",
+            &format!("agent:main:claude:{session}"),
+            "--since",
+            "0",
+            "--json",
+            "--url",
+            &server.base,
+            "--token",
+            &server.token,
+        ],
+        &[],
+    );
+    assert!(ok && out.contains("human message via claude"), "{out}");
+}
