@@ -2,6 +2,7 @@
 //!
 //! - kernel: the signal log, watches and notices, against a bare commit loop of the same row;
 //! - gateway: loopback HTTP with 16 concurrent clients, and the latency to a watcher's wake;
+//! - hooks: one `sessionwatch hook` process per Claude/Codex hook, beside the binary's bare start-up;
 //! - upstream: classifier throughput per source against a plain read-and-count-newlines pass over the
 //!   same file in the same run (the limit any scanner can reach), plus the OpenCode check rate.
 //!
@@ -42,6 +43,15 @@ pub enum BenchWhat {
         #[arg(long)]
         json: bool,
         /// Small sizes (a smoke test).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// One `sessionwatch hook UserPromptSubmit` process against a running gateway (p50/p99), with and
+    /// without a pending notice, beside the binary's bare start-up.
+    Hooks {
+        #[arg(long)]
+        json: bool,
+        /// 20 runs instead of 200.
         #[arg(long)]
         quick: bool,
     },
@@ -104,6 +114,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             );
         }
         BenchWhat::Gateway { json, quick } => print(super::bench_gateway::run(quick).await?, json),
+        BenchWhat::Hooks { json, quick } => print(super::bench_hooks::run(quick).await?, json),
         BenchWhat::Upstream { json, quick } => {
             let (bytes, messages) = if quick { (8_000_000, 5_000) } else { (200_000_000, 100_000) };
             let figures = tokio::task::spawn_blocking(move || upstream(bytes, messages)).await??;

@@ -28,7 +28,7 @@ impl Target {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(super) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }

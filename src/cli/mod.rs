@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_gateway;
+mod bench_hooks;
 mod client;
 mod db;
 mod demo;
