@@ -1,4 +1,5 @@
-//! `sessionwatch mcp`: an MCP server on stdio bound to one caller session.
+//! `sessionwatch mcp`: an MCP server on stdio, for one caller session (`--session`) or, without it, for
+//! the Claude Code / Codex session that started it (the same session its hooks act for).
 //!
 //! It talks to a running gateway (`--url`, or the default URL when a gateway answers there) or, when no
 //! gateway runs, to a gateway embedded in this process on the default database. stdout carries the
@@ -19,8 +20,13 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct McpArgs {
     /// The caller session: tools run as this session and its notices are delivered in tool results.
-    #[arg(long, env = "SESSIONWATCH_SESSION", default_value = "main")]
-    pub session: String,
+    /// Default: the Claude Code or Codex session that runs this server (`agent:<agent>:claude|codex:<id>`,
+    /// from the CLI's tool-call metadata and environment), else `main`.
+    #[arg(long, env = "SESSIONWATCH_SESSION")]
+    pub session: Option<String>,
+    /// The agent that owns the native sessions when --session is not given (default main).
+    #[arg(long, default_value = "main")]
+    pub agent_id: String,
     /// Gateway URL. Without it, the default URL is used if a gateway answers there, else an embedded
     /// gateway on the default database.
     #[arg(long, env = "SESSIONWATCH_URL")]
@@ -47,10 +53,20 @@ pub struct McpArgs {
 
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     super::init_tracing("warn");
-    let caller = args.session.trim().to_string();
-    if caller.is_empty() {
-        anyhow::bail!("--session must not be empty");
-    }
+    let caller = match &args.session {
+        Some(s) if s.trim().is_empty() => anyhow::bail!("--session must not be empty"),
+        Some(s) => mcp::CallerRule::Fixed(s.trim().into()),
+        None => {
+            let agent = args.agent_id.trim().to_ascii_lowercase();
+            if !sessionwatch_core::is_valid_agent_id(&agent) {
+                anyhow::bail!("--agent-id {agent:?} is not a valid agent id");
+            }
+            mcp::CallerRule::Native {
+                agent: agent.into(),
+                claude_session: std::env::var("CLAUDE_CODE_SESSION_ID").ok().map(Into::into),
+            }
+        }
+    };
     let data_dir = args.data_dir.clone().unwrap_or_else(super::default_data_dir);
     let token = match &args.token {
         Some(t) => Some(t.clone()),
@@ -62,7 +78,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         && (args.url.is_some() || args.remote_only || remote.is_up(Duration::from_millis(500)).await);
     if use_remote {
         remote.check().await.map_err(|e| anyhow::anyhow!("{e}"))?;
-        tracing::info!(url = %remote.base_url(), session = %caller, "MCP on stdio, tools of the gateway");
+        tracing::info!(url = %remote.base_url(), caller = ?caller, "MCP on stdio, tools of the gateway");
         mcp::serve_stdio(Arc::new(remote), caller).await?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -83,7 +99,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let store = SqliteStore::open(&path, SqliteOptions::default())
         .with_context(|| format!("cannot open the database {}", path.display()))?;
     let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-    tracing::info!(database = %path.display(), session = %caller, "MCP on stdio, embedded gateway");
+    tracing::info!(database = %path.display(), caller = ?caller, "MCP on stdio, embedded gateway");
     mcp::serve_stdio(Arc::new(EmbeddedBackend::new(gateway)), caller).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -52,11 +52,13 @@ project="$HOME/work/demo"
 mkdir -p "$project" "$HOME/.claude" "$HOME/.codex"
 (cd "$project" && git init -q -b main && echo "# demo" > README.md && git add README.md &&
   git -c user.name=demo -c user.email=demo@example.invalid commit -q -m demo)
-python3 - "$HOME/.claude.json" "$project" <<'EOF'
+python3 - "$HOME/.claude.json" "$project" "$SW" <<'EOF'
 import json, sys
 json.dump({"hasCompletedOnboarding": True, "theme": "dark",
            "customApiKeyResponses": {"approved": ["sk-ant-fake-key-not-secret"[-20:]], "rejected": []},
-           "projects": {sys.argv[2]: {"hasTrustDialogAccepted": True, "allowedTools": []}}}, open(sys.argv[1], "w"))
+           "projects": {sys.argv[2]: {"hasTrustDialogAccepted": True, "allowedTools": []}},
+           "mcpServers": {"sessionwatch": {"type": "stdio", "command": sys.argv[3], "args": ["mcp"]}}},
+          open(sys.argv[1], "w"))
 EOF
 cat > "$HOME/.codex/config.toml" <<EOF
 model = "gpt-5.5"
@@ -88,7 +90,11 @@ enabled = false
 exporter = "none"
 [projects."$project"]
 trust_level = "trusted"
+[mcp_servers.sessionwatch]
+command = "$SW"
+args = ["mcp"]
 EOF
+export ENABLE_TOOL_SEARCH=false
 
 llm_log="$work/llm.jsonl"
 # A human typing into the worker while the manager's model thinks (see RUN-SIDE-EFFECT in fake_llm.py).
@@ -129,8 +135,34 @@ print(n)
 EOF
 }
 
+tool_results_with_notice() { # worker key -> requests whose MCP tool result holds a notice about it
+  python3 - "$llm_log" "$1" <<'EOF'
+import json, sys
+key = sys.argv[2]
+n = 0
+for line in open(sys.argv[1]):
+    try:
+        body = json.loads(line).get("body") or {}
+    except ValueError:
+        continue
+    items = body.get("messages") or body.get("input") or []
+    for it in items if isinstance(items, list) else []:
+        if not isinstance(it, dict):
+            continue
+        blocks = it.get("content") if isinstance(it.get("content"), list) else []
+        outputs = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if it.get("type") == "function_call_output":
+            outputs.append(it)
+        text = json.dumps(outputs)
+        if ("systemEvents" in text or "Session notices" in text) and key in text and "changed (other actor)" in text:
+            n += 1
+            break
+print(n)
+EOF
+}
+
 claude_turn() { # text [session] -> session id
-  local args=(-p --output-format json --allowedTools "Bash(echo *)")
+  local args=(-p --output-format json --allowedTools "Bash(echo *)" mcp__sessionwatch)
   [ -n "${2:-}" ] && args+=(--resume "$2")
   (cd "$project" && timeout 120 "$CLAUDE_BIN" "${args[@]}" -- "$1" </dev/null >"$work/claude.out" 2>>"$work/claude.err") ||
     { echo "claude failed: $(tail -3 "$work/claude.err")" >&2; return 1; }
@@ -188,6 +220,16 @@ story() { # cli
   a1="$(acked)"
   check "$cli: a change while the model thinks: Stop blocks with the notice ($before -> $after requests)" test "$after" -gt "$before"
   check "$cli: Stop blocked once: one notice acknowledged ($a0 -> $a1)" test "$a1" = "$((a0 + 1))"
+
+  # One identity: the manager's MCP tool call (sessionwatch mcp, no --session) acts as the manager's
+  # session, so a change that lands during the turn comes back inside the tool result.
+  a0="$(acked)"
+  before="$(tool_results_with_notice "$wkey")"
+  $turn "Manager: RUN-SIDE-EFFECT CALL-SW $wkey check the worker." "$manager" >/dev/null
+  after="$(tool_results_with_notice "$wkey")"
+  a1="$(acked)"
+  check "$cli: the MCP tool result carries the manager's own notice ($before -> $after requests)" test "$after" -gt "$before"
+  check "$cli: ... delivered once ($a0 -> $a1)" test "$a1" = "$((a0 + 1))"
 }
 
 if [ "$only" = all ] || [ "$only" = claude ]; then

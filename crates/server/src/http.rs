@@ -64,6 +64,7 @@ pub fn app_with_shutdown<S: Store>(
         .route("/v1/catalog/continue", post(catalog_continue::<S>))
         .route("/v1/monitor/tick", post(monitor_tick::<S>))
         .route("/v1/hooks", post(hook::<S>))
+        .route("/v1/hooks/tool-uses/{id}", get(tool_use::<S>))
         .route("/metrics", get(metrics::<S>))
         .nest_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>));
@@ -414,6 +415,14 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
         Ok(crate::wire::hook_outcome(&outcome))
     };
     host_answer(run.await)
+}
+
+/// `GET /v1/hooks/tool-uses/{id}`: the session whose `PreToolUse` hook announced this MCP tool call.
+async fn tool_use<S: Store>(State(state): State<Shared<S>>, Path(id): Path<String>) -> Response {
+    host_answer(match state.gateway.session_of_tool_use(&id) {
+        Some(key) => Ok(json!({ "sessionKey": key })),
+        None => Err(ApiError::NotFound(format!("no hook announced tool use {id:?}"))),
+    })
 }
 
 async fn metrics<S: Store>(State(state): State<Shared<S>>) -> Response {

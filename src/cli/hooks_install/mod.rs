@@ -55,9 +55,10 @@ enum Scope {
 }
 
 /// The events we install, per CLI (Codex fires the sub-agent events only with `multi_agent_v2`).
-const EVENTS: [HookEvent; 6] = [
+const EVENTS: [HookEvent; 7] = [
     HookEvent::SessionStart,
     HookEvent::UserPromptSubmit,
+    HookEvent::PreToolUse,
     HookEvent::PostToolUse,
     HookEvent::Stop,
     HookEvent::SubagentStart,
@@ -240,8 +241,14 @@ fn install(doc: &mut Json, ours: &Ours) -> anyhow::Result<bool> {
             Some(h) => *h = ours.handler(event),
             None => {
                 let mut group = vec![];
-                if matches!(event, HookEvent::PostToolUse) {
-                    group.push(("matcher".to_string(), Json::String("*".into())));
+                match event {
+                    HookEvent::PostToolUse => group.push(("matcher".to_string(), Json::String("*".into()))),
+                    // Only MCP calls: it announces the call's tool-use id, so our MCP server knows its
+                    // caller (one identity for hooks and tools).
+                    HookEvent::PreToolUse => {
+                        group.push(("matcher".to_string(), Json::String("mcp__.*".into())))
+                    }
+                    _ => {}
                 }
                 group.push(("hooks".to_string(), Json::Array(vec![ours.handler(event)])));
                 groups.push(Json::Object(group));

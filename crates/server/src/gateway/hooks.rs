@@ -49,7 +49,13 @@ impl<S: Store> Gateway<S> {
                 outcome.recorded = self.record_prompt(&r, input).await?;
                 outcome.reply.context = self.drain_context(&r).await;
             }
-            HookEvent::PreToolUse => {}
+            HookEvent::PreToolUse => {
+                if let (Some(tool), Some(id)) = (&input.tool_name, &input.tool_use_id)
+                    && tool.starts_with("mcp__")
+                {
+                    self.remember_tool_use(id, &r.key);
+                }
+            }
             HookEvent::PostToolUse => outcome.reply.context = self.drain_context(&r).await,
             HookEvent::Stop => {
                 // Block once: the drain acknowledges, so the next Stop finds nothing; and never while
@@ -192,6 +198,28 @@ impl<S: Store> Gateway<S> {
             Ok(_) | Err(ApiError::NotFound(_)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// Tool-use ids remembered for the MCP identity join (a few seconds' worth of MCP calls is plenty: the
+/// MCP call follows its `PreToolUse` hook at once).
+const TOOL_USES_KEPT: usize = 1024;
+
+impl<S: Store> Gateway<S> {
+    fn remember_tool_use(&self, tool_use_id: &str, session_key: &str) {
+        let mut uses = self.tool_uses.lock().unwrap_or_else(|p| p.into_inner());
+        if uses.len() == TOOL_USES_KEPT {
+            uses.pop_front();
+        }
+        uses.push_back((tool_use_id.to_string(), session_key.to_string()));
+    }
+
+    /// The session whose Claude Code `PreToolUse` hook announced this MCP tool call: the MCP server
+    /// learns its caller from `_meta["claudecode/toolUseId"]` even after `/clear` (when the stdio
+    /// server's environment still names the old session).
+    pub fn session_of_tool_use(&self, tool_use_id: &str) -> Option<String> {
+        let uses = self.tool_uses.lock().unwrap_or_else(|p| p.into_inner());
+        uses.iter().rev().find(|(id, _)| id == tool_use_id).map(|(_, key)| key.clone())
     }
 }
 

@@ -48,6 +48,8 @@ pub struct Gateway<S: Store> {
     /// Single flight for the upstream monitor.
     monitor_running: AtomicBool,
     monitor_source_timeout_ms: AtomicU64,
+    /// Recent MCP tool calls announced by Claude Code `PreToolUse` hooks: tool-use id → session key.
+    tool_uses: Mutex<std::collections::VecDeque<(String, String)>>,
 }
 
 pub const DEFAULT_AGENT: &str = "main";
@@ -92,6 +94,7 @@ impl<S: Store> Gateway<S> {
             homes: Mutex::new(sessionwatch_upstream::Homes::from_env()),
             monitor_running: AtomicBool::new(false),
             monitor_source_timeout_ms: AtomicU64::new(upstream::DEFAULT_SOURCE_TIMEOUT.as_millis() as u64),
+            tool_uses: Mutex::default(),
         })
     }
 

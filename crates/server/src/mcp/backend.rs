@@ -20,6 +20,9 @@ pub trait ToolBackend: Send + Sync + 'static {
     /// as a turn does (the inbox is left alone). Answers `[{text, contextKey}]`; never fails (an unknown
     /// caller, or a failure, is an empty list, logged).
     fn drain_notices(&self, caller: &str) -> impl Future<Output = Vec<Value>> + Send;
+
+    /// The session whose Claude Code `PreToolUse` hook announced this tool-use id, if any.
+    fn session_of_tool_use(&self, tool_use_id: &str) -> impl Future<Output = Option<String>> + Send;
 }
 
 /// The tools of a gateway in this process.
@@ -36,6 +39,10 @@ impl<S: Store> EmbeddedBackend<S> {
 impl<S: Store> ToolBackend for EmbeddedBackend<S> {
     async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<Value> {
         self.gateway.invoke_tool(Some(caller), tool, args).await
+    }
+
+    async fn session_of_tool_use(&self, tool_use_id: &str) -> Option<String> {
+        self.gateway.session_of_tool_use(tool_use_id)
     }
 
     async fn drain_notices(&self, caller: &str) -> Vec<Value> {
@@ -142,6 +149,21 @@ impl ToolBackend for RemoteBackend {
             Some(Value::Bool(true)) => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
             _ => Err(remote_error(status, &v)),
         }
+    }
+
+    async fn session_of_tool_use(&self, tool_use_id: &str) -> Option<String> {
+        let path = format!(
+            "{}/v1/hooks/tool-uses/{}",
+            self.base,
+            utf8_percent_encode(tool_use_id, NON_ALPHANUMERIC)
+        );
+        let mut req = self.http.get(path);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req.send().await.ok().filter(|r| r.status().is_success())?;
+        let v: Value = resp.json().await.ok()?;
+        v.get("sessionKey").and_then(Value::as_str).map(str::to_string)
     }
 
     async fn drain_notices(&self, caller: &str) -> Vec<Value> {

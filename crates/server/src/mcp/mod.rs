@@ -10,8 +10,13 @@
 //! `structuredContent.systemEvents: [{text, contextKey}]` and a text block "Session notices: …". An agent
 //! that only speaks MCP therefore learns once that a watched session changed.
 //!
-//! **Caller.** On stdio the caller session is fixed by `--session`. Over HTTP it is the
-//! `X-Sessionwatch-Session` header of each request (default `main`).
+//! **Caller** ([`CallerRule`]). On stdio `--session` fixes it. Without it, the agent CLI that started us
+//! says who calls, so a session's hooks and its MCP tools are one sessionwatch session: Codex puts its
+//! thread id in every `tools/call` `_meta.threadId` (→ `agent:<agent>:codex:<thread>`); Claude Code puts
+//! the hook's tool-use id in `_meta["claudecode/toolUseId"]`, which the session's `PreToolUse` hook
+//! announced to the gateway (→ `agent:<agent>:claude:<session>`), else `CLAUDE_CODE_SESSION_ID` from
+//! our environment. Over HTTP the `X-Sessionwatch-Session` header wins, then the same `_meta` rules;
+//! the default is `main`.
 
 mod backend;
 pub mod schema;
@@ -39,11 +44,20 @@ pub const SESSION_HEADER: &str = "x-sessionwatch-session";
 /// Hosts `/mcp` always accepts (DNS-rebinding protection); others come from `gateway.mcpAllowedHosts`.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
+/// How the caller session of a tool call is found (see the module docs).
+#[derive(Clone, Debug)]
+pub enum CallerRule {
+    /// `--session KEY`.
+    Fixed(Arc<str>),
+    /// The agent CLI says who calls; `agent` owns the session keys, `claude_session` is the
+    /// `CLAUDE_CODE_SESSION_ID` of a stdio server's environment.
+    Native { agent: Arc<str>, claude_session: Option<Arc<str>> },
+}
+
 /// An MCP server for the six tools.
 pub struct McpServer<B> {
     backend: Arc<B>,
-    /// The caller fixed for this server (stdio); `None`: per request (HTTP header, default `main`).
-    caller: Option<Arc<str>>,
+    caller: CallerRule,
     tools: Arc<Vec<Tool>>,
 }
 
@@ -54,24 +68,42 @@ impl<B> Clone for McpServer<B> {
 }
 
 impl<B: ToolBackend> McpServer<B> {
-    pub fn new(backend: Arc<B>, caller: Option<String>) -> Self {
-        McpServer { backend, caller: caller.map(Into::into), tools: Arc::new(schema::tools()) }
+    pub fn new(backend: Arc<B>, caller: CallerRule) -> Self {
+        McpServer { backend, caller, tools: Arc::new(schema::tools()) }
     }
 
-    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<String, ApiError> {
-        if let Some(c) = &self.caller {
-            return Ok(c.to_string());
-        }
+    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<String, ApiError> {
+        let (agent, claude_session) = match &self.caller {
+            CallerRule::Fixed(c) => return Ok(c.to_string()),
+            CallerRule::Native { agent, claude_session } => (agent, claude_session),
+        };
         let header = context
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.headers.get(SESSION_HEADER));
-        match header {
-            None => Ok("main".to_string()),
-            Some(v) => v.to_str().map(|s| s.trim().to_string()).map_err(|_| {
+        if let Some(v) = header {
+            return v.to_str().map(|s| s.trim().to_string()).map_err(|_| {
                 ApiError::invalid("the X-Sessionwatch-Session header must be a session key in plain text")
-            }),
+            });
         }
+        let meta = &context.meta.0.0;
+        let native_id = |k: &str| {
+            meta.get(k).and_then(Value::as_str).filter(|id| {
+                !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            })
+        };
+        if let Some(thread) = native_id("threadId") {
+            return Ok(format!("agent:{agent}:codex:{}", thread.to_ascii_lowercase()));
+        }
+        if let Some(tool_use) = meta.get("claudecode/toolUseId").and_then(Value::as_str)
+            && let Some(key) = self.backend.session_of_tool_use(tool_use).await
+        {
+            return Ok(key);
+        }
+        if let Some(session) = claude_session {
+            return Ok(format!("agent:{agent}:claude:{}", session.to_ascii_lowercase()));
+        }
+        Ok("main".to_string())
     }
 
     /// Calls a tool as `caller` and renders the MCP result, with the caller's drained notices appended.
@@ -123,7 +155,7 @@ impl<B: ToolBackend> ServerHandler for McpServer<B> {
         if !TOOL_NAMES.contains(&tool.as_str()) {
             return Err(unknown_tool(&tool));
         }
-        let caller = match self.caller(&context) {
+        let caller = match self.caller(&context).await {
             Ok(c) => c,
             Err(e) => return Ok(render(&tool, Err(e), Vec::new()).into()),
         };
@@ -245,8 +277,8 @@ fn summary(tool: &str, v: &Value) -> String {
 }
 
 /// Serves the MCP server on stdin/stdout until the client goes away. Logs must go to stderr.
-pub async fn serve_stdio<B: ToolBackend>(backend: Arc<B>, caller: String) -> anyhow::Result<()> {
-    let server = McpServer::new(backend, Some(caller));
+pub async fn serve_stdio<B: ToolBackend>(backend: Arc<B>, caller: CallerRule) -> anyhow::Result<()> {
+    let server = McpServer::new(backend, caller);
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
@@ -268,7 +300,11 @@ pub fn http_service<S: Store>(
         .with_cancellation_token(shutdown)
         .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
     StreamableHttpService::new(
-        move || Ok(McpServer::new(backend.clone(), None)),
+        move || {
+            let rule =
+                CallerRule::Native { agent: super::gateway::DEFAULT_AGENT.into(), claude_session: None };
+            Ok(McpServer::new(backend.clone(), rule))
+        },
         LocalSessionManager::default().into(),
         config,
     )
