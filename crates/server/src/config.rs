@@ -42,6 +42,34 @@ pub struct Config {
     /// Extra `Host` names (or `host:port`) the MCP endpoint `/mcp` accepts besides loopback
     /// (`gateway.mcpAllowedHosts`). Loopback (`localhost`, `127.0.0.1`, `::1`) is always allowed.
     pub mcp_allowed_hosts: Vec<String>,
+    pub limits: Limits,
+}
+
+/// Bounds on what one client can hold (`gateway.*`): slow or abandoned clients never exhaust the gateway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// A connection must finish its request headers within this (`gateway.headerTimeoutSeconds`).
+    pub header_timeout: std::time::Duration,
+    /// A request body must arrive in full within this (`gateway.bodyTimeoutSeconds`).
+    pub body_timeout: std::time::Duration,
+    /// Connections served at once (`gateway.maxConnections`); more wait in the listen backlog.
+    pub max_connections: usize,
+    /// Live MCP sessions on `/mcp` (`gateway.mcpMaxSessions`); a new one evicts the least recently used.
+    pub mcp_max_sessions: usize,
+    /// An MCP session unused this long is closed (`gateway.mcpIdleSeconds`).
+    pub mcp_idle: std::time::Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_timeout: std::time::Duration::from_secs(10),
+            body_timeout: std::time::Duration::from_secs(30),
+            max_connections: 512,
+            mcp_max_sessions: 256,
+            mcp_idle: std::time::Duration::from_secs(600),
+        }
+    }
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
@@ -62,6 +90,7 @@ impl Default for Config {
             data_dir: default_data_dir(),
             auth: AuthMode::Token,
             mcp_allowed_hosts: Vec::new(),
+            limits: Limits::default(),
         }
     }
 }
@@ -132,6 +161,11 @@ struct FileGateway {
     auth: Option<String>,
     data_dir: Option<PathBuf>,
     mcp_allowed_hosts: Option<Vec<String>>,
+    header_timeout_seconds: Option<u64>,
+    body_timeout_seconds: Option<u64>,
+    max_connections: Option<u64>,
+    mcp_max_sessions: Option<u64>,
+    mcp_idle_seconds: Option<u64>,
 }
 
 impl Config {
@@ -199,6 +233,17 @@ impl Config {
         }
         if let Some(v) = gateway.mcp_allowed_hosts {
             c.set("gateway.mcpAllowedHosts", &v.join(","))?;
+        }
+        for (key, v) in [
+            ("gateway.headerTimeoutSeconds", gateway.header_timeout_seconds),
+            ("gateway.bodyTimeoutSeconds", gateway.body_timeout_seconds),
+            ("gateway.maxConnections", gateway.max_connections),
+            ("gateway.mcpMaxSessions", gateway.mcp_max_sessions),
+            ("gateway.mcpIdleSeconds", gateway.mcp_idle_seconds),
+        ] {
+            if let Some(v) = v {
+                c.set(key, &v.to_string())?;
+            }
         }
         Ok(c)
     }
@@ -279,6 +324,28 @@ impl Config {
                 }
                 self.mcp_allowed_hosts = hosts;
             }
+            "gateway.headerTimeoutSeconds" | "gateway.bodyTimeoutSeconds" | "gateway.mcpIdleSeconds" => {
+                let v: u64 = value.parse().map_err(|_| err("expected a whole number of seconds"))?;
+                if v == 0 || v > 86_400 {
+                    return Err(err("must be between 1 and 86400"));
+                }
+                let d = std::time::Duration::from_secs(v);
+                match key {
+                    "gateway.headerTimeoutSeconds" => self.limits.header_timeout = d,
+                    "gateway.bodyTimeoutSeconds" => self.limits.body_timeout = d,
+                    _ => self.limits.mcp_idle = d,
+                }
+            }
+            "gateway.maxConnections" | "gateway.mcpMaxSessions" => {
+                let v: usize = value.parse().map_err(|_| err("expected a whole number"))?;
+                if v == 0 || v > 100_000 {
+                    return Err(err("must be between 1 and 100000"));
+                }
+                match key {
+                    "gateway.maxConnections" => self.limits.max_connections = v,
+                    _ => self.limits.mcp_max_sessions = v,
+                }
+            }
             _ => return Err(err("unknown key")),
         }
         Ok(())
@@ -297,6 +364,7 @@ impl Config {
             ("SESSIONWATCH_DATABASE", "gateway.database"),
             ("SESSIONWATCH_AUTH", "gateway.auth"),
             ("SESSIONWATCH_MCP_ALLOWED_HOSTS", "gateway.mcpAllowedHosts"),
+            ("SESSIONWATCH_MAX_CONNECTIONS", "gateway.maxConnections"),
         ];
         for (var, key) in VARS {
             if let Ok(v) = std::env::var(var) {

@@ -19,6 +19,8 @@ pub enum ApiError {
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
     Internal(String),
 }
 
@@ -32,6 +34,8 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            // OpenClaw's type for its 413.
+            ApiError::PayloadTooLarge(_) => "invalid_request_error",
             ApiError::Internal(_) => "internal",
         }
     }

@@ -76,6 +76,8 @@ pub fn app_with_shutdown<S: Store>(
         })
         .layer(middleware::from_fn_with_state(state.clone(), measure::<S>))
         .layer(middleware::from_fn(reject_undecodable_path))
+        .layer(middleware::from_fn(limit_body_size))
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(config.limits.body_timeout))
         .layer(middleware::from_fn_with_state(allowed, crate::guard::cross_site_guard))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
@@ -106,6 +108,28 @@ fn bearer_credentials(value: &str) -> Option<&str> {
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A declared `Content-Length` over the limit is refused before a byte of the body is read (a client
+/// announcing 10 GB must not hold a connection until 2 MB arrived); a body that turns out too large
+/// while streaming gets the same JSON answer.
+async fn limit_body_size(req: Request, next: Next) -> Response {
+    let too_large = || {
+        error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &ApiError::PayloadTooLarge(format!("Payload too large: the limit is {MAX_BODY_BYTES} bytes")),
+        )
+    };
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok());
+    if declared.and_then(|v| v.trim().parse::<u64>().ok()).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return too_large();
+    }
+    let resp = next.run(req).await;
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if resp.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json { too_large() } else { resp }
 }
 
 /// A path whose percent-escapes do not decode to UTF-8 gets the JSON error body (axum's extractors
@@ -140,6 +164,7 @@ fn host_error(e: ApiError) -> Response {
         ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
         ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     error_response(status, &e)

@@ -209,7 +209,7 @@ async fn hostile_requests_get_clear_errors_and_change_nothing() {
             "/tools/invoke",
             format!("{{\"tool\":\"session_status\",\"args\":{{\"x\":\"{}\"}}}}", "a".repeat(3 * 1024 * 1024)),
             413,
-            None,
+            Some("invalid_request_error"),
         ),
         Case {
             token: None,

@@ -5,6 +5,7 @@ mod delivery;
 mod hooks;
 mod mcp;
 mod mcp_story;
+mod slow_clients;
 mod slow_store;
 mod story;
 mod support;

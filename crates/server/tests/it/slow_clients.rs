@@ -1,0 +1,112 @@
+//! Issue 11 item 6: slow and hostile connections. Headers that never finish, a body that never arrives
+//! and a 10 GB `Content-Length` each used to hold a connection (and its file descriptor) forever; 1,100
+//! of them exhausted the fd limit and `/healthz` timed out.
+
+use crate::support::*;
+use sessionwatch_server::Config;
+use sessionwatch_server::config::Limits;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn start(limits: Limits) -> Harness {
+    Harness::start_with(Config { limits, ..Config::default() }, None).await
+}
+
+fn addr(h: &Harness) -> String {
+    h.base.trim_start_matches("http://").to_string()
+}
+
+/// Reads until the server closes the connection (or `wait` passes); answers what arrived, or `None` if
+/// the connection was still open.
+async fn read_until_closed(tcp: &mut TcpStream, wait: Duration) -> Option<String> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+async fn healthz(h: &Harness, wait: Duration) -> bool {
+    let probe = h.client.get(format!("{}/healthz", h.base)).send();
+    matches!(tokio::time::timeout(wait, probe).await, Ok(Ok(r)) if r.status() == 200)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_finish_their_headers_are_closed() {
+    let h = start(Limits { header_timeout: Duration::from_millis(300), ..Limits::default() }).await;
+    let mut slow = Vec::new();
+    for i in 0..40 {
+        let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+        if i % 2 == 0 {
+            tcp.write_all(b"POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").await.unwrap();
+        } // the others send nothing at all
+        slow.push(tcp);
+    }
+    assert!(healthz(&h, Duration::from_secs(2)).await, "the gateway answers while they hang");
+    for (i, tcp) in slow.iter_mut().enumerate() {
+        let closed = read_until_closed(tcp, Duration::from_secs(5)).await;
+        assert!(closed.is_some(), "connection {i} is still open after the header timeout");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_cap_wait_and_the_gateway_keeps_its_descriptors() {
+    let h =
+        start(Limits { max_connections: 4, header_timeout: Duration::from_secs(60), ..Limits::default() })
+            .await;
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+        held.push(tcp);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !healthz(&h, Duration::from_millis(700)).await,
+        "a fifth connection is not served while 4 are held"
+    );
+    drop(held.pop());
+    assert!(healthz(&h, Duration::from_secs(5)).await, "served as soon as a slot frees");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_declared_content_length_is_refused_before_the_body() {
+    let h = start(Limits::default()).await;
+    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(3), tcp.read(&mut buf))
+        .await
+        .expect("answered without waiting for the body")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(
+        answer.contains("application/json") && answer.contains("\"type\":\"invalid_request_error\""),
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_never_arrives_is_given_up() {
+    let h = start(Limits { body_timeout: Duration::from_millis(300), ..Limits::default() }).await;
+    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tool\":"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let answer =
+        read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("the connection was given up");
+    assert!(!answer.contains(" 200 "), "{answer}");
+}
