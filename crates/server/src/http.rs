@@ -40,9 +40,13 @@ pub fn app_with_shutdown<S: Store>(
     state: Arc<AppState<S>>,
     mcp_shutdown: tokio_util::sync::CancellationToken,
 ) -> Router {
+    let limits = state.gateway.config().limits;
+    let mcp_sessions = crate::mcp::BoundedSessions::new(limits.mcp_max_sessions, limits.mcp_idle);
+    mcp_sessions.spawn_sweeper(mcp_shutdown.clone());
     let mcp = crate::mcp::http_service(
         state.gateway.clone(),
         &state.gateway.config().mcp_allowed_hosts,
+        mcp_sessions.clone(),
         mcp_shutdown,
     );
     let config = state.gateway.config();
@@ -67,7 +71,8 @@ pub fn app_with_shutdown<S: Store>(
         .route("/v1/hooks/tool-uses/{id}", get(tool_use::<S>))
         .route("/metrics", get(metrics::<S>))
         .nest_service("/mcp", mcp)
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>));
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>))
+        .layer(axum::Extension(mcp_sessions));
     Router::new()
         .route("/healthz", get(|| async { Json(json!({ "ok": true })) }))
         .merge(api)
@@ -450,8 +455,15 @@ async fn tool_use<S: Store>(State(state): State<Shared<S>>, Path(id): Path<Strin
     })
 }
 
-async fn metrics<S: Store>(State(state): State<Shared<S>>) -> Response {
-    let body = state.metrics.render(state.gateway.kernel());
+async fn metrics<S: Store>(
+    State(state): State<Shared<S>>,
+    axum::Extension(mcp): axum::Extension<Arc<crate::mcp::BoundedSessions>>,
+) -> Response {
+    let mut body = state.metrics.render(state.gateway.kernel());
+    body.push_str(&format!(
+        "# HELP sessionwatch_mcp_sessions Live MCP sessions on /mcp.\n# TYPE sessionwatch_mcp_sessions gauge\nsessionwatch_mcp_sessions {}\n",
+        mcp.len()
+    ));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 

@@ -20,6 +20,9 @@
 
 mod backend;
 pub mod schema;
+mod sessions;
+
+pub use sessions::BoundedSessions;
 
 pub use backend::{EmbeddedBackend, RemoteBackend, ToolBackend};
 
@@ -30,7 +33,6 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
@@ -285,13 +287,14 @@ pub async fn serve_stdio<B: ToolBackend>(backend: Arc<B>, caller: CallerRule) ->
 }
 
 /// The streamable HTTP service for `/mcp`: tools of `gateway` in this process, caller per request from
-/// [`SESSION_HEADER`]. Accepts loopback `Host`s plus `extra_hosts`; stops its streams when `shutdown`
-/// is cancelled.
+/// [`SESSION_HEADER`]. Accepts loopback `Host`s plus `extra_hosts`; its sessions are `sessions`
+/// (bounded); stops its streams when `shutdown` is cancelled.
 pub fn http_service<S: Store>(
     gateway: Arc<Gateway<S>>,
     extra_hosts: &[String],
+    sessions: Arc<BoundedSessions>,
     shutdown: CancellationToken,
-) -> StreamableHttpService<McpServer<EmbeddedBackend<S>>, LocalSessionManager> {
+) -> StreamableHttpService<McpServer<EmbeddedBackend<S>>, BoundedSessions> {
     let backend = Arc::new(EmbeddedBackend::new(gateway));
     let hosts: Vec<String> =
         LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(extra_hosts.iter().cloned()).collect();
@@ -305,7 +308,7 @@ pub fn http_service<S: Store>(
                 CallerRule::Native { agent: super::gateway::DEFAULT_AGENT.into(), claude_session: None };
             Ok(McpServer::new(backend.clone(), rule))
         },
-        LocalSessionManager::default().into(),
+        sessions,
         config,
     )
 }

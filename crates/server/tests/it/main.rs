@@ -4,6 +4,7 @@ mod bad_input;
 mod delivery;
 mod hooks;
 mod mcp;
+mod mcp_sessions;
 mod mcp_story;
 mod slow_clients;
 mod slow_store;
