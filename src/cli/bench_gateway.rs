@@ -85,7 +85,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
             &json!({ "tool": "sessions_spawn", "args": { "task": "bench" }, "sessionKey": main }),
         )
         .await?;
-    let child = spawned["result"]["childSessionKey"].as_str().unwrap_or_default().to_string();
+    let child = spawned["result"]["details"]["childSessionKey"].as_str().unwrap_or_default().to_string();
     let child_path = format!("/v1/sessions/{}/inbound", child.replace(':', "%3A"));
     for i in 0..40 {
         t.post(
@@ -139,7 +139,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
                 &json!({ "tool": "sessions_spawn", "args": { "task": "x" }, "sessionKey": watcher }),
             )
             .await?;
-        let target = r["result"]["childSessionKey"].as_str().unwrap_or_default().to_string();
+        let target = r["result"]["details"]["childSessionKey"].as_str().unwrap_or_default().to_string();
         let resp = t
             .client
             .get(format!("{}/v1/stream?sessionKey={}", t.base, watcher.replace(':', "%3A")))

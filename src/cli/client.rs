@@ -408,7 +408,8 @@ pub fn print_answer(v: &Value, raw: bool) {
         eprintln!("error ({}): {}", e["type"].as_str().unwrap_or("?"), e["message"].as_str().unwrap_or("?"));
         return;
     }
-    let v = v.get("result").unwrap_or(v);
+    // A tool answer: `result.details` (OpenClaw's envelope).
+    let v = v.get("result").map(|r| r.get("details").unwrap_or(r)).unwrap_or(v);
     if let Some(text) = v.get("statusText").and_then(Value::as_str) {
         println!("{text}");
         return;

@@ -29,7 +29,7 @@ impl Http {
     async fn tool(&self, caller: &str, tool: &str, args: Value) -> anyhow::Result<Value> {
         let v =
             self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await?;
-        Ok(v["result"].clone())
+        Ok(v["result"]["details"].clone())
     }
 }
 

@@ -42,7 +42,7 @@ impl Server {
         let (status, body) =
             self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await;
         assert_eq!(status, 200, "{body}");
-        body["result"].clone()
+        body["result"]["details"].clone()
     }
 
     /// Session-state notice texts drained by a turn of `key`.

@@ -52,7 +52,10 @@ pub fn app_with_shutdown<S: Store>(
     let config = state.gateway.config();
     let allowed = crate::guard::AllowedHosts::new(Some(config.listen), &config.mcp_allowed_hosts);
     let api = Router::new()
-        .route("/tools/invoke", post(invoke_tool::<S>))
+        .route(
+            "/tools/invoke",
+            post(invoke_tool::<S>).fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed") }),
+        )
         .route("/v1/sessions", post(create_session::<S>))
         .route("/v1/sessions/{key}", axum::routing::delete(delete_session::<S>))
         .route("/v1/sessions/{key}/inbound", post(inbound::<S>))
@@ -195,21 +198,95 @@ fn json_body(body: &Bytes) -> ApiResult<Value> {
     Ok(v)
 }
 
+/// `POST /tools/invoke` in OpenClaw's wire format (its recorded answers: `tests/fixtures/openclaw-wire/`):
+/// the tool in `tool` or `name`; `action`, `dryRun`, `idempotencyKey` and `agentId` accepted at the top
+/// level; `args` missing or an array reads as `{}`. Success is `{"ok":true,"result":{"content":[{"type":
+/// "text","text":…}],"details":{…}}}`; errors use OpenClaw's types: `invalid_request` (no tool, a bad
+/// envelope), `invalid_request_error` (malformed JSON), `not_found` (unknown tool, 404), `tool_error`.
 async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
-    let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["tool", "args", "sessionKey", "action", "dryRun"])?;
-        let tool = a.str("tool")?;
-        let caller = a.opt_str("sessionKey")?;
-        let args = v.get("args").cloned().unwrap_or(Value::Null);
-        state.gateway.invoke_tool(caller, tool, &args).await
+    let call = match tool_envelope(&body) {
+        Ok(c) => c,
+        Err(reply) => return reply,
     };
-    match run.await {
-        Ok(result) => Json(json!({ "ok": true, "result": result })).into_response(),
-        Err(e @ ApiError::UnknownTool(_)) => error_response(StatusCode::NOT_FOUND, &e),
-        Err(e @ ApiError::Internal(_)) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &e),
-        Err(e) => error_response(StatusCode::BAD_REQUEST, &e),
+    let caller = match (&call.caller, &call.agent) {
+        (Some(c), _) => Some(c.clone()),
+        (None, Some(agent)) => Some(format!("agent:{agent}:{}", state.gateway.config().main_key)),
+        (None, None) => None,
+    };
+    if call.dry_run && crate::gateway::WRITING_TOOLS.contains(&call.tool.as_str()) {
+        return tool_failure(
+            StatusCode::BAD_REQUEST,
+            "tool_error",
+            &format!("dryRun is not supported by {}: it would write; call it without dryRun", call.tool),
+        );
     }
+    match state.gateway.invoke_tool(caller.as_deref(), &call.tool, &call.args).await {
+        Ok(details) => Json(crate::wire::tool_result(&details)).into_response(),
+        Err(ApiError::UnknownTool(_)) => {
+            tool_failure(StatusCode::NOT_FOUND, "not_found", &format!("Tool not available: {}", call.tool))
+        }
+        Err(e @ ApiError::Internal(_)) => tool_failure(StatusCode::INTERNAL_SERVER_ERROR, "tool_error", &e.to_string()),
+        // An unknown target session: the tool failed (OpenClaw's type) on something that is not there.
+        Err(e @ ApiError::NotFound(_)) => tool_failure(StatusCode::NOT_FOUND, "tool_error", &e.to_string()),
+        Err(e) => tool_failure(StatusCode::BAD_REQUEST, "tool_error", &e.to_string()),
+    }
+}
+
+/// A parsed `/tools/invoke` envelope.
+struct ToolEnvelope {
+    tool: String,
+    args: Value,
+    caller: Option<String>,
+    agent: Option<String>,
+    dry_run: bool,
+}
+
+fn tool_envelope(body: &Bytes) -> Result<ToolEnvelope, Response> {
+    let bad = |message: &str| tool_failure(StatusCode::BAD_REQUEST, "invalid_request", message);
+    let v: Value = if body.iter().all(|b| b.is_ascii_whitespace()) {
+        json!({})
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| tool_failure(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("malformed JSON: {e}")))?
+    };
+    let Value::Object(m) = &v else { return Err(bad("tools.invoke requires a JSON object body")) };
+    const FIELDS: [&str; 8] = ["tool", "name", "args", "sessionKey", "action", "dryRun", "idempotencyKey", "agentId"];
+    if let Some(k) = m.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(bad(&format!("unknown field \"{k}\" (allowed: {})", FIELDS.join(", "))));
+    }
+    let text = |k: &str| -> Result<Option<String>, Response> {
+        match m.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
+            Some(_) => Err(bad(&format!("{k} must be a non-empty string"))),
+        }
+    };
+    let tool = match (text("tool")?, text("name")?) {
+        (Some(t), _) | (None, Some(t)) => t,
+        (None, None) => return Err(bad("tools.invoke requires name")),
+    };
+    let args = match m.get("args") {
+        None | Some(Value::Null) | Some(Value::Array(_)) => json!({}),
+        Some(a @ Value::Object(_)) => a.clone(),
+        Some(_) => return Err(bad("args must be an object")),
+    };
+    let dry_run = match m.get("dryRun") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(bad("dryRun must be a boolean")),
+    };
+    let _ = (text("action")?, text("idempotencyKey")?);
+    let agent = text("agentId")?.map(|a| a.to_ascii_lowercase());
+    if let Some(a) = &agent
+        && !sessionwatch_core::is_valid_agent_id(a)
+    {
+        return Err(bad(&format!("agentId \"{a}\" is not a valid agent id")));
+    }
+    Ok(ToolEnvelope { tool, args, caller: text("sessionKey")?, agent, dry_run })
+}
+
+fn tool_failure(status: StatusCode, kind: &str, message: &str) -> Response {
+    (status, Json(json!({ "ok": false, "error": { "type": kind, "message": message } }))).into_response()
 }
 
 fn actor(v: Option<&Value>, default: Actor) -> ApiResult<Actor> {

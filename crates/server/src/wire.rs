@@ -107,3 +107,13 @@ pub fn hook_outcome(o: &crate::gateway::HookOutcome) -> Value {
         "recorded": o.recorded,
     })
 }
+
+/// `/tools/invoke` success, as OpenClaw answers it: the readable text (`statusText` when the tool has one,
+/// else the details as indented JSON) and the details.
+pub fn tool_result(details: &Value) -> Value {
+    let text = match details.get("statusText").and_then(Value::as_str) {
+        Some(t) => t.to_string(),
+        None => serde_json::to_string_pretty(details).unwrap_or_default(),
+    };
+    json!({ "ok": true, "result": { "content": [{ "type": "text", "text": text }], "details": details } })
+}

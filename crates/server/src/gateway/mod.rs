@@ -10,7 +10,7 @@ mod upstream;
 
 pub use hooks::HookOutcome;
 pub use host::{InboundTurn, NewSessionRequest};
-pub use tools::TOOL_NAMES;
+pub use tools::{TOOL_NAMES, WRITING_TOOLS};
 pub use upstream::{LOCAL_HOST_ID, TickReport, adopted_key, source_key};
 
 use crate::config::{Config, GroupScope, Scope};

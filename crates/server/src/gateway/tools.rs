@@ -20,6 +20,9 @@ pub const TOOL_NAMES: [&str; 6] = [
     "sessions_unwatch",
 ];
 
+/// The tools that write (a `dryRun` of them is refused: nothing would be validated without writing).
+pub const WRITING_TOOLS: [&str; 3] = ["sessions_send", "sessions_spawn", "sessions_unwatch"];
+
 const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 impl<S: Store> Gateway<S> {

@@ -128,6 +128,13 @@ fn remote_error(status: u16, body: &Value) -> ApiError {
         .map(str::to_string)
         .unwrap_or_else(|| format!("the gateway answered HTTP {status}"));
     match body["error"]["type"].as_str() {
+        // `/tools/invoke` answers in OpenClaw's types: an unknown tool is `not_found` with 404, an unknown
+        // target `tool_error` with 404, a bad argument `tool_error` with 400.
+        Some("not_found") if status == 404 => ApiError::UnknownTool(message),
+        Some("tool_error") if status == 404 => ApiError::NotFound(message),
+        Some("tool_error" | "invalid_request" | "invalid_request_error") if status == 400 => {
+            ApiError::InvalidArgument(message)
+        }
         Some("invalid_argument") => ApiError::InvalidArgument(message),
         Some("not_found") => ApiError::NotFound(message),
         Some("unknown_tool") => ApiError::UnknownTool(message),
@@ -146,7 +153,7 @@ impl ToolBackend for RemoteBackend {
         let text = resp.text().await.map_err(|e| self.unreachable(e))?;
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match v.get("ok") {
-            Some(Value::Bool(true)) => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
+            Some(Value::Bool(true)) => Ok(v.pointer("/result/details").cloned().unwrap_or(Value::Null)),
             _ => Err(remote_error(status, &v)),
         }
     }

@@ -213,8 +213,8 @@ async fn delete_removes_history_and_cursors() {
     assert!(h.turn(MAIN).await.is_empty());
     assert!(h.gateway.kernel().store().cursor(MAIN.into(), child.clone()).await.unwrap().is_none());
     let r = h.tool_reply(MAIN, "session_status", json!({ "sessionKey": child, "changesSince": 0 })).await;
-    assert_eq!(r.status, 400);
-    assert_eq!(r.body["error"]["type"], "not_found");
+    assert_eq!(r.status, 404);
+    assert_eq!(r.body["error"]["type"], "tool_error");
     let head = h.gateway.kernel().head(&child, "main").await;
     assert_eq!(head.head, 0, "history and head are gone");
     let r = h.post(&format!("/v1/sessions/{}/turns", enc(&child)), json!({})).await;

@@ -104,7 +104,7 @@ impl Harness {
         let r = self.tool_reply(caller, tool, args).await;
         assert_eq!(r.status, 200, "{tool} failed: {}", r.body);
         assert_eq!(r.body["ok"], true);
-        r.body["result"].clone()
+        r.body["result"]["details"].clone()
     }
 
     pub async fn tool_reply(&self, caller: &str, tool: &str, args: Value) -> Reply {
