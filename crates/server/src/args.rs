@@ -69,6 +69,28 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// [`Args::opt_int`], also accepting the integer as a decimal string (`"0"`), as OpenClaw does.
+    pub fn opt_int_lenient(&self, key: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
+        match self.get(key) {
+            Some(Value::String(s)) => match s.trim().parse::<i64>() {
+                Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
+                Ok(_) => {
+                    Err(ApiError::invalid(format!("{}.{key} must be between {min} and {max}", self.what)))
+                }
+                Err(_) => Err(ApiError::invalid(format!("{}.{key} must be an integer", self.what))),
+            },
+            _ => self.opt_int(key, min, max),
+        }
+    }
+
+    /// A list of strings, or one string (read as a list of one), as OpenClaw does for `kinds`.
+    pub fn opt_str_or_list(&self, key: &str) -> ApiResult<Option<Vec<&'a str>>> {
+        match self.get(key) {
+            Some(Value::String(s)) => Ok(Some(vec![s.as_str()])),
+            _ => self.opt_str_list(key),
+        }
+    }
+
     pub fn opt_str_list(&self, key: &str) -> ApiResult<Option<Vec<&'a str>>> {
         match self.get(key) {
             None => Ok(None),

@@ -54,7 +54,8 @@ pub fn app_with_shutdown<S: Store>(
     let api = Router::new()
         .route(
             "/tools/invoke",
-            post(invoke_tool::<S>).fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed") }),
+            post(invoke_tool::<S>)
+                .fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed") }),
         )
         .route("/v1/sessions", post(create_session::<S>))
         .route("/v1/sessions/{key}", axum::routing::delete(delete_session::<S>))
@@ -206,7 +207,7 @@ fn json_body(body: &Bytes) -> ApiResult<Value> {
 async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     let call = match tool_envelope(&body) {
         Ok(c) => c,
-        Err(reply) => return reply,
+        Err(EnvelopeError(kind, message)) => return tool_failure(StatusCode::BAD_REQUEST, kind, &message),
     };
     let caller = match (&call.caller, &call.agent) {
         (Some(c), _) => Some(c.clone()),
@@ -225,7 +226,9 @@ async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> R
         Err(ApiError::UnknownTool(_)) => {
             tool_failure(StatusCode::NOT_FOUND, "not_found", &format!("Tool not available: {}", call.tool))
         }
-        Err(e @ ApiError::Internal(_)) => tool_failure(StatusCode::INTERNAL_SERVER_ERROR, "tool_error", &e.to_string()),
+        Err(e @ ApiError::Internal(_)) => {
+            tool_failure(StatusCode::INTERNAL_SERVER_ERROR, "tool_error", &e.to_string())
+        }
         // An unknown target session: the tool failed (OpenClaw's type) on something that is not there.
         Err(e @ ApiError::NotFound(_)) => tool_failure(StatusCode::NOT_FOUND, "tool_error", &e.to_string()),
         Err(e) => tool_failure(StatusCode::BAD_REQUEST, "tool_error", &e.to_string()),
@@ -241,20 +244,24 @@ struct ToolEnvelope {
     dry_run: bool,
 }
 
-fn tool_envelope(body: &Bytes) -> Result<ToolEnvelope, Response> {
-    let bad = |message: &str| tool_failure(StatusCode::BAD_REQUEST, "invalid_request", message);
+/// Why an envelope was refused: OpenClaw's error type and the message (always a 400).
+struct EnvelopeError(&'static str, String);
+
+fn tool_envelope(body: &Bytes) -> Result<ToolEnvelope, EnvelopeError> {
+    let bad = |message: &str| EnvelopeError("invalid_request", message.to_string());
     let v: Value = if body.iter().all(|b| b.is_ascii_whitespace()) {
         json!({})
     } else {
         serde_json::from_slice(body)
-            .map_err(|e| tool_failure(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("malformed JSON: {e}")))?
+            .map_err(|e| EnvelopeError("invalid_request_error", format!("malformed JSON: {e}")))?
     };
     let Value::Object(m) = &v else { return Err(bad("tools.invoke requires a JSON object body")) };
-    const FIELDS: [&str; 8] = ["tool", "name", "args", "sessionKey", "action", "dryRun", "idempotencyKey", "agentId"];
+    const FIELDS: [&str; 8] =
+        ["tool", "name", "args", "sessionKey", "action", "dryRun", "idempotencyKey", "agentId"];
     if let Some(k) = m.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(bad(&format!("unknown field \"{k}\" (allowed: {})", FIELDS.join(", "))));
     }
-    let text = |k: &str| -> Result<Option<String>, Response> {
+    let text = |k: &str| -> Result<Option<String>, EnvelopeError> {
         match m.get(k) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),

@@ -64,6 +64,13 @@ pub fn session_list_row(s: &SessionRow, state_version: u64) -> Value {
     if state_version > 0 {
         m.insert("stateVersion".into(), state_version.into());
     }
+    // OpenClaw's row fields: sessions here are never archived or pinned.
+    m.insert("agentId".into(), s.agent_id.clone().into());
+    m.insert("archived".into(), false.into());
+    m.insert("pinned".into(), false.into());
+    if let Some(parent) = &s.spawned_by {
+        m.insert("parentSessionKey".into(), parent.clone().into());
+    }
     Value::Object(m)
 }
 

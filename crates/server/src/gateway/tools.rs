@@ -23,6 +23,8 @@ pub const TOOL_NAMES: [&str; 6] = [
 /// The tools that write (a `dryRun` of them is refused: nothing would be validated without writing).
 pub const WRITING_TOOLS: [&str; 3] = ["sessions_send", "sessions_spawn", "sessions_unwatch"];
 
+const DEFAULT_LIST_LIMIT: u32 = 100;
+const MAX_LIST_LIMIT: u32 = 200;
 const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 impl<S: Store> Gateway<S> {
@@ -33,7 +35,10 @@ impl<S: Store> Gateway<S> {
         }
         let caller = self.resolve_caller(caller)?;
         // Validate arguments before anything is written (bad input changes nothing).
-        let call = ToolCall::parse(tool, args)?;
+        let mut call = ToolCall::parse(tool, args)?;
+        if let ToolCall::Send { target, .. } = &mut call {
+            *target = SendTarget::Key(self.send_target_key(&caller, target).await?);
+        }
         self.check_target(&caller, &call).await?;
         self.ensure_session(&caller, SessionSpec { created_via: Some("tool"), ..SessionSpec::default() })
             .await?;
@@ -41,14 +46,15 @@ impl<S: Store> Gateway<S> {
             ToolCall::Status { session_key, changes_since, limit } => {
                 self.session_status(&caller, session_key.as_deref(), changes_since, limit).await
             }
-            ToolCall::List { kinds, limit, active_minutes } => {
-                self.sessions_list(kinds, limit, active_minutes).await
+            ToolCall::List { kinds, limit, offset, active_minutes } => {
+                self.sessions_list(kinds, limit, offset, active_minutes).await
             }
             ToolCall::History { session_key, limit, include_tools } => {
                 self.sessions_history(&caller, &session_key, limit, include_tools).await
             }
-            ToolCall::Send { session_key, message, timeout_seconds, watch } => {
-                self.sessions_send(&caller, &session_key, message, timeout_seconds, watch).await
+            ToolCall::Send { target, message, timeout_seconds, watch } => {
+                let SendTarget::Key(key) = target else { unreachable!("resolved to a key above") };
+                self.sessions_send(&caller, &key, message, timeout_seconds, watch).await
             }
             ToolCall::Spawn { task, label, agent_id, run_timeout_seconds } => {
                 self.sessions_spawn(&caller, task, label, agent_id, run_timeout_seconds).await
@@ -62,7 +68,9 @@ impl<S: Store> Gateway<S> {
     async fn check_target(&self, caller: &SessionRef, call: &ToolCall) -> ApiResult<()> {
         let (key, must_exist) = match call {
             ToolCall::Status { session_key: Some(k), .. } => (k, true),
-            ToolCall::History { session_key, .. } | ToolCall::Send { session_key, .. } => (session_key, true),
+            ToolCall::History { session_key, .. }
+            | ToolCall::Send { target: SendTarget::Key(session_key), .. } => (session_key, true),
+            ToolCall::Send { .. } => return Ok(()),
             // Unwatching a session that is gone is allowed (it answers `unwatched: false`).
             ToolCall::Unwatch { session_key } => (session_key, false),
             ToolCall::Status { session_key: None, .. } | ToolCall::List { .. } | ToolCall::Spawn { .. } => {
@@ -74,6 +82,25 @@ impl<S: Store> Gateway<S> {
             self.require_session(&target).await?;
         }
         Ok(())
+    }
+
+    /// `sessions_send` by label (the session carrying it) or by agent id (that agent's main session).
+    async fn send_target_key(&self, caller: &SessionRef, target: &SendTarget) -> ApiResult<String> {
+        match target {
+            SendTarget::Key(k) => Ok(k.clone()),
+            SendTarget::Agent(agent) => Ok(format!("agent:{agent}:{}", self.config.main_key)),
+            SendTarget::Label(label) => {
+                let filter = SessionFilter { kinds: None, updated_since: None, limit: 10_000 };
+                let rows = self.kernel.store().list_sessions(filter).await?;
+                let mut matching = rows.iter().filter(|r| r.label.as_deref() == Some(label.as_str()));
+                let found = matching
+                    .clone()
+                    .find(|r| r.agent_id == caller.agent_id)
+                    .or_else(|| matching.next())
+                    .ok_or_else(|| ApiError::NotFound(format!("no session is labelled \"{label}\"")))?;
+                Ok(found.session_key.clone())
+            }
+        }
     }
 
     async fn session_status(
@@ -89,8 +116,12 @@ impl<S: Store> Gateway<S> {
         };
         let row = self.require_session(&target).await?;
         let head = self.kernel.head(&target.key, &target.agent_id).await;
+        // `ok`, `agentId` and `changedModel` as OpenClaw answers them (the model never changes here).
         let mut result = json!({
+            "ok": true,
             "sessionKey": row.session_key,
+            "agentId": row.agent_id,
+            "changedModel": false,
             "sessionId": row.session_id,
             "kind": row.kind,
             "stateVersion": head.head,
@@ -123,11 +154,19 @@ impl<S: Store> Gateway<S> {
         &self,
         kinds: Option<Vec<String>>,
         limit: u32,
+        offset: u32,
         active_minutes: Option<i64>,
     ) -> ApiResult<Value> {
-        let filter =
-            SessionFilter { kinds, updated_since: active_minutes.map(|m| self.now() - m * 60_000), limit };
-        let rows = self.kernel.store().list_sessions(filter).await?;
+        // One more than asked tells whether there is more.
+        let filter = SessionFilter {
+            kinds,
+            updated_since: active_minutes.map(|m| self.now() - m * 60_000),
+            limit: offset + limit + 1,
+        };
+        let mut rows = self.kernel.store().list_sessions(filter).await?;
+        rows.drain(..(offset as usize).min(rows.len()));
+        let has_more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
         let versions = self
             .kernel
             .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
@@ -139,7 +178,9 @@ impl<S: Store> Gateway<S> {
                 wire::session_list_row(r, v)
             })
             .collect();
-        Ok(json!({ "sessions": sessions }))
+        Ok(
+            json!({ "count": sessions.len(), "sessions": sessions, "hasMore": has_more, "limitApplied": limit }),
+        )
     }
 
     async fn sessions_history(
@@ -156,7 +197,8 @@ impl<S: Store> Gateway<S> {
             messages.iter().filter(|m| include_tools || m.role != "tool").map(wire::message).collect();
         let skip = shown.len().saturating_sub(limit as usize);
         shown.drain(..skip);
-        Ok(json!({ "sessionKey": row.session_key, "messages": shown }))
+        let bytes = serde_json::to_vec(&shown).map_or(0, |b| b.len());
+        Ok(json!({ "sessionKey": row.session_key, "messages": shown, "truncated": skip > 0, "bytes": bytes }))
     }
 
     async fn sessions_send(
@@ -180,7 +222,13 @@ impl<S: Store> Gateway<S> {
             Some(false) => Some(false),
             None => None,
         };
-        let mut result = json!({ "runId": run_id, "status": "accepted", "sessionKey": row.session_key });
+        let mut result = json!({
+            "runId": run_id,
+            "status": "accepted",
+            "sessionKey": row.session_key,
+            "targetDisposition": "queued",
+            "delivery": { "status": "queued", "mode": if timeout_seconds > 0 { "wait" } else { "async" } },
+        });
         if let Some(rx) = waiter {
             match tokio::time::timeout(Duration::from_secs(timeout_seconds), rx).await {
                 Ok(Ok(RunResult { status, reply })) => {
@@ -308,7 +356,14 @@ impl<S: Store> Gateway<S> {
         if let Some(secs) = run_timeout_seconds.filter(|s| *s > 0) {
             self.schedule_run_timeout(run_id.clone(), secs);
         }
-        Ok(json!({ "status": "accepted", "runId": run_id, "childSessionKey": row.session_key }))
+        Ok(json!({
+            "status": "accepted",
+            "runId": run_id,
+            "childSessionKey": row.session_key,
+            "mode": "run",
+            "expectsCompletionMessage": true,
+            "note": "the child runs on its own; its terminal outcome is recorded and announced to you",
+        }))
     }
 
     async fn sessions_unwatch(&self, caller: &SessionRef, key: &str) -> ApiResult<Value> {
@@ -318,12 +373,19 @@ impl<S: Store> Gateway<S> {
     }
 }
 
+/// Whom `sessions_send` addresses: a key, a session label, or an agent's main session.
+enum SendTarget {
+    Key(String),
+    Label(String),
+    Agent(String),
+}
+
 /// A parsed, validated tool call.
 enum ToolCall {
     Status { session_key: Option<String>, changes_since: Option<u64>, limit: Limit },
-    List { kinds: Option<Vec<String>>, limit: u32, active_minutes: Option<i64> },
+    List { kinds: Option<Vec<String>>, limit: u32, offset: u32, active_minutes: Option<i64> },
     History { session_key: String, limit: u32, include_tools: bool },
-    Send { session_key: String, message: String, timeout_seconds: u64, watch: Option<bool> },
+    Send { target: SendTarget, message: String, timeout_seconds: u64, watch: Option<bool> },
     Spawn { task: String, label: Option<String>, agent_id: Option<String>, run_timeout_seconds: Option<u64> },
     Unwatch { session_key: String },
 }
@@ -332,21 +394,31 @@ impl ToolCall {
     fn parse(tool: &str, args: &Value) -> ApiResult<ToolCall> {
         Ok(match tool {
             "session_status" => {
-                let a = Args::new("args", args, &["sessionKey", "changesSince", "limit"])?;
-                let limit = match a.opt_int("limit", 1, 200)? {
+                let a = Args::new("args", args, &["sessionKey", "changesSince", "changes_since", "limit"])?;
+                let limit = match a.opt_int_lenient("limit", 1, 200)? {
                     Some(n) => Limit::new(n)
                         .map_err(|_| ApiError::invalid("args.limit must be between 1 and 200"))?,
                     None => Limit::MAX,
                 };
                 ToolCall::Status {
                     session_key: a.opt_str("sessionKey")?.map(str::to_string),
-                    changes_since: a.opt_int("changesSince", 0, i64::MAX)?.map(|n| n as u64),
+                    changes_since: match (
+                        a.opt_int_lenient("changesSince", 0, i64::MAX)?,
+                        a.opt_int_lenient("changes_since", 0, i64::MAX)?,
+                    ) {
+                        (Some(x), Some(y)) if x != y => {
+                            return Err(ApiError::invalid(
+                                "args.changesSince and args.changes_since disagree",
+                            ));
+                        }
+                        (x, y) => x.or(y).map(|n| n as u64),
+                    },
                     limit,
                 }
             }
             "sessions_list" => {
-                let a = Args::new("args", args, &["kinds", "limit", "activeMinutes"])?;
-                let kinds = a.opt_str_list("kinds")?;
+                let a = Args::new("args", args, &["kinds", "limit", "offset", "activeMinutes"])?;
+                let kinds = a.opt_str_or_list("kinds")?;
                 if let Some(bad) =
                     kinds.iter().flatten().find(|k| sessionwatch_core::SessionKind::parse(k).is_none())
                 {
@@ -356,7 +428,12 @@ impl ToolCall {
                 }
                 ToolCall::List {
                     kinds: kinds.map(|k| k.into_iter().map(str::to_string).collect()),
-                    limit: a.opt_int("limit", 1, 200)?.unwrap_or(50) as u32,
+                    // OpenClaw's default, and its clamp: over 200 is 200 (reported as `limitApplied`).
+                    limit: a
+                        .opt_int_lenient("limit", 1, i64::MAX)
+                        .map_err(|_| ApiError::invalid("args.limit must be a positive integer"))?
+                        .map_or(DEFAULT_LIST_LIMIT, |n| n.min(MAX_LIST_LIMIT as i64) as u32),
+                    offset: a.opt_int_lenient("offset", 0, 1_000_000)?.unwrap_or(0) as u32,
                     active_minutes: a.opt_int("activeMinutes", 1, 10 * 365 * 24 * 60)?,
                 }
             }
@@ -364,25 +441,76 @@ impl ToolCall {
                 let a = Args::new("args", args, &["sessionKey", "limit", "includeTools"])?;
                 ToolCall::History {
                     session_key: a.str("sessionKey")?.to_string(),
-                    limit: a.opt_int("limit", 1, 500)?.unwrap_or(50) as u32,
+                    limit: a
+                        .opt_int_lenient("limit", 1, i64::MAX)
+                        .map_err(|_| ApiError::invalid("args.limit must be a positive integer"))?
+                        .map_or(50, |n| n.min(500) as u32),
                     include_tools: a.opt_bool("includeTools")?.unwrap_or(false),
                 }
             }
             "sessions_send" => {
-                let a = Args::new("args", args, &["sessionKey", "message", "timeoutSeconds", "watch"])?;
-                let message = a.str("message")?;
+                let a = Args::new(
+                    "args",
+                    args,
+                    &[
+                        "sessionKey",
+                        "label",
+                        "agentId",
+                        "message",
+                        "text",
+                        "timeoutSeconds",
+                        "watch",
+                        "mode",
+                        "model",
+                    ],
+                )?;
+                let message = match (a.opt_str("message")?, a.opt_str("text")?) {
+                    (Some(m), Some(t)) if m != t => {
+                        return Err(ApiError::invalid("args.message and args.text disagree"));
+                    }
+                    (Some(m), _) | (None, Some(m)) if !m.trim().is_empty() => m,
+                    (Some(_), _) | (None, Some(_)) => {
+                        return Err(ApiError::invalid("args.message must not be empty"));
+                    }
+                    (None, None) => return Err(ApiError::invalid("args.message is required")),
+                };
+                let _ = (a.opt_str("mode")?, a.opt_str("model")?);
+                let target = match (a.opt_str("sessionKey")?, a.opt_str("label")?, a.opt_str("agentId")?) {
+                    (Some(k), None, None) => SendTarget::Key(k.to_string()),
+                    (None, Some(l), None) if !l.trim().is_empty() => SendTarget::Label(l.trim().to_string()),
+                    (None, None, Some(g)) => {
+                        let g = g.trim().to_ascii_lowercase();
+                        if !is_valid_agent_id(&g) {
+                            return Err(ApiError::invalid(format!(
+                                "args.agentId \"{g}\" is not a valid agent id"
+                            )));
+                        }
+                        SendTarget::Agent(g)
+                    }
+                    (None, None, None) => return Err(ApiError::invalid("args.sessionKey is required")),
+                    _ => {
+                        return Err(ApiError::invalid(
+                            "give one of args.sessionKey, args.label, args.agentId",
+                        ));
+                    }
+                };
                 if message.len() > MAX_MESSAGE_BYTES {
                     return Err(ApiError::invalid(format!("args.message is over {MAX_MESSAGE_BYTES} bytes")));
                 }
                 ToolCall::Send {
-                    session_key: a.str("sessionKey")?.to_string(),
+                    target,
                     message: message.to_string(),
                     timeout_seconds: a.opt_int("timeoutSeconds", 0, 3600)?.unwrap_or(0) as u64,
                     watch: a.opt_bool("watch")?,
                 }
             }
             "sessions_spawn" => {
-                let a = Args::new("args", args, &["task", "label", "agentId", "runTimeoutSeconds"])?;
+                let a = Args::new(
+                    "args",
+                    args,
+                    &["task", "label", "agentId", "runTimeoutSeconds", "mode", "model"],
+                )?;
+                let _ = (a.opt_str("mode")?, a.opt_str("model")?);
                 let task = a.str("task")?;
                 if task.len() > MAX_MESSAGE_BYTES {
                     return Err(ApiError::invalid(format!("args.task is over {MAX_MESSAGE_BYTES} bytes")));

@@ -102,8 +102,8 @@ async fn hostile_requests_get_clear_errors_and_change_nothing() {
             Some("invalid_request"),
         ),
         tool(
-            "changesSince a string",
-            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": "3" } }),
+            "changesSince not a number",
+            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "changesSince": "three" } }),
             400,
             Some("tool_error"),
         ),
@@ -198,8 +198,8 @@ async fn hostile_requests_get_clear_errors_and_change_nothing() {
             Some("tool_error"),
         ),
         tool(
-            "list limit too big",
-            json!({ "tool": "sessions_list", "sessionKey": main, "args": { "limit": 100000 } }),
+            "list limit zero",
+            json!({ "tool": "sessions_list", "sessionKey": main, "args": { "limit": 0 } }),
             400,
             Some("tool_error"),
         ),
