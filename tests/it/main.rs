@@ -4,6 +4,7 @@ mod agents;
 mod cli;
 mod mcp_docs;
 mod mcp_stdio;
+mod openclaw_wire;
 mod postgres;
 mod restart;
 mod support;

@@ -198,7 +198,16 @@ impl<S: Store> Gateway<S> {
         let skip = shown.len().saturating_sub(limit as usize);
         shown.drain(..skip);
         let bytes = serde_json::to_vec(&shown).map_or(0, |b| b.len());
-        Ok(json!({ "sessionKey": row.session_key, "messages": shown, "truncated": skip > 0, "bytes": bytes }))
+        // Message texts are kept whole and never redacted here.
+        Ok(json!({
+            "sessionKey": row.session_key,
+            "messages": shown,
+            "truncated": skip > 0,
+            "droppedMessages": skip > 0,
+            "contentTruncated": false,
+            "contentRedacted": false,
+            "bytes": bytes,
+        }))
     }
 
     async fn sessions_send(
