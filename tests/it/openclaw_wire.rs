@@ -217,7 +217,10 @@ async fn an_openclaw_client_runs_the_story_unchanged() {
         Outcome::ToolFailed(message) => assert!(message.contains("agent:main:nobody"), "{message}"),
         _ => panic!("an unknown session is a tool error"),
     }
-    assert!(matches!(client.invoke("session_status", json!({ "limit": "lots" })).await, Outcome::ToolFailed(_)));
+    assert!(matches!(
+        client.invoke("session_status", json!({ "limit": "lots" })).await,
+        Outcome::ToolFailed(_)
+    ));
 
     let (status, _) = server
         .post(

@@ -5,6 +5,8 @@ mod home;
 mod hooks;
 mod host;
 mod notices;
+mod tool_args;
+pub mod tool_spec;
 mod tools;
 mod upstream;
 

@@ -1,12 +1,12 @@
 //! The OpenClaw-compatible tools: `session_status`, `sessions_list`, `sessions_history`,
 //! `sessions_send`, `sessions_spawn`, `sessions_unwatch`.
 
+use super::tool_args::{SendTarget, ToolCall};
 use super::{Gateway, RunResult, SessionRef, SessionSpec};
-use crate::args::Args;
 use crate::error::{ApiError, ApiResult};
 use crate::wire;
 use serde_json::{Value, json};
-use sessionwatch_core::{Actor, Limit, NewEvent, Provenance, is_valid_agent_id};
+use sessionwatch_core::{Actor, Limit, NewEvent, Provenance};
 use sessionwatch_kernel::Signal;
 use sessionwatch_store::{InboxItem, NewMessage, RunRow, SessionFilter, SessionRow, Store};
 use std::time::Duration;
@@ -22,10 +22,6 @@ pub const TOOL_NAMES: [&str; 6] = [
 
 /// The tools that write (a `dryRun` of them is refused: nothing would be validated without writing).
 pub const WRITING_TOOLS: [&str; 3] = ["sessions_send", "sessions_spawn", "sessions_unwatch"];
-
-const DEFAULT_LIST_LIMIT: u32 = 100;
-const MAX_LIST_LIMIT: u32 = 200;
-const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 impl<S: Store> Gateway<S> {
     /// Invokes a tool as `caller` (default `main`; created on first use).
@@ -379,169 +375,5 @@ impl<S: Store> Gateway<S> {
         let target = self.resolve(key, &caller.agent_id)?;
         let unwatched = self.kernel.unwatch(&caller.key, &target.key).await;
         Ok(json!({ "unwatched": unwatched }))
-    }
-}
-
-/// Whom `sessions_send` addresses: a key, a session label, or an agent's main session.
-enum SendTarget {
-    Key(String),
-    Label(String),
-    Agent(String),
-}
-
-/// A parsed, validated tool call.
-enum ToolCall {
-    Status { session_key: Option<String>, changes_since: Option<u64>, limit: Limit },
-    List { kinds: Option<Vec<String>>, limit: u32, offset: u32, active_minutes: Option<i64> },
-    History { session_key: String, limit: u32, include_tools: bool },
-    Send { target: SendTarget, message: String, timeout_seconds: u64, watch: Option<bool> },
-    Spawn { task: String, label: Option<String>, agent_id: Option<String>, run_timeout_seconds: Option<u64> },
-    Unwatch { session_key: String },
-}
-
-impl ToolCall {
-    fn parse(tool: &str, args: &Value) -> ApiResult<ToolCall> {
-        Ok(match tool {
-            "session_status" => {
-                let a = Args::new("args", args, &["sessionKey", "changesSince", "changes_since", "limit"])?;
-                let limit = match a.opt_int_lenient("limit", 1, 200)? {
-                    Some(n) => Limit::new(n)
-                        .map_err(|_| ApiError::invalid("args.limit must be between 1 and 200"))?,
-                    None => Limit::MAX,
-                };
-                ToolCall::Status {
-                    session_key: a.opt_str("sessionKey")?.map(str::to_string),
-                    changes_since: match (
-                        a.opt_int_lenient("changesSince", 0, i64::MAX)?,
-                        a.opt_int_lenient("changes_since", 0, i64::MAX)?,
-                    ) {
-                        (Some(x), Some(y)) if x != y => {
-                            return Err(ApiError::invalid(
-                                "args.changesSince and args.changes_since disagree",
-                            ));
-                        }
-                        (x, y) => x.or(y).map(|n| n as u64),
-                    },
-                    limit,
-                }
-            }
-            "sessions_list" => {
-                let a = Args::new("args", args, &["kinds", "limit", "offset", "activeMinutes"])?;
-                let kinds = a.opt_str_or_list("kinds")?;
-                if let Some(bad) =
-                    kinds.iter().flatten().find(|k| sessionwatch_core::SessionKind::parse(k).is_none())
-                {
-                    return Err(ApiError::invalid(format!(
-                        "args.kinds: unknown kind \"{bad}\" (main, group, subagent, acp, cron, hook, node, other)"
-                    )));
-                }
-                ToolCall::List {
-                    kinds: kinds.map(|k| k.into_iter().map(str::to_string).collect()),
-                    // OpenClaw's default, and its clamp: over 200 is 200 (reported as `limitApplied`).
-                    limit: a
-                        .opt_int_lenient("limit", 1, i64::MAX)
-                        .map_err(|_| ApiError::invalid("args.limit must be a positive integer"))?
-                        .map_or(DEFAULT_LIST_LIMIT, |n| n.min(MAX_LIST_LIMIT as i64) as u32),
-                    offset: a.opt_int_lenient("offset", 0, 1_000_000)?.unwrap_or(0) as u32,
-                    active_minutes: a.opt_int("activeMinutes", 1, 10 * 365 * 24 * 60)?,
-                }
-            }
-            "sessions_history" => {
-                let a = Args::new("args", args, &["sessionKey", "limit", "includeTools"])?;
-                ToolCall::History {
-                    session_key: a.str("sessionKey")?.to_string(),
-                    limit: a
-                        .opt_int_lenient("limit", 1, i64::MAX)
-                        .map_err(|_| ApiError::invalid("args.limit must be a positive integer"))?
-                        .map_or(50, |n| n.min(500) as u32),
-                    include_tools: a.opt_bool("includeTools")?.unwrap_or(false),
-                }
-            }
-            "sessions_send" => {
-                let a = Args::new(
-                    "args",
-                    args,
-                    &[
-                        "sessionKey",
-                        "label",
-                        "agentId",
-                        "message",
-                        "text",
-                        "timeoutSeconds",
-                        "watch",
-                        "mode",
-                        "model",
-                    ],
-                )?;
-                let message = match (a.opt_str("message")?, a.opt_str("text")?) {
-                    (Some(m), Some(t)) if m != t => {
-                        return Err(ApiError::invalid("args.message and args.text disagree"));
-                    }
-                    (Some(m), _) | (None, Some(m)) if !m.trim().is_empty() => m,
-                    (Some(_), _) | (None, Some(_)) => {
-                        return Err(ApiError::invalid("args.message must not be empty"));
-                    }
-                    (None, None) => return Err(ApiError::invalid("args.message is required")),
-                };
-                let _ = (a.opt_str("mode")?, a.opt_str("model")?);
-                let target = match (a.opt_str("sessionKey")?, a.opt_str("label")?, a.opt_str("agentId")?) {
-                    (Some(k), None, None) => SendTarget::Key(k.to_string()),
-                    (None, Some(l), None) if !l.trim().is_empty() => SendTarget::Label(l.trim().to_string()),
-                    (None, None, Some(g)) => {
-                        let g = g.trim().to_ascii_lowercase();
-                        if !is_valid_agent_id(&g) {
-                            return Err(ApiError::invalid(format!(
-                                "args.agentId \"{g}\" is not a valid agent id"
-                            )));
-                        }
-                        SendTarget::Agent(g)
-                    }
-                    (None, None, None) => return Err(ApiError::invalid("args.sessionKey is required")),
-                    _ => {
-                        return Err(ApiError::invalid(
-                            "give one of args.sessionKey, args.label, args.agentId",
-                        ));
-                    }
-                };
-                if message.len() > MAX_MESSAGE_BYTES {
-                    return Err(ApiError::invalid(format!("args.message is over {MAX_MESSAGE_BYTES} bytes")));
-                }
-                ToolCall::Send {
-                    target,
-                    message: message.to_string(),
-                    timeout_seconds: a.opt_int("timeoutSeconds", 0, 3600)?.unwrap_or(0) as u64,
-                    watch: a.opt_bool("watch")?,
-                }
-            }
-            "sessions_spawn" => {
-                let a = Args::new(
-                    "args",
-                    args,
-                    &["task", "label", "agentId", "runTimeoutSeconds", "mode", "model"],
-                )?;
-                let _ = (a.opt_str("mode")?, a.opt_str("model")?);
-                let task = a.str("task")?;
-                if task.len() > MAX_MESSAGE_BYTES {
-                    return Err(ApiError::invalid(format!("args.task is over {MAX_MESSAGE_BYTES} bytes")));
-                }
-                let agent_id = a.opt_str("agentId")?.map(|s| s.trim().to_ascii_lowercase());
-                if let Some(id) = &agent_id
-                    && !is_valid_agent_id(id)
-                {
-                    return Err(ApiError::invalid(format!("args.agentId \"{id}\" is not a valid agent id")));
-                }
-                ToolCall::Spawn {
-                    task: task.to_string(),
-                    label: a.opt_str("label")?.map(str::to_string),
-                    agent_id,
-                    run_timeout_seconds: a.opt_int("runTimeoutSeconds", 0, 7 * 24 * 3600)?.map(|n| n as u64),
-                }
-            }
-            "sessions_unwatch" => {
-                let a = Args::new("args", args, &["sessionKey"])?;
-                ToolCall::Unwatch { session_key: a.str("sessionKey")?.to_string() }
-            }
-            _ => return Err(ApiError::UnknownTool(format!("unknown tool \"{tool}\""))),
-        })
     }
 }

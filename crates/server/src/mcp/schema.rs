@@ -1,7 +1,8 @@
-//! The six tools as MCP sees them: names, descriptions written for a model, and hand-written JSON schemas
-//! that mirror the strict argument rules of `gateway/tools.rs` (field names, types, ranges, no extra
-//! fields). The gateway still validates every call; the schemas only help the model get it right.
+//! The six tools as MCP sees them: names, descriptions written for a model, and JSON schemas generated
+//! from the tools' one definition (`gateway/tool_spec.rs`), which the gateway's parser also reads. The
+//! gateway still validates every call; the schemas only help the model get it right.
 
+use crate::gateway::tool_spec::{Kind, SESSION_KINDS, TOOL_SPECS, ToolSpec};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
@@ -16,7 +17,34 @@ session changes, the next tool result carries a one-time \"Session notices\" blo
 the session_status call (sessionKey + changesSince) that returns exactly what changed. Call it before \
 acting on that session. Every notice is shown once: it is acknowledged when it is delivered to you.";
 
-fn object(properties: Value, required: &[&str]) -> JsonObject {
+/// The input schema of one tool, from its spec (aliases are accepted but not advertised).
+fn input_schema(spec: &ToolSpec) -> JsonObject {
+    let mut properties = serde_json::Map::new();
+    for a in spec.args {
+        let p = match a.kind {
+            Kind::SessionKey => {
+                json!({ "type": "string", "minLength": 1, "maxLength": 512, "description": format!("{} {KEY_HELP}", a.help) })
+            }
+            Kind::Text { .. } => json!({ "type": "string", "minLength": 1, "description": a.help }),
+            Kind::Label | Kind::Ignored => json!({ "type": "string", "description": a.help }),
+            Kind::Int { min, max, .. } => {
+                let mut p = json!({ "type": "integer", "minimum": min, "description": a.help });
+                if max < i64::MAX {
+                    p["maximum"] = max.into();
+                }
+                p
+            }
+            Kind::Bool => json!({ "type": "boolean", "description": a.help }),
+            Kind::Kinds => json!({
+                "type": "array", "items": { "type": "string", "enum": SESSION_KINDS }, "description": a.help
+            }),
+            Kind::AgentId => {
+                json!({ "type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$", "description": a.help })
+            }
+        };
+        properties.insert(a.name.to_string(), p);
+    }
+    let required: Vec<&str> = spec.args.iter().filter(|a| a.required).map(|a| a.name).collect();
     let schema = json!({
         "type": "object",
         "properties": properties,
@@ -29,156 +57,25 @@ fn object(properties: Value, required: &[&str]) -> JsonObject {
     }
 }
 
-fn session_key(what: &str) -> Value {
-    json!({ "type": "string", "minLength": 1, "maxLength": 512, "description": format!("{what} {KEY_HELP}") })
-}
-
-/// Every tool, in the gateway's order.
+/// Every tool, in the gateway's order, from [`TOOL_SPECS`].
 pub fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "session_status",
-            "Show a session's current state: its key, session id, kind and stateVersion (the number of \
-             the latest recorded state event). With changesSince=N it also returns the typed events after \
-             version N (ascending, at most 200 per page; `truncated` means more follow, page again from the \
-             last sequence). Use it to reconcile after a notice: the notice tells you the exact sessionKey \
-             and changesSince to pass. `historyGap: true` means N is older than the retained history: \
-             re-read the whole session (sessions_history) instead of treating the page as a delta. \
-             Reading never acknowledges or moves anything.",
-            object(
-                json!({
-                    "sessionKey": session_key("Session to inspect; default: your own session."),
-                    "changesSince": {
-                        "type": "integer", "minimum": 0,
-                        "description": "Return the state events after this version (0 = everything retained)."
-                    },
-                    "limit": {
-                        "type": "integer", "minimum": 1, "maximum": 200,
-                        "description": "Page size for changesSince (default 200)."
-                    }
-                }),
-                &[],
-            ),
-        )
-        .with_title("Session status and changes")
-        .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false)),
-        Tool::new(
-            "sessions_list",
-            "List sessions, most recently updated first: key, kind, channel, displayName, updatedAt \
-             (ms since the epoch), sessionId and stateVersion (when non-zero).",
-            object(
-                json!({
-                    "kinds": {
-                        "type": "array",
-                        "items": { "type": "string",
-                            "enum": ["main", "group", "subagent", "acp", "cron", "hook", "node", "other"] },
-                        "description": "Only sessions of these kinds."
-                    },
-                    "limit": {
-                        "type": "integer", "minimum": 1, "maximum": 200,
-                        "description": "At most this many sessions (default 50)."
-                    },
-                    "activeMinutes": {
-                        "type": "integer", "minimum": 1, "maximum": 5_256_000,
-                        "description": "Only sessions updated within the last N minutes."
-                    }
-                }),
-                &[],
-            ),
-        )
-        .with_title("List sessions")
-        .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false)),
-        Tool::new(
-            "sessions_history",
-            "Read a session's recent transcript (the messages that passed through the gateway), oldest \
-             first. Use it to refresh your picture of a session, e.g. after session_status reported a \
-             historyGap.",
-            object(
-                json!({
-                    "sessionKey": session_key("Session to read."),
-                    "limit": {
-                        "type": "integer", "minimum": 1, "maximum": 500,
-                        "description": "The last N messages (default 50)."
-                    },
-                    "includeTools": {
-                        "type": "boolean",
-                        "description": "Include tool messages (default false)."
-                    }
-                }),
-                &["sessionKey"],
-            ),
-        )
-        .with_title("Session transcript")
-        .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false)),
-        Tool::new(
-            "sessions_send",
-            "Send a message to another session (it lands in that session's inbox and transcript). \
-             Fire and forget by default (status \"accepted\"); with timeoutSeconds > 0, wait up to that long \
-             for the run's outcome (status \"ok\" with the reply, \"error\" or \"timeout\"). With watch=true you \
-             also watch the session that received the message: from then on you get one notice when \
-             another actor changes it. The result's sessionKey is the session that actually received it.",
-            object(
-                json!({
-                    "sessionKey": session_key("Session to send to."),
-                    "message": {
-                        "type": "string", "minLength": 1,
-                        "description": "The message text (at most 256 KiB)."
-                    },
-                    "timeoutSeconds": {
-                        "type": "integer", "minimum": 0, "maximum": 3600,
-                        "description": "Seconds to wait for the reply (0 = do not wait; default 0)."
-                    },
-                    "watch": {
-                        "type": "boolean",
-                        "description": "Watch the receiving session for changes by other actors."
-                    }
-                }),
-                &["sessionKey", "message"],
-            ),
-        )
-        .with_title("Send a message to a session")
-        .with_annotations(
-            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false),
-        ),
-        Tool::new(
-            "sessions_spawn",
-            "Spawn a sub-agent session with a task. Answers status \"accepted\", the runId and the \
-             childSessionKey. You automatically watch the child: if a human or another agent steps into \
-             it, your next tool result carries one notice telling you how to catch up.",
-            object(
-                json!({
-                    "task": {
-                        "type": "string", "minLength": 1,
-                        "description": "What the sub-agent should do (at most 256 KiB)."
-                    },
-                    "label": { "type": "string", "description": "A short human-readable label." },
-                    "agentId": {
-                        "type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
-                        "description": "Agent that owns the child (default: your agent)."
-                    },
-                    "runTimeoutSeconds": {
-                        "type": "integer", "minimum": 0, "maximum": 604_800,
-                        "description": "Time the child run out after this many seconds (0 = never)."
-                    }
-                }),
-                &["task"],
-            ),
-        )
-        .with_title("Spawn a sub-agent")
-        .with_annotations(
-            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false),
-        ),
-        Tool::new(
-            "sessions_unwatch",
-            "Stop watching a session: no more notices about it, and a pending notice about it is dropped. \
-             Answers unwatched=true if a watch was removed.",
-            object(json!({ "sessionKey": session_key("Session to stop watching.") }), &["sessionKey"]),
-        )
-        .with_title("Stop watching a session")
-        .with_annotations(
-            ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false),
-        ),
-    ]
+    TOOL_SPECS
+        .iter()
+        .map(|spec| {
+            let annotations = if spec.writes {
+                ToolAnnotations::new()
+                    .read_only(false)
+                    .destructive(false)
+                    .idempotent(spec.idempotent)
+                    .open_world(false)
+            } else {
+                ToolAnnotations::new().read_only(true).idempotent(true).open_world(false)
+            };
+            Tool::new(spec.name, spec.description, input_schema(spec))
+                .with_title(spec.title)
+                .with_annotations(annotations)
+        })
+        .collect()
 }
 
 #[cfg(test)]
