@@ -54,16 +54,9 @@ enum Scope {
     Project,
 }
 
-/// The events we install, per CLI (Codex fires the sub-agent events only with `multi_agent_v2`).
-const EVENTS: [HookEvent; 7] = [
-    HookEvent::SessionStart,
-    HookEvent::UserPromptSubmit,
-    HookEvent::PreToolUse,
-    HookEvent::PostToolUse,
-    HookEvent::Stop,
-    HookEvent::SubagentStart,
-    HookEvent::SubagentStop,
-];
+/// The events we install: all the hooks sessionwatch acts on (Codex fires the sub-agent ones only with
+/// `multi_agent_v2`).
+const EVENTS: [HookEvent; 7] = HookEvent::ALL;
 
 /// Seconds the CLI waits for us; the command gives up on its own after 1 s.
 const HOOK_TIMEOUT_SECS: u64 = 5;

@@ -8,7 +8,7 @@
 use super::{Gateway, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
 use sessionwatch_core::{Actor, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
-use sessionwatch_store::{RunRow, Store};
+use sessionwatch_store::Store;
 use sessionwatch_upstream::hook::{HookEvent, HookInput, HookReply};
 use sessionwatch_upstream::text::{NormText, OwnTexts};
 use std::sync::Arc;
@@ -167,23 +167,8 @@ impl<S: Store> Gateway<S> {
             )
             .await?;
         let run_id = subagent_run_id(input, sub);
-        let store = self.kernel.store();
-        if store.get_run(run_id.clone()).await?.is_none() {
-            store
-                .create_run(RunRow {
-                    run_id: run_id.clone(),
-                    session_key: row.session_key.clone(),
-                    agent_id: row.agent_id.clone(),
-                    session_id: row.session_id.clone(),
-                    requester: Some(parent.key.clone()),
-                    is_child: true,
-                    status: None,
-                    reply: None,
-                    superseded: false,
-                    created_at: self.now(),
-                    finished_at: None,
-                })
-                .await?;
+        if self.kernel.store().get_run(run_id.clone()).await?.is_none() {
+            self.create_run(&run_id, &row, &parent.key, true).await?;
         }
         let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &parent.key, &run_id)
             .with_session_id(Some(row.session_id.clone()));

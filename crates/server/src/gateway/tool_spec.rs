@@ -81,6 +81,10 @@ const fn required(name: &'static str, kind: Kind, help: &'static str) -> Arg {
     Arg { name, kind, required: true, aliases: &[], help }
 }
 
+/// OpenClaw's `mode` and `model` on sessions_send / sessions_spawn: accepted, ignored.
+const MODE: Arg = arg("mode", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored.");
+const MODEL: Arg = arg("model", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored.");
+
 pub const TOOL_SPECS: [ToolSpec; 6] = [
     ToolSpec {
         name: "session_status",
@@ -185,8 +189,8 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
                 "Seconds to wait for the reply (0 = do not wait; default 0).",
             ),
             arg("watch", Kind::Bool, "Watch the receiving session for changes by other actors."),
-            arg("mode", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored."),
-            arg("model", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored."),
+            MODE,
+            MODEL,
         ],
         details: "`runId`, `status`, `reply?`, `sessionKey`, `targetDisposition`, `delivery: {status, mode}`, `watched?`",
         writes: true,
@@ -211,8 +215,8 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
                 Kind::Int { min: 0, max: 604_800, clamp: false },
                 "Time the child run out after this many seconds (0 = never).",
             ),
-            arg("mode", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored."),
-            arg("model", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored."),
+            MODE,
+            MODEL,
         ],
         details: "`status: \"accepted\"`, `runId`, `childSessionKey`, `mode`, `expectsCompletionMessage`, `note`",
         writes: true,

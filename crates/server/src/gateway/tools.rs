@@ -262,10 +262,22 @@ impl<S: Store> Gateway<S> {
     /// Starts a run of `row`'s current incarnation on behalf of `requester`; answers its id.
     async fn start_run(&self, row: &SessionRow, requester: &str, is_child: bool) -> ApiResult<String> {
         let run_id = uuid::Uuid::new_v4().to_string();
+        self.create_run(&run_id, row, requester, is_child).await?;
+        Ok(run_id)
+    }
+
+    /// Records run `run_id` of `row`'s current incarnation, requested by `requester`.
+    pub(super) async fn create_run(
+        &self,
+        run_id: &str,
+        row: &SessionRow,
+        requester: &str,
+        is_child: bool,
+    ) -> ApiResult<()> {
         self.kernel
             .store()
             .create_run(RunRow {
-                run_id: run_id.clone(),
+                run_id: run_id.to_string(),
                 session_key: row.session_key.clone(),
                 agent_id: row.agent_id.clone(),
                 session_id: row.session_id.clone(),
@@ -278,7 +290,7 @@ impl<S: Store> Gateway<S> {
                 finished_at: None,
             })
             .await?;
-        Ok(run_id)
+        Ok(())
     }
 
     /// Puts a message in the session's inbox and transcript and tells the stream.

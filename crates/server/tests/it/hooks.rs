@@ -99,6 +99,11 @@ async fn manager_and_worker(h: &Harness, home: &ClaudeHome) {
     assert_eq!(watched["watched"], true);
 }
 
+/// The kinds of a `session_status` page's events, in order.
+fn event_kinds(status: &Value) -> Vec<&str> {
+    status["stateChanges"]["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect()
+}
+
 fn human_events(h: &Harness, session: &str) -> usize {
     let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
     db.query_row(
@@ -117,12 +122,7 @@ async fn session_start_adopts_the_session_once() {
         hook(&h, &home, WORKER, "SessionStart", json!({ "source": "startup" })).await;
     }
     let status = h.tool(&key(WORKER), "session_status", json!({ "changesSince": 0 })).await;
-    let kinds: Vec<&str> = status["stateChanges"]["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = event_kinds(&status);
     assert_eq!(kinds, ["created", "adopted"], "idempotent");
     let catalog = h.request(reqwest::Method::GET, "/v1/catalog", None).await;
     assert_eq!(catalog.status, 200);
@@ -231,12 +231,7 @@ async fn a_claude_sub_agent_is_a_spawn_edge() {
     hook(&h, &home, MANAGER, "SubagentStop", sub).await; // once
     let status =
         h.tool(&key(MANAGER), "session_status", json!({ "sessionKey": child, "changesSince": 0 })).await;
-    let kinds: Vec<&str> = status["stateChanges"]["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = event_kinds(&status);
     assert_eq!(kinds.iter().filter(|k| **k == "child_spawned").count(), 1, "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| **k == "run_completed").count(), 1, "{kinds:?}");
 }
