@@ -350,21 +350,27 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         drop(k);
         b.close(name).await;
         fig("append_100_sessions_per_s", per_second(sz.appends, elapsed), "appends/s");
+        // The same run named as the issue asks: PRODUCERS (16) concurrent writers over many sessions.
+        fig("append_16_writers_per_s", per_second(sz.appends, elapsed), "appends/s");
     }
 
-    // One target watched by 100 sessions: every append moves 100 cursors and queues 100 notices.
-    {
-        let name = "append-100-watchers";
+    // One target watched by 1 and by 100 sessions, the same appends: what fan-out costs per append.
+    let mut rates = vec![];
+    for watchers in [1u32, 100] {
+        let name = if watchers == 1 { "append-1-watcher" } else { "append-100-watchers" };
         let k = kernel(b, name, big_retention()).await?;
         let target = "agent:main:subagent:watched";
-        for i in 0..100 {
+        for i in 0..watchers {
             assert!(k.register_watch(&format!("agent:w{i}:main"), target, Provenance::Explicit).await);
         }
         let elapsed = append_concurrently(&k, sz.watcher_appends, move |_| target.to_string()).await;
         drop(k);
         b.close(name).await;
-        fig("append_100_watchers_per_s", per_second(sz.watcher_appends, elapsed), "appends/s");
+        rates.push(per_second(sz.watcher_appends, elapsed));
     }
+    fig("append_1_watcher_per_s", rates[0], "appends/s");
+    fig("append_100_watchers_per_s", rates[1], "appends/s");
+    fig("append_100_watchers_vs_1_ratio", rates[1] / rates[0].max(1e-9), "x");
 
     // changesSince(limit 200) at random positions of a big log.
     {
