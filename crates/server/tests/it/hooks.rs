@@ -271,3 +271,52 @@ async fn bad_hook_bodies_are_refused_and_change_nothing() {
     }
     assert!(!Path::new(&home.transcript(WORKER)).exists(), "we never write the CLI's files");
 }
+
+/// One identity: an MCP call carries the CLI's own ids in `_meta`; with no session header the gateway's
+/// `/mcp` acts for the session they name. Claude Code: the tool-use id its `PreToolUse` hook announced
+/// (right even after `/clear`); Codex: its thread id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_acts_for_the_session_its_cli_names() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    manager_and_worker(&h, &home).await;
+    prompt(&h, &home, WORKER, "p-1", "a person steps in").await;
+    let announced = hook(
+        &h,
+        &home,
+        MANAGER,
+        "PreToolUse",
+        json!({ "tool_name": "mcp__sessionwatch__session_status", "tool_use_id": "toolu_01abc", "tool_input": {} }),
+    )
+    .await;
+    assert_eq!(announced["additionalContext"], Value::Null);
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", h.base)).auth_header(TOKEN);
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize");
+    let call = |meta: Value| {
+        serde_json::from_value::<CallToolRequestParams>(
+            json!({ "name": "session_status", "arguments": {}, "_meta": meta }),
+        )
+        .unwrap()
+    };
+    let claude = client.call_tool(call(json!({ "claudecode/toolUseId": "toolu_01abc" }))).await.unwrap();
+    let structured = claude.structured_content.clone().unwrap();
+    assert_eq!(structured["sessionKey"], key(MANAGER), "{structured}");
+    let notices = structured["systemEvents"].as_array().expect("the manager's notices ride along");
+    assert!(notices.iter().any(|n| n["text"].as_str().unwrap().contains(&key(WORKER))), "{structured}");
+
+    let thread = "019ad2c4-5b1e-7c30-9f4e-2d8a6b1c0e77";
+    let codex = client.call_tool(call(json!({ "threadId": thread, "sessionId": thread }))).await.unwrap();
+    assert_eq!(codex.structured_content.unwrap()["sessionKey"], format!("agent:main:codex:{thread}"));
+    let unknown =
+        client.call_tool(call(json!({ "claudecode/toolUseId": "toolu_never_announced" }))).await.unwrap();
+    assert_eq!(
+        unknown.structured_content.unwrap()["sessionKey"],
+        "agent:main:main",
+        "no join: the default caller"
+    );
+    client.cancel().await.unwrap();
+}
