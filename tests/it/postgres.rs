@@ -99,6 +99,30 @@ async fn a_human_turn_on_gateway_a_wakes_the_watcher_hosted_on_b() {
 /// Issue 11 item 3: a notice pushed to the gateway that hosts the watcher (A) stayed in A's memory after
 /// a turn on B delivered it from the durable cursor, so the next turn on A delivered it again; concurrent
 /// turns on A and B both got it. Delivery is a durable claim: once, whichever gateway serves the turn.
+/// The gateway's count of queued notices (`/metrics`).
+async fn notices_queued(server: &Server) -> u64 {
+    let text = reqwest::Client::new()
+        .get(format!("{}/metrics", server.base))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = text.lines().find(|l| l.starts_with("sessionwatch_notices_queued_total ")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Polls until the gateway has queued `at_least` notices (its cross-gateway listener is asynchronous).
+async fn wait_until_queued(server: &Server, at_least: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while notices_queued(server).await < at_least {
+        assert!(Instant::now() < deadline, "the notice never reached the watcher's gateway");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notice_is_delivered_once_when_the_watchers_turns_move_between_gateways() {
     let Some(db) = TestDatabase::create().await else { return };
@@ -112,8 +136,9 @@ async fn a_notice_is_delivered_once_when_the_watchers_turns_move_between_gateway
     assert!(a.turn(MAIN).await.is_empty(), "the watcher is hosted on A");
 
     // Moving turns: A holds the notice in memory, B delivers it, A must not deliver it again.
+    let queued = notices_queued(&a).await;
     human_turn(&b, &child, "typed on B").await;
-    tokio::time::sleep(Duration::from_millis(300)).await; // A's listener queues it
+    wait_until_queued(&a, queued + 1).await; // A's listener queued it: the copy that must not go out twice
     assert_eq!(b.turn(MAIN).await.len(), 1, "B delivers the pending notice");
     assert!(a.turn(MAIN).await.is_empty(), "A's queued copy was already delivered");
     assert!(b.turn(MAIN).await.is_empty());
@@ -121,8 +146,9 @@ async fn a_notice_is_delivered_once_when_the_watchers_turns_move_between_gateway
     // Concurrent turns on both gateways: exactly one of them delivers each notice.
     for round in 0..5 {
         assert!(a.turn(MAIN).await.is_empty(), "round {round}: A is the host again");
+        let queued = notices_queued(&a).await;
         human_turn(&b, &child, &format!("round {round}")).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_until_queued(&a, queued + 1).await;
         let (on_a, on_b) = tokio::join!(a.turn(MAIN), b.turn(MAIN));
         assert_eq!(on_a.len() + on_b.len(), 1, "round {round}: A got {on_a:?}, B got {on_b:?}");
         let (on_a, on_b) = tokio::join!(a.turn(MAIN), b.turn(MAIN));
