@@ -124,7 +124,7 @@ impl SqliteStore {
                 return Err(corrupt(format!("integrity check failed: {check}")));
             }
             schema::check_compatible(&writer)?;
-            restrict_to_owner(&path)?;
+            restrict_to_owner(&path);
         }
         configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
         schema::migrate(&mut writer)?;
@@ -218,22 +218,23 @@ impl SqliteStore {
 }
 
 /// A database created by an older version may be readable by others: ours, once it passed the checks.
-fn restrict_to_owner(db: &Path) -> Result<()> {
+fn restrict_to_owner(db: &Path) {
     #[cfg(unix)]
     for suffix in ["", "-wal", "-shm"] {
         use std::os::unix::fs::PermissionsExt;
         let mut name = db.as_os_str().to_os_string();
         name.push(suffix);
         let file = Path::new(&name);
-        match std::fs::metadata(file) {
-            Ok(m) if m.permissions().mode() & 0o077 != 0 => std::fs::set_permissions(
-                file,
-                std::fs::Permissions::from_mode(m.permissions().mode() & 0o700),
-            )?,
-            _ => {}
+        if let Ok(m) = std::fs::metadata(file)
+            && m.permissions().mode() & 0o077 != 0
+        {
+            // Best effort: a file we may use but not chmod (another owner's) is still served.
+            let owner_only = std::fs::Permissions::from_mode(m.permissions().mode() & 0o700);
+            if let Err(e) = std::fs::set_permissions(file, owner_only) {
+                tracing::warn!(file = %file.display(), error = %e, "cannot make the database file owner-only");
+            }
         }
     }
-    Ok(())
 }
 
 /// Reads map the file (no read syscall per page, one shared page cache in the OS) and keep prepared
