@@ -65,6 +65,23 @@ pub enum Signal {
     Notice { session: String, text: String },
     /// A message was added to the session's transcript or inbox (no content: the id and role only).
     Message { session: String, id: i64, role: String, run_id: Option<String> },
+    /// An event was appended to the session's log (its new state version; no content).
+    Changed { session: String, sequence: u64 },
+    /// A turn of the session took delivery of its pending notices (how many).
+    Acknowledged { session: String, notices: usize },
+}
+
+impl Signal {
+    /// The session the signal is about.
+    pub fn session(&self) -> &str {
+        match self {
+            Signal::Wake { session, .. }
+            | Signal::Notice { session, .. }
+            | Signal::Message { session, .. }
+            | Signal::Changed { session, .. }
+            | Signal::Acknowledged { session, .. } => session,
+        }
+    }
 }
 
 /// The outcome of a best-effort append.
@@ -238,6 +255,7 @@ impl<S: Store> Kernel<S> {
         match self.inner.store.append(req, now).await {
             Ok(AppendOutcome::Recorded { event, notices }) => {
                 self.inner.metrics.events_recorded.fetch_add(1, Ordering::Relaxed);
+                let _ = self.inner.signals.send(Signal::Changed { session: key, sequence: event.sequence });
                 for notice in &notices {
                     self.deliver(notice, true);
                 }
@@ -484,6 +502,10 @@ impl<S: Store> Kernel<S> {
         };
         let m = &self.inner.metrics;
         m.notices_acknowledged.fetch_add(claimed.delivered.len() as u64, Ordering::Relaxed);
+        if !claimed.delivered.is_empty() {
+            let notices = claimed.delivered.len();
+            let _ = self.inner.signals.send(Signal::Acknowledged { session: session.to_string(), notices });
+        }
         for notice in &claimed.reopened {
             m.notices_reopened.fetch_add(1, Ordering::Relaxed);
             self.deliver(notice, false);

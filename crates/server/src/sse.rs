@@ -1,4 +1,6 @@
 //! `GET /v1/stream`: Server-Sent Events `wake`, `notice` and `message` for one session (or all).
+//! With `include=changes` (what the dashboard asks for) also `change` (an append: the session's new
+//! state version) and `ack` (a turn took delivery of its notices); without it the stream is as before.
 
 use crate::http::{AppState, error_response, query_param};
 use axum::extract::State;
@@ -25,34 +27,33 @@ pub async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -
         },
         None => None,
     };
+    let changes = query_param(&uri, "include").is_some_and(|v| v.split(',').any(|p| p == "changes"));
     let signals = BroadcastStream::new(gateway.kernel().subscribe());
     let events = signals.filter_map(move |s| {
         let filter = filter.clone();
         async move {
             let s = s.ok()?;
-            let (session, event) = match &s {
-                Signal::Wake { session, reason } => (
-                    session,
-                    Event::default()
-                        .event("wake")
-                        .data(json!({ "sessionKey": session, "reason": reason }).to_string()),
-                ),
-                Signal::Notice { session, text } => (
-                    session,
-                    Event::default()
-                        .event("notice")
-                        .data(json!({ "sessionKey": session, "text": text }).to_string()),
-                ),
-                Signal::Message { session, id, role, run_id } => (
-                    session,
-                    Event::default().event("message").data(
-                        json!({ "sessionKey": session, "id": id, "role": role, "runId": run_id }).to_string(),
-                    ),
-                ),
-            };
-            if filter.as_ref().is_some_and(|f| f != session) {
+            if filter.as_ref().is_some_and(|f| f != s.session()) {
                 return None;
             }
+            let event = match &s {
+                Signal::Wake { session, reason } => Event::default()
+                    .event("wake")
+                    .data(json!({ "sessionKey": session, "reason": reason }).to_string()),
+                Signal::Notice { session, text } => Event::default()
+                    .event("notice")
+                    .data(json!({ "sessionKey": session, "text": text }).to_string()),
+                Signal::Message { session, id, role, run_id } => Event::default().event("message").data(
+                    json!({ "sessionKey": session, "id": id, "role": role, "runId": run_id }).to_string(),
+                ),
+                Signal::Changed { session, sequence } if changes => Event::default()
+                    .event("change")
+                    .data(json!({ "sessionKey": session, "stateVersion": sequence }).to_string()),
+                Signal::Acknowledged { session, notices } if changes => Event::default()
+                    .event("ack")
+                    .data(json!({ "sessionKey": session, "notices": notices }).to_string()),
+                Signal::Changed { .. } | Signal::Acknowledged { .. } => return None,
+            };
             Some(Ok::<_, std::convert::Infallible>(event))
         }
     });

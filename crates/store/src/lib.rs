@@ -110,6 +110,14 @@ pub trait Store: Send + Sync + 'static {
         watcher: String,
     ) -> impl Future<Output = Result<Vec<(String, Cursor)>>> + Send;
 
+    /// The cursors with one of `keys` on either end (watcher or target), ordered by (watcher, target),
+    /// at most `limit`.
+    fn watch_edges(
+        &self,
+        keys: Vec<String>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<WatchEdge>>> + Send;
+
     /// Removes every cursor held by `watcher` (a reset); answers the targets it watched.
     fn clear_watcher(&self, watcher: String) -> impl Future<Output = Result<Vec<String>>> + Send;
 

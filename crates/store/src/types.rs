@@ -1,5 +1,5 @@
 use sessionwatch_core::{
-    AgentSessionKey, Claim, DAY_MS, Millis, NewEvent, Notice, RegisterDecision, StoredEvent,
+    AgentSessionKey, Claim, Cursor, DAY_MS, Millis, NewEvent, Notice, RegisterDecision, StoredEvent,
 };
 
 /// An append and the context its producer knows.
@@ -152,8 +152,20 @@ pub struct SessionRow {
 #[derive(Clone, Debug, Default)]
 pub struct SessionFilter {
     pub kinds: Option<Vec<String>>,
+    /// Only sessions of this agent.
+    pub agent_id: Option<String>,
     pub updated_since: Option<Millis>,
+    /// Rows skipped before the first answered (paging).
+    pub offset: u32,
     pub limit: u32,
+}
+
+/// A watch cursor with both of its ends (the dashboard's watch graph).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchEdge {
+    pub watcher: String,
+    pub target: String,
+    pub cursor: Cursor,
 }
 
 /// A message that passed through the gateway (the small transcript behind `sessions_history`).

@@ -30,7 +30,7 @@ async fn twenty_rapid_changes_one_line_one_wake() {
         match s {
             Signal::Wake { session, .. } => wakes.push(session),
             Signal::Notice { session, .. } => notice_signals.push(session),
-            Signal::Message { .. } => {}
+            Signal::Message { .. } | Signal::Changed { .. } | Signal::Acknowledged { .. } => {}
         }
     }
     assert_eq!(wakes, vec![MAIN.to_string()], "one wake, for the main-session watcher only");
@@ -89,4 +89,29 @@ async fn a_change_inside_the_window_gets_one_trailing_wake() {
     while !k.drain(MAIN).await.is_empty() {}
     tokio::time::sleep(std::time::Duration::from_secs(21)).await;
     assert_eq!(wakes_of(&mut signals), 0, "nothing left to wake for");
+}
+
+/// The dashboard's live view: every append says the session's new state version, and a turn that takes
+/// its notices says so (a watcher's pending edge clears without a reload).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_and_acknowledgements_are_signalled() {
+    let env = Env::new();
+    let k = env.start().await;
+    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await);
+    let mut signals = k.subscribe();
+    k.record_human_turn(TARGET, "main", "telegram", None, None).await;
+    k.record_human_turn(TARGET, "main", "telegram", None, None).await;
+    assert_eq!(k.drain(MAIN).await.len(), 1);
+    let mut seen = vec![];
+    while let Ok(s) = signals.try_recv() {
+        match s {
+            Signal::Changed { session, sequence } => seen.push(format!("changed {session} {sequence}")),
+            Signal::Acknowledged { session, notices } => seen.push(format!("ack {session} {notices}")),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![format!("changed {TARGET} 1"), format!("changed {TARGET} 2"), format!("ack {MAIN} 1")]
+    );
 }

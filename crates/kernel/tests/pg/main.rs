@@ -66,10 +66,7 @@ async fn collect(rx: &mut broadcast::Receiver<Signal>, session: &str, window: Du
     let deadline = tokio::time::Instant::now() + window;
     let mut out = vec![];
     while let Ok(Ok(s)) = tokio::time::timeout_at(deadline, rx.recv()).await {
-        let (Signal::Wake { session: s2, .. }
-        | Signal::Notice { session: s2, .. }
-        | Signal::Message { session: s2, .. }) = &s;
-        if s2 == session {
+        if s.session() == session {
             out.push(s);
         }
     }

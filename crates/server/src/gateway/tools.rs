@@ -86,7 +86,7 @@ impl<S: Store> Gateway<S> {
             SendTarget::Key(k) => Ok(k.clone()),
             SendTarget::Agent(agent) => Ok(format!("agent:{agent}:{}", self.config.main_key)),
             SendTarget::Label(label) => {
-                let filter = SessionFilter { kinds: None, updated_since: None, limit: 10_000 };
+                let filter = SessionFilter { limit: 10_000, ..SessionFilter::default() };
                 let rows = self.kernel.store().list_sessions(filter).await?;
                 let mut matching = rows.iter().filter(|r| r.label.as_deref() == Some(label.as_str()));
                 let found = matching
@@ -157,10 +157,11 @@ impl<S: Store> Gateway<S> {
         let filter = SessionFilter {
             kinds,
             updated_since: active_minutes.map(|m| self.now() - m * 60_000),
-            limit: offset + limit + 1,
+            offset,
+            limit: limit + 1,
+            ..SessionFilter::default()
         };
         let mut rows = self.kernel.store().list_sessions(filter).await?;
-        rows.drain(..(offset as usize).min(rows.len()));
         let has_more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
         let versions = self

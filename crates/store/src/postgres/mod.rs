@@ -23,7 +23,7 @@ pub use schema::SCHEMA_VERSION;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, HostSignal, InboxItem, LinkUpsert,
     NewMessage, NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter,
-    SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow,
+    SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
 };
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -325,6 +325,10 @@ impl Store for PostgresStore {
 
     async fn cursors_of_watcher(&self, watcher: String) -> Result<Vec<(String, Cursor)>> {
         self.cursors_of_watcher_pg(&watcher).await
+    }
+
+    async fn watch_edges(&self, keys: Vec<String>, limit: u32) -> Result<Vec<WatchEdge>> {
+        self.watch_edges_pg(&keys, limit).await
     }
 
     async fn clear_watcher(&self, watcher: String) -> Result<Vec<String>> {

@@ -111,10 +111,16 @@ impl PostgresStore {
             &client,
             &format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= $1 \
-                 AND ($2::text[] IS NULL OR kind = ANY($2)) \
-                 ORDER BY updated_at DESC, session_key COLLATE \"C\" LIMIT $3"
+                 AND ($2::text[] IS NULL OR kind = ANY($2)) AND ($4::text IS NULL OR agent_id = $4) \
+                 ORDER BY updated_at DESC, session_key COLLATE \"C\" LIMIT $3 OFFSET $5"
             ),
-            &[&filter.updated_since.unwrap_or(i64::MIN), &kinds, &(filter.limit as i64)],
+            &[
+                &filter.updated_since.unwrap_or(i64::MIN),
+                &kinds,
+                &(filter.limit as i64),
+                &filter.agent_id,
+                &(filter.offset as i64),
+            ],
         )
         .await?
         .iter()

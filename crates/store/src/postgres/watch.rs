@@ -3,7 +3,7 @@
 //! (watcher, target) order, so concurrent gateways neither lose updates nor deadlock.
 
 use super::{PostgresStore, execute, i, query, query_opt, u};
-use crate::{Acknowledged, RegisterOutcome, Result, StoreError};
+use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
     AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
@@ -321,6 +321,23 @@ impl PostgresStore {
         .await?
         .iter()
         .map(|r| Ok((r.get(0), cursor_from_row(r, 1)?)))
+        .collect()
+    }
+
+    pub(crate) async fn watch_edges_pg(&self, keys: &[String], limit: u32) -> Result<Vec<WatchEdge>> {
+        let client = self.client().await?;
+        query(
+            &client,
+            &format!(
+                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+                 WHERE watcher_session_key = ANY($1) OR target_session_key = ANY($1) \
+                 ORDER BY watcher_session_key COLLATE \"C\", target_session_key COLLATE \"C\" LIMIT $2"
+            ),
+            &[&keys, &(limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(|r| Ok(WatchEdge { watcher: r.get(0), target: r.get(1), cursor: cursor_from_row(r, 2)? }))
         .collect()
     }
 

@@ -18,7 +18,7 @@ pub use schema::SCHEMA_VERSION;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, InboxItem, LinkUpsert, NewMessage,
     NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter, SessionRow,
-    Store, StoreError, TranscriptMessage, UpstreamLinkRow,
+    Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
 };
 use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -369,6 +369,10 @@ impl Store for SqliteStore {
 
     async fn cursors_of_watcher(&self, watcher: String) -> Result<Vec<(String, Cursor)>> {
         self.blocking(move |s| s.cursors_of_watcher_sync(&watcher)).await
+    }
+
+    async fn watch_edges(&self, keys: Vec<String>, limit: u32) -> Result<Vec<WatchEdge>> {
+        self.blocking(move |s| s.watch_edges_sync(&keys, limit)).await
     }
 
     async fn clear_watcher(&self, watcher: String) -> Result<Vec<String>> {

@@ -75,13 +75,20 @@ impl SqliteStore {
     pub(crate) fn list_sessions_sync(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
         self.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= ?1 ORDER BY updated_at DESC, session_key"
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= ?1 AND (?2 IS NULL OR agent_id = ?2) \
+                 ORDER BY updated_at DESC, session_key"
             ))?;
-            let rows = stmt.query_map([filter.updated_since.unwrap_or(i64::MIN)], session_from_row)?;
+            let rows = stmt
+                .query_map(params![filter.updated_since.unwrap_or(i64::MIN), filter.agent_id], session_from_row)?;
             let mut out = vec![];
+            let mut skipped = 0u32;
             for row in rows {
                 let row = row?;
                 if filter.kinds.as_ref().is_some_and(|k| !k.contains(&row.kind)) {
+                    continue;
+                }
+                if skipped < filter.offset {
+                    skipped += 1;
                     continue;
                 }
                 out.push(row);

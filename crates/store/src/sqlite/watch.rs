@@ -1,7 +1,7 @@
 //! Watch cursors: registration, acknowledgement, the start-up sweep and clean-up.
 
 use super::SqliteStore;
-use crate::{Acknowledged, RegisterOutcome, Result, StoreError};
+use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::{
     AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
@@ -218,6 +218,34 @@ impl SqliteStore {
             ))?
             .query_map([watcher], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
             .collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub(crate) fn watch_edges_sync(&self, keys: &[String], limit: u32) -> Result<Vec<WatchEdge>> {
+        self.read(|c| {
+            // Two indexed lookups per key (primary key by watcher, `idx_cursors_target` by target).
+            let mut by_watcher = c.prepare_cached(&format!(
+                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+                 WHERE watcher_session_key = ?1"
+            ))?;
+            let mut by_target = c.prepare_cached(&format!(
+                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+                 WHERE target_session_key = ?1"
+            ))?;
+            let mut edges = std::collections::BTreeMap::new();
+            let row = |r: &rusqlite::Row<'_>| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, cursor_from_row(r, 2)?))
+            };
+            for key in keys {
+                for stmt in [&mut by_watcher, &mut by_target] {
+                    for edge in stmt.query_map([key], row)? {
+                        let (watcher, target, cursor) = edge?;
+                        edges
+                            .insert((watcher.clone(), target.clone()), WatchEdge { watcher, target, cursor });
+                    }
+                }
+            }
+            Ok(edges.into_values().take(limit as usize).collect())
         })
     }
 

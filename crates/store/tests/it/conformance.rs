@@ -9,7 +9,8 @@ use sessionwatch_core::{
     Provenance, RegisterDecision, SkipReason, StoredEvent,
 };
 use sessionwatch_store::{
-    Acknowledged, AppendOutcome, AppendRequest, Head, NewSession, RetentionPolicy, Store,
+    Acknowledged, AppendOutcome, AppendRequest, Head, NewSession, RetentionPolicy, SessionFilter, SessionRow,
+    Store, WatchEdge,
 };
 
 /// A backend hook that turns the (watcher, target) cursor into a legacy one.
@@ -70,6 +71,8 @@ macro_rules! conformance_suite {
             unwatch_removes_one_cursor,
             clear_watcher_removes_all_its_cursors,
             delete_session_state_removes_both_sides,
+            watch_edges_name_both_ends,
+            list_sessions_filters_by_agent_and_pages,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -832,4 +835,61 @@ pub async fn delete_session_state_removes_both_sides<S: Store>(h: &Harness<S>) {
     // A deleted session starts again from 1.
     let (e, _) = record(s, req(human(T)), NOW + 1).await;
     assert_eq!(e.sequence, 1);
+}
+
+pub async fn watch_edges_name_both_ends<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
+    register(s, W, T2, Provenance::AmbientGroup, STORE, NOW).await;
+    register(s, W2, T, Provenance::Explicit, STORE, NOW).await;
+    register(s, T2, W2, Provenance::Explicit, STORE, NOW).await;
+    record(s, req(human(T)), NOW + 1).await;
+    let ends = |edges: Vec<WatchEdge>| -> Vec<(String, String)> {
+        edges.into_iter().map(|e| (e.watcher, e.target)).collect()
+    };
+    let of_t = s.watch_edges(vec![T.into()], 100).await.unwrap();
+    assert_eq!(
+        ends(of_t.clone()),
+        vec![(W.to_string(), T.to_string()), (W2.to_string(), T.to_string())],
+        "both watchers of T, ordered by watcher"
+    );
+    assert_eq!(lnm(&of_t[0].cursor), (0, 1, 1), "the cursor comes with the edge");
+    let both = s.watch_edges(vec![W2.into(), T2.into()], 100).await.unwrap();
+    assert_eq!(
+        ends(both),
+        vec![
+            (W.to_string(), T2.to_string()),
+            (W2.to_string(), T.to_string()),
+            (T2.to_string(), W2.to_string()),
+        ],
+        "an edge with both ends in the set is answered once"
+    );
+    assert_eq!(s.watch_edges(vec![T.into()], 1).await.unwrap().len(), 1, "at most limit");
+    assert!(s.watch_edges(vec![], 10).await.unwrap().is_empty());
+}
+
+pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    for (i, k) in ["agent:main:a", "agent:ops:b", "agent:main:c", "agent:main:d"].iter().enumerate() {
+        let k = key(k);
+        let new = NewSession {
+            session_key: k.as_str().into(),
+            agent_id: k.agent_id().into(),
+            session_id: format!("{k}-1"),
+            kind: "other".into(),
+            ..NewSession::default()
+        };
+        s.ensure_session(new, NOW + i as i64).await.unwrap();
+    }
+    let keys = |rows: Vec<SessionRow>| -> Vec<String> { rows.into_iter().map(|r| r.session_key).collect() };
+    let main = SessionFilter { agent_id: Some("main".into()), limit: 10, ..SessionFilter::default() };
+    assert_eq!(
+        keys(s.list_sessions(main.clone()).await.unwrap()),
+        vec!["agent:main:d", "agent:main:c", "agent:main:a"],
+        "newest first, one agent"
+    );
+    let second_page = SessionFilter { offset: 1, limit: 1, ..main };
+    assert_eq!(keys(s.list_sessions(second_page).await.unwrap()), vec!["agent:main:c"]);
+    let past_the_end = SessionFilter { offset: 4, limit: 10, ..SessionFilter::default() };
+    assert!(s.list_sessions(past_the_end).await.unwrap().is_empty());
 }

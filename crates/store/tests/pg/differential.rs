@@ -118,7 +118,8 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
             format!("{v:?}")
         }
         63..=65 => show(s.cursor(k.into(), k2.into()).await),
-        66 => show(s.cursors_of_watcher(k.into()).await),
+        66 if r.chance(50) => show(s.cursors_of_watcher(k.into()).await),
+        66 => show(s.watch_edges(vec![k.into(), k2.into()], 1 + r.below(4) as u32).await),
         67 => show(s.unwatch(k.into(), k2.into()).await),
         68 => show(s.clear_watcher(k.into()).await),
         69 => show(s.delete_session_state(k.into(), agent).await),
@@ -137,7 +138,11 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
         74 => show(s.get_session(k.into(), agent).await),
         75 => {
             let kinds = r.chance(50).then(|| vec!["other".to_string()]);
-            show(s.list_sessions(SessionFilter { kinds, updated_since: Some(now - HOUR_MS), limit: 3 }).await)
+            let agent_id = r.chance(30).then(|| "main".to_string());
+            let offset = if r.chance(30) { 1 } else { 0 };
+            let filter =
+                SessionFilter { kinds, agent_id, updated_since: Some(now - HOUR_MS), offset, limit: 3 };
+            show(s.list_sessions(filter).await)
         }
         76 => {
             let obj = r.chance(70).then(|| "ship it".to_string());
