@@ -20,7 +20,7 @@ impl Embedded {
         let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default())?;
         let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
         let token = sessionwatch_server::auth::load_or_create_token(dir.path())?;
-        let state = Arc::new(AppState { gateway, token: Some(token.clone()), metrics: Default::default() });
+        let state = Arc::new(AppState::new(gateway, Some(token.clone())));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

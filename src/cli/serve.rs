@@ -103,7 +103,7 @@ async fn serve<S: Store>(
         Duration::from_secs(config.monitor_first_tick_secs),
         Duration::from_secs(config.monitor_interval_secs),
     );
-    let state = Arc::new(AppState { gateway, token, metrics: Default::default() });
+    let state = Arc::new(AppState::new(gateway, token));
     tracing::info!(%addr, database, auth = ?config.auth, "sessionwatch gateway listening");
     // Printed for scripts that start the gateway on port 0.
     println!("listening on http://{addr}");

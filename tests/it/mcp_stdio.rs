@@ -45,7 +45,7 @@ pub async fn start_gateway() -> TestGateway {
     let store = SqliteStore::open(dir.path().join("sw.db"), SqliteOptions::default()).unwrap();
     let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
     let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-    let state = Arc::new(AppState { gateway, token: Some(TOKEN.into()), metrics: Default::default() });
+    let state = Arc::new(AppState::new(gateway, Some(TOKEN.into())));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -82,9 +82,12 @@ fn check(allowed: &AllowedHosts, req: &Request) -> Result<(), ApiError> {
             return Err(ApiError::Forbidden("cross-site requests are refused (foreign Origin)".into()));
         }
     }
-    // `/mcp` checks its own media types (rmcp answers them per the MCP transport spec).
+    // `/mcp` checks its own media types (rmcp answers them per the MCP transport spec); the dashboard's
+    // login and logout are HTML forms (same-origin only: the Origin check above, and its cookie is
+    // SameSite=Strict).
     let writes = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
-    if writes && !req.uri().path().starts_with("/mcp") {
+    let path = req.uri().path();
+    if writes && !path.starts_with("/mcp") && !crate::dashboard::FORM_PATHS.contains(&path) {
         match headers.get(header::CONTENT_TYPE) {
             Some(ct) => {
                 let essence = ct.to_str().unwrap_or("").split(';').next().unwrap_or("").trim();

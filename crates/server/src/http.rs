@@ -26,6 +26,14 @@ pub struct AppState<S: Store> {
     /// `None`: no auth (loopback only).
     pub token: Option<String>,
     pub metrics: HttpMetrics,
+    /// Browser logins of the dashboard.
+    pub logins: crate::dashboard::login::Logins,
+}
+
+impl<S: Store> AppState<S> {
+    pub fn new(gateway: Arc<Gateway<S>>, token: Option<String>) -> AppState<S> {
+        AppState { gateway, token, metrics: HttpMetrics::default(), logins: Default::default() }
+    }
 }
 
 type Shared<S> = Arc<AppState<S>>;
@@ -74,11 +82,13 @@ pub fn app_with_shutdown<S: Store>(
         .route("/v1/hooks", post(hook::<S>))
         .route("/v1/hooks/tool-uses/{id}", get(tool_use::<S>))
         .route("/metrics", get(metrics::<S>))
+        .route("/v1/ui/login-links", post(crate::dashboard::issue_login_link::<S>))
         .nest_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>))
         .layer(axum::Extension(mcp_sessions));
     Router::new()
         .route("/healthz", get(|| async { Json(json!({ "ok": true })) }))
+        .merge(crate::dashboard::routes::<S>())
         .merge(api)
         .fallback(|| async {
             error_response(StatusCode::NOT_FOUND, &ApiError::NotFound("no such route".into()))
@@ -99,7 +109,11 @@ async fn require_token<S: Store>(State(state): State<Shared<S>>, req: Request, n
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(bearer_credentials);
-        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+        // A dashboard login opens the live stream it reads, and nothing else of the API.
+        let browser_stream = req.method() == axum::http::Method::GET
+            && req.uri().path() == "/v1/stream"
+            && crate::dashboard::has_login_cookie(&state, req.headers());
+        if !browser_stream && !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
             return error_response(
                 StatusCode::UNAUTHORIZED,
                 &ApiError::Unauthorized("missing or wrong bearer token".into()),
@@ -110,12 +124,12 @@ async fn require_token<S: Store>(State(state): State<Shared<S>>, req: Request, n
 }
 
 /// The credentials of an `Authorization: Bearer …` value; the scheme is case-insensitive (RFC 9110 §11.1).
-fn bearer_credentials(value: &str) -> Option<&str> {
+pub(crate) fn bearer_credentials(value: &str) -> Option<&str> {
     let (scheme, rest) = value.trim_start().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

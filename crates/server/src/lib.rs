@@ -4,6 +4,7 @@
 pub mod args;
 pub mod auth;
 pub mod config;
+pub mod dashboard;
 pub mod error;
 pub mod gateway;
 pub mod guard;

@@ -124,3 +124,8 @@ pub fn tool_result(details: &Value) -> Value {
     };
     json!({ "ok": true, "result": { "content": [{ "type": "text", "text": text }], "details": details } })
 }
+
+/// `POST /v1/ui/login-links`: a one-time login path (relative to the gateway's URL).
+pub fn login_link(path: &str, expires_in_seconds: u64) -> Value {
+    json!({ "path": path, "expiresInSeconds": expires_in_seconds })
+}

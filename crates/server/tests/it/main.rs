@@ -1,6 +1,7 @@
 //! The gateway end to end: a real server on port 0, driven over HTTP (and MCP).
 
 mod bad_input;
+mod dashboard;
 mod delivery;
 mod hooks;
 mod mcp;

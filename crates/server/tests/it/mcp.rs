@@ -30,7 +30,7 @@ impl TestGateway {
         let store = SqliteStore::open(dir.path().join("sw.db"), SqliteOptions::default()).unwrap();
         let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
         let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-        let state = Arc::new(AppState { gateway, token: Some(TOKEN.into()), metrics: Default::default() });
+        let state = Arc::new(AppState::new(gateway, Some(TOKEN.into())));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -134,7 +134,7 @@ async fn mcp_extra_hosts_only_when_configured() {
     let mut config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
     config.set("gateway.mcpAllowedHosts", "gw.example").unwrap();
     let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-    let state = Arc::new(AppState { gateway, token: None, metrics: Default::default() });
+    let state = Arc::new(AppState::new(gateway, None));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let server = tokio::spawn(sessionwatch_server::run(listener, state, std::future::pending()));

@@ -57,11 +57,7 @@ impl Harness {
             None => Arc::new(SystemClock),
         };
         let gateway = Gateway::start(store, config, c).await;
-        let state = Arc::new(AppState {
-            gateway: gateway.clone(),
-            token: token.map(str::to_string),
-            metrics: Default::default(),
-        });
+        let state = Arc::new(AppState::new(gateway.clone(), token.map(str::to_string)));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -213,4 +209,9 @@ pub async fn collect(
 /// The `changesSince` number a notice text asks for.
 pub fn since_of(notice: &str) -> u64 {
     notice.rsplit("changesSince ").next().unwrap().trim_end_matches('.').parse().unwrap()
+}
+
+/// The dashboard path of a session (what notices link to).
+pub fn chat_path(key: &str) -> String {
+    sessionwatch_server::dashboard::chat_path(key)
 }
