@@ -195,6 +195,11 @@ pub enum ClientCommand {
         #[command(flatten)]
         conn: Conn,
     },
+    /// The dashboard's URL on the running gateway, with a one-time login link (exchanged for a cookie).
+    Ui {
+        #[command(flatten)]
+        conn: Conn,
+    },
 }
 
 pub(super) struct Client {
@@ -290,7 +295,8 @@ impl ClientCommand {
             | Delete { conn, .. }
             | RunResult { conn, .. }
             | Stream { conn, .. }
-            | Health { conn, .. } => conn,
+            | Health { conn, .. }
+            | Ui { conn, .. } => conn,
         }
     }
 }
@@ -372,9 +378,30 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
         }
         ClientCommand::Health { .. } => c.call(Method::GET, "/healthz", None).await?,
         ClientCommand::Stream { key, .. } => return stream(&c, key).await,
+        ClientCommand::Ui { .. } => return ui(&c).await,
     };
     print_answer(&answer, c.conn.json);
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+/// Prints the dashboard's one-time login URL (the token itself never goes into a URL).
+async fn ui(c: &Client) -> anyhow::Result<ExitCode> {
+    let (status, answer) = c.call(reqwest::Method::POST, "/v1/ui/login-links", None).await?;
+    let Some(path) = answer["path"].as_str().filter(|_| status == 200) else {
+        bail!("the gateway answered {status}: {answer}");
+    };
+    let url = c.url(path);
+    if c.conn.json {
+        println!("{}", json!({ "url": url, "expiresInSeconds": answer["expiresInSeconds"] }));
+    } else {
+        println!("{url}");
+        eprintln!(
+            "Open it within {} s: it logs this browser in once. Later, log in at {} with the token.",
+            answer["expiresInSeconds"],
+            c.url("/login")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn stream(c: &Client, key: Option<String>) -> anyhow::Result<ExitCode> {

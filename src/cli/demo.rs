@@ -37,7 +37,7 @@ fn enc(key: &str) -> String {
     key.replace(':', "%3A")
 }
 
-pub async fn run(json_only: bool) -> anyhow::Result<ExitCode> {
+pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
     let gateway = super::embedded::Embedded::start().await?;
     let base = gateway.base.clone();
     let http = Http { client: reqwest::Client::new(), base: base.clone(), token: gateway.token.clone() };
@@ -86,6 +86,7 @@ pub async fn run(json_only: bool) -> anyhow::Result<ExitCode> {
     let notices = turn["systemEvents"].as_array().map_or(0, Vec::len);
     ensure!(notices == 1, "expected exactly one notice, got {notices}");
     let text = turn["systemEvents"][0]["text"].as_str().unwrap_or_default().to_string();
+    say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
     let since: u64 =
         text.rsplit("changesSince ").next().and_then(|s| s.trim_end_matches('.').parse().ok()).unwrap_or(0);
 
@@ -109,8 +110,31 @@ pub async fn run(json_only: bool) -> anyhow::Result<ExitCode> {
     show("turn", &turn);
     let notices = turn["systemEvents"].as_array().map_or(0, Vec::len);
     ensure!(notices == 1, "expected exactly one notice, got {notices}");
+    let text = turn["systemEvents"][0]["text"].as_str().unwrap_or_default();
+    say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
     say("Done: one coalesced notice per burst, an exact delta on demand.");
 
+    if !open {
+        say("Run `sessionwatch demo --open` to look at this story in the dashboard.");
+        gateway.stop().await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let link = http.post("/v1/ui/login-links", json!({})).await?;
+    let path = link["path"].as_str().context("no login link")?;
+    let chat = sessionwatch_server::dashboard::chat_path(&child);
+    if json_only {
+        println!(
+            "{}",
+            json!({ "step": "dashboard", "answer": { "url": format!("{base}{path}"), "session": format!("{base}{chat}") } })
+        );
+    } else {
+        println!(
+            "\nThe demo gateway keeps running. Open its dashboard (a one-time login link):\n\n   {base}{path}\n"
+        );
+        println!("The worker's page, where the notice links: {base}{chat}");
+        println!("Ctrl-C ends the demo (its database is temporary).");
+    }
+    tokio::signal::ctrl_c().await?;
     gateway.stop().await?;
     Ok(ExitCode::SUCCESS)
 }

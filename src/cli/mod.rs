@@ -33,6 +33,9 @@ enum Command {
         /// Print the machine-readable wire shapes only.
         #[arg(long)]
         json: bool,
+        /// Keep the demo gateway running afterwards and print a login link to its dashboard (Ctrl-C ends).
+        #[arg(long)]
+        open: bool,
     },
     /// Serve the session tools over MCP on stdio, as one caller session.
     Mcp(mcp::McpArgs),
@@ -86,7 +89,7 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
-            Command::Demo { json } => demo::run(json).await,
+            Command::Demo { json, open } => demo::run(json, open).await,
             Command::Db(args) => db::run(args).await,
             Command::Catalog { json } => upstream::catalog(json),
             Command::Adopt { catalog, thread, agent, conn } => {

@@ -20,7 +20,7 @@ fn frame(title: &str, logged_in: bool, live: bool, body: Markup) -> Markup {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · sessionwatch" }
                 link rel="stylesheet" href="/assets/dashboard.css";
                 @if live { script src="/assets/dashboard.js" defer {} }
