@@ -113,7 +113,11 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 json,
             );
         }
-        BenchWhat::Gateway { json, quick } => print(super::bench_gateway::run(quick).await?, json),
+        BenchWhat::Gateway { json, quick } => {
+            let mut figures = super::bench_gateway::run(quick).await?;
+            figures.extend(super::bench_dashboard::run(quick).await?);
+            print(figures, json)
+        }
         BenchWhat::Hooks { json, quick } => print(super::bench_hooks::run(quick).await?, json),
         BenchWhat::Upstream { json, quick } => {
             let (bytes, messages) = if quick { (8_000_000, 5_000) } else { (200_000_000, 100_000) };

@@ -8,6 +8,7 @@ use std::sync::Arc;
 pub struct Embedded {
     pub base: String,
     pub token: String,
+    pub gateway: Arc<Gateway<SqliteStore>>,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     _dir: tempfile::TempDir,
@@ -20,14 +21,14 @@ impl Embedded {
         let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default())?;
         let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
         let token = sessionwatch_server::auth::load_or_create_token(dir.path())?;
-        let state = Arc::new(AppState::new(gateway, Some(token.clone())));
+        let state = Arc::new(AppState::new(gateway.clone(), Some(token.clone())));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
             let _ = stopped.await;
         }));
-        Ok(Embedded { base, token, stop, server, _dir: dir })
+        Ok(Embedded { base, token, gateway, stop, server, _dir: dir })
     }
 
     /// Stops gracefully: in-flight requests finish.

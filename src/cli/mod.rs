@@ -1,6 +1,7 @@
 //! Command-line interface.
 
 mod bench;
+mod bench_dashboard;
 mod bench_gateway;
 mod bench_hooks;
 mod client;

@@ -166,6 +166,8 @@ pub struct WatchEdge {
     pub watcher: String,
     pub target: String,
     pub cursor: Cursor,
+    /// The watcher spawned the target (the target's session row names it as `spawned_by`).
+    pub spawned: bool,
 }
 
 /// A message that passed through the gateway (the small transcript behind `sessions_history`).

@@ -3,7 +3,7 @@
 use crate::gateway::Gateway;
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Limit, SessionKind, StoredEvent, notice_text};
 use sessionwatch_store::{Head, SessionFilter, SessionRow, Store, UpstreamLinkRow, WatchEdge};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 /// Sessions per overview page.
@@ -123,14 +123,12 @@ fn adopted(link: &UpstreamLinkRow) -> String {
     format!("{} {}", link.upstream_kind, link.thread_id)
 }
 
-/// The edges with `spawned_by` telling spawn edges apart (a missing row reads as explicit).
-fn edges_of(raw: Vec<WatchEdge>, spawned_by: &HashMap<String, Option<String>>) -> Vec<Edge> {
+fn edges_of(raw: Vec<WatchEdge>) -> Vec<Edge> {
     raw.into_iter()
         .map(|e| {
-            let spawned = spawned_by.get(&e.target).and_then(|p| p.as_deref()) == Some(e.watcher.as_str());
             let origin = match e.cursor.provenance {
                 sessionwatch_core::Provenance::AmbientGroup => EdgeOrigin::Ambient,
-                sessionwatch_core::Provenance::Explicit if spawned => EdgeOrigin::Spawn,
+                sessionwatch_core::Provenance::Explicit if e.spawned => EdgeOrigin::Spawn,
                 sessionwatch_core::Provenance::Explicit => EdgeOrigin::Explicit,
             };
             Edge {
@@ -144,24 +142,6 @@ fn edges_of(raw: Vec<WatchEdge>, spawned_by: &HashMap<String, Option<String>>) -
             }
         })
         .collect()
-}
-
-/// `spawned_by` of every edge target: from `known` rows, else one lookup per target.
-async fn spawned_by_of<S: Store>(
-    store: &S,
-    edges: &[WatchEdge],
-    known: &[SessionRow],
-) -> HashMap<String, Option<String>> {
-    let mut out: HashMap<String, Option<String>> =
-        known.iter().map(|r| (r.session_key.clone(), r.spawned_by.clone())).collect();
-    let missing: BTreeSet<&str> =
-        edges.iter().map(|e| e.target.as_str()).filter(|t| !out.contains_key(*t)).collect();
-    for target in missing {
-        let Some(key) = AgentSessionKey::parse(target) else { continue };
-        let row = store.get_session(target.to_string(), key.agent_id().to_string()).await.ok().flatten();
-        out.insert(target.to_string(), row.and_then(|r| r.spawned_by));
-    }
-    out
 }
 
 pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> anyhow::Result<Overview> {
@@ -186,10 +166,8 @@ pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> a
         .into_iter()
         .map(|l| ((l.session_key.clone(), l.agent_id.clone()), l))
         .collect();
-    let raw_edges =
-        store.watch_edges(rows.iter().map(|r| r.session_key.clone()).collect(), MAX_EDGES).await?;
-    let spawned_by = spawned_by_of(store, &raw_edges, &rows).await;
-    let edges = edges_of(raw_edges, &spawned_by);
+    let edges =
+        edges_of(store.watch_edges(rows.iter().map(|r| r.session_key.clone()).collect(), MAX_EDGES).await?);
     let sessions = rows
         .into_iter()
         .map(|row| {
@@ -234,10 +212,10 @@ pub async fn session<S: Store>(
         newer: (end < head.head).then_some((end + TIMELINE_PAGE + 1).min(head.head + 1)),
         pruned_through: (from == head.floor && head.floor > 0).then_some(head.floor),
     };
-    let raw = store.watch_edges(vec![k.clone()], MAX_EDGES).await?;
-    let spawned_by = spawned_by_of(store, &raw, row.as_slice()).await;
     let (watchers, targets): (Vec<Edge>, Vec<Edge>) =
-        edges_of(raw, &spawned_by).into_iter().partition(|e| e.target == k);
+        edges_of(store.watch_edges(vec![k.clone()], MAX_EDGES).await?)
+            .into_iter()
+            .partition(|e| e.target == k);
     let pending = targets
         .iter()
         .filter(|e| e.pending)

@@ -12,6 +12,8 @@ use tokio_postgres::Row;
 
 const CURSOR_COLUMNS: &str =
     "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
+/// [`CURSOR_COLUMNS`] qualified by the cursor table's alias `c`.
+const EDGE_CURSOR_COLUMNS: &str = "c.last_seen_sequence, c.notified_sequence, c.material_sequence, c.provenance, c.watcher_store_path, c.updated_at";
 
 fn cursor_from_row(r: &Row, at: usize) -> Result<Cursor> {
     let provenance: String = r.try_get(at + 3)?;
@@ -329,15 +331,25 @@ impl PostgresStore {
         query(
             &client,
             &format!(
-                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-                 WHERE watcher_session_key = ANY($1) OR target_session_key = ANY($1) \
-                 ORDER BY watcher_session_key COLLATE \"C\", target_session_key COLLATE \"C\" LIMIT $2"
+                "SELECT c.watcher_session_key, c.target_session_key, {EDGE_CURSOR_COLUMNS}, \
+                 EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.target_session_key \
+                         AND s.spawned_by = c.watcher_session_key) \
+                 FROM session_watch_cursors c \
+                 WHERE c.watcher_session_key = ANY($1) OR c.target_session_key = ANY($1) \
+                 ORDER BY c.watcher_session_key COLLATE \"C\", c.target_session_key COLLATE \"C\" LIMIT $2"
             ),
             &[&keys, &(limit as i64)],
         )
         .await?
         .iter()
-        .map(|r| Ok(WatchEdge { watcher: r.get(0), target: r.get(1), cursor: cursor_from_row(r, 2)? }))
+        .map(|r| {
+            Ok(WatchEdge {
+                watcher: r.get(0),
+                target: r.get(1),
+                cursor: cursor_from_row(r, 2)?,
+                spawned: r.get(8),
+            })
+        })
         .collect()
     }
 

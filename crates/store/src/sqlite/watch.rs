@@ -9,6 +9,8 @@ use sessionwatch_core::{
 
 const CURSOR_COLUMNS: &str =
     "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
+/// [`CURSOR_COLUMNS`] qualified by the cursor table's alias `c`.
+const EDGE_CURSOR_COLUMNS: &str = "c.last_seen_sequence, c.notified_sequence, c.material_sequence, c.provenance, c.watcher_store_path, c.updated_at";
 
 fn cursor_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Cursor> {
     let provenance: String = r.get(at + 3)?;
@@ -224,24 +226,30 @@ impl SqliteStore {
     pub(crate) fn watch_edges_sync(&self, keys: &[String], limit: u32) -> Result<Vec<WatchEdge>> {
         self.read(|c| {
             // Two indexed lookups per key (primary key by watcher, `idx_cursors_target` by target).
-            let mut by_watcher = c.prepare_cached(&format!(
-                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-                 WHERE watcher_session_key = ?1"
-            ))?;
-            let mut by_target = c.prepare_cached(&format!(
-                "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-                 WHERE target_session_key = ?1"
-            ))?;
-            let mut edges = std::collections::BTreeMap::new();
-            let row = |r: &rusqlite::Row<'_>| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, cursor_from_row(r, 2)?))
+            let select = |by: &str| {
+                format!(
+                    "SELECT c.watcher_session_key, c.target_session_key, {EDGE_CURSOR_COLUMNS}, \
+                     EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.target_session_key \
+                             AND s.spawned_by = c.watcher_session_key) \
+                     FROM session_watch_cursors c WHERE c.{by} = ?1"
+                )
             };
+            let mut by_watcher = c.prepare_cached(&select("watcher_session_key"))?;
+            let mut by_target = c.prepare_cached(&select("target_session_key"))?;
+            let row = |r: &rusqlite::Row<'_>| {
+                Ok(WatchEdge {
+                    watcher: r.get(0)?,
+                    target: r.get(1)?,
+                    cursor: cursor_from_row(r, 2)?,
+                    spawned: r.get(8)?,
+                })
+            };
+            let mut edges = std::collections::BTreeMap::new();
             for key in keys {
                 for stmt in [&mut by_watcher, &mut by_target] {
                     for edge in stmt.query_map([key], row)? {
-                        let (watcher, target, cursor) = edge?;
-                        edges
-                            .insert((watcher.clone(), target.clone()), WatchEdge { watcher, target, cursor });
+                        let edge = edge?;
+                        edges.insert((edge.watcher.clone(), edge.target.clone()), edge);
                     }
                 }
             }

@@ -866,6 +866,19 @@ pub async fn watch_edges_name_both_ends<S: Store>(h: &Harness<S>) {
     );
     assert_eq!(s.watch_edges(vec![T.into()], 1).await.unwrap().len(), 1, "at most limit");
     assert!(s.watch_edges(vec![], 10).await.unwrap().is_empty());
+    assert!(!of_t[0].spawned, "no session row names W as T's spawner");
+    let child = NewSession {
+        session_key: T.into(),
+        agent_id: AGENT.into(),
+        session_id: "t-1".into(),
+        kind: "subagent".into(),
+        spawned_by: Some(W2.into()),
+        ..NewSession::default()
+    };
+    s.ensure_session(child, NOW).await.unwrap();
+    let spawned: Vec<bool> =
+        s.watch_edges(vec![T.into()], 100).await.unwrap().iter().map(|e| e.spawned).collect();
+    assert_eq!(spawned, vec![false, true], "W2 spawned T, W only watches it");
 }
 
 pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) {
