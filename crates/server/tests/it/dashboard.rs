@@ -279,3 +279,39 @@ async fn the_pages_of_a_fixed_story() {
     insta::assert_snapshot!("dashboard_overview", overview.replace("><", ">\n<"));
     insta::assert_snapshot!("dashboard_worker", worker.replace("><", ">\n<"));
 }
+
+/// The timeline pages back, newest first, to the floor, and says where retention cut history off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeline_pages_back_to_a_pruned_floor() {
+    let config = Config { retention_max_rows: 60, ..Config::default() };
+    let h = Harness::start_with(config, None).await;
+    story(&h).await;
+    for i in 0..118 {
+        h.human_turn(WORKER, &format!("turn {i}")).await;
+    }
+    h.gateway.kernel().prune_now().await.unwrap();
+    let head = h.gateway.kernel().head(WORKER, "main").await;
+    assert_eq!(head.head, 120);
+    assert!(head.floor > 0 && head.floor < 70, "some history was pruned: {head:?}");
+
+    let sequences = |page: &str| -> Vec<u64> {
+        page.split("class=\"event\" data-sequence=\"")
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let (_, newest) = get_bearer(&h, "/chat/main/worker").await;
+    assert_eq!(sequences(&newest), (71..=120).rev().collect::<Vec<_>>(), "the newest 50, newest first");
+    assert!(newest.contains("href=\"/chat/main/worker?before=71\""), "a link to older events");
+    assert!(!newest.contains("id=\"pruned\""));
+
+    let (_, oldest) = get_bearer(&h, "/chat/main/worker?before=71").await;
+    assert_eq!(sequences(&oldest), (head.floor + 1..=70).rev().collect::<Vec<_>>(), "down to the floor");
+    assert!(oldest.contains(&format!("History up to #{} was pruned", head.floor)), "the marker");
+    assert!(!oldest.contains("?before=") || oldest.contains("rel=\"prev\""), "no older page past the floor");
+    assert!(!oldest.contains("rel=\"next\""));
+
+    // Reconciling from before the floor says so, as session_status does.
+    let (_, gap) = get_bearer(&h, "/chat/main/worker?since=0").await;
+    assert!(gap.contains("id=\"history-gap\""), "a history gap is shown");
+}
