@@ -33,16 +33,19 @@ fn free_port() -> u16 {
 
 async fn start_driver(chromedriver: &Path) -> (Driver, String) {
     let port = free_port();
-    let child = Command::new(chromedriver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromedriver");
+    // Held by `Driver`, whose drop kills and waits for it.
+    let driver = Driver(
+        Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver"),
+    );
     let url = format!("http://127.0.0.1:{port}");
     for _ in 0..100 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return (Driver(child), url);
+            return (driver, url);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

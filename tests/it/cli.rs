@@ -19,6 +19,9 @@ fn demo_tells_the_story() {
     assert!(out.contains("exactly one notice"));
     assert!(out.contains("changed (other actor)"));
     assert!(out.contains("\"historyGap\": false"));
+    // Each notice as the watcher sees it: plain text, not only inside escaped JSON.
+    assert_eq!(out.matches("\n   Session \"agent:main:subagent:").count(), 2, "{out}");
+    assert!(out.contains("sessionwatch demo --open"));
 }
 
 #[test]
@@ -261,4 +264,66 @@ fn the_hook_command_talks_to_the_gateway() {
         &[],
     );
     assert!(ok && out.contains("human message via claude"), "{out}");
+}
+
+/// `sessionwatch ui` prints a one-time link that logs a browser in (a cookie, then the overview).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_prints_a_one_time_login_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let data_dir = dir.path().to_str().unwrap();
+    let (ok, out, err) = run(&["ui", "--url", &s.base, "--data-dir", data_dir], &[]);
+    assert!(ok, "{err}");
+    let url = out.trim();
+    assert!(url.starts_with(&format!("{}/login?code=", s.base)), "{out}");
+    assert!(!url.contains(&s.token), "the token is not in the link");
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let resp = browser.get(url).send().await.unwrap();
+    assert_eq!(resp.status(), 303);
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let page = browser.get(format!("{}/", s.base)).header("cookie", cookie).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(browser.get(url).send().await.unwrap().status(), 401, "one time only");
+}
+
+/// `sessionwatch demo --open` keeps its gateway up and prints a login link to the worker's page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_open_leaves_the_dashboard_running() {
+    use std::io::BufRead;
+    let mut child = Command::new(bin())
+        .args(["demo", "--open"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut link = None;
+    let mut session = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.trim_start().starts_with("http://") && line.contains("/login?code=") {
+            link = Some(line.trim().to_string());
+        }
+        if let Some(u) = line.strip_prefix("The worker's page, where the notice links: ") {
+            session = Some(u.trim().to_string());
+            break;
+        }
+    }
+    let (link, session) = (link.expect("a login link"), session.expect("the worker's page"));
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let resp = browser.get(&link).send().await.unwrap();
+    assert_eq!(resp.status(), 303);
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let page = browser.get(&session).header("cookie", cookie).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("human_direct_message"), "the story's human turns are on the page");
+    interrupt(child.id());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "Ctrl-C ends the demo cleanly: {status:?}");
+}
+
+/// SIGINT, as Ctrl-C sends it.
+fn interrupt(pid: u32) {
+    let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
 }
