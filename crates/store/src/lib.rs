@@ -249,6 +249,26 @@ pub trait Store: Send + Sync + 'static {
         streak: u32,
     ) -> impl Future<Output = Result<bool>> + Send;
 
+    /// Registers node `name` with the SHA-256 (hex) of its token; false when the name is taken.
+    fn create_node(
+        &self,
+        name: String,
+        token_sha256: String,
+        now: Millis,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Removes node `name` (its token stops working); false when there was none.
+    fn revoke_node(&self, name: String) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Records that node `name` reported at `now`; false when there is no such node.
+    fn touch_node(&self, name: String, now: Millis) -> impl Future<Output = Result<bool>> + Send;
+
+    /// The node whose token hashes to `token_sha256`.
+    fn node_by_token(&self, token_sha256: String) -> impl Future<Output = Result<Option<NodeRow>>> + Send;
+
+    /// Every node, by name.
+    fn list_nodes(&self) -> impl Future<Output = Result<Vec<NodeRow>>> + Send;
+
     fn delete_link(&self, session_key: String, agent_id: String)
     -> impl Future<Output = Result<bool>> + Send;
 }

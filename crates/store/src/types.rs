@@ -261,3 +261,12 @@ pub enum LinkUpsert {
     /// The source changed: the marker was re-baselined.
     Rebaselined,
 }
+
+/// A remote node (`sessionwatch node`) the gateway issued a token to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRow {
+    pub name: String,
+    pub created_at: Millis,
+    /// When it last reported (`None`: never).
+    pub last_seen_at: Option<Millis>,
+}

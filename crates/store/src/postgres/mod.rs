@@ -11,6 +11,7 @@ pub mod bench;
 mod links;
 mod listen;
 mod log;
+mod nodes;
 mod prune;
 mod runs;
 mod schema;
@@ -22,8 +23,8 @@ pub use schema::SCHEMA_VERSION;
 
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, HostSignal, InboxItem, LinkUpsert,
-    NewMessage, NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter,
-    SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
+    NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
+    SessionFilter, SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
 };
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -451,6 +452,26 @@ impl Store for PostgresStore {
         streak: u32,
     ) -> Result<bool> {
         self.set_link_missing_streak_pg(&key, &agent, expected, streak).await
+    }
+
+    async fn create_node(&self, name: String, token_sha256: String, now: Millis) -> Result<bool> {
+        self.create_node_pg(&name, &token_sha256, now).await
+    }
+
+    async fn revoke_node(&self, name: String) -> Result<bool> {
+        self.revoke_node_pg(&name).await
+    }
+
+    async fn touch_node(&self, name: String, now: Millis) -> Result<bool> {
+        self.touch_node_pg(&name, now).await
+    }
+
+    async fn node_by_token(&self, token_sha256: String) -> Result<Option<NodeRow>> {
+        self.node_by_token_pg(&token_sha256).await
+    }
+
+    async fn list_nodes(&self) -> Result<Vec<NodeRow>> {
+        self.list_nodes_pg().await
     }
 
     async fn delete_link(&self, key: String, agent: String) -> Result<bool> {

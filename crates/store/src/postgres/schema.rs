@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use deadpool_postgres::Object;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// First key of the two-key advisory locks (the second is `hashtext(current_schema())`).
 pub(crate) const LOCK_MIGRATE: i32 = 0x5357_0001;
@@ -20,6 +20,7 @@ const OUR_TABLES: &[&str] = &[
     "session_inbox",
     "session_runs",
     "session_upstream_links",
+    "session_nodes",
 ];
 
 const MIGRATIONS: &[&str] = &[
@@ -146,6 +147,15 @@ CREATE TABLE session_upstream_links (
   PRIMARY KEY (session_key, agent_id)
 );
 CREATE INDEX idx_links_catalog ON session_upstream_links (catalog_id);
+"#,
+    // 2: remote nodes (`sessionwatch node`): a name and the SHA-256 of the token the gateway issued.
+    r#"
+CREATE TABLE session_nodes (
+  name TEXT PRIMARY KEY,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  created_at BIGINT NOT NULL,
+  last_seen_at BIGINT
+);
 "#,
 ];
 

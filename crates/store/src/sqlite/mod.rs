@@ -5,6 +5,7 @@ pub mod bench;
 mod links;
 mod lock;
 mod log;
+mod nodes;
 mod prune;
 mod runs;
 mod schema;
@@ -17,8 +18,8 @@ pub use schema::SCHEMA_VERSION;
 
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, InboxItem, LinkUpsert, NewMessage,
-    NewSession, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter, SessionRow,
-    Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
+    NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter,
+    SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
 };
 use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -512,6 +513,26 @@ impl Store for SqliteStore {
     ) -> Result<bool> {
         self.write_async(move |c| SqliteStore::set_link_missing_streak_op(c, &key, &agent, expected, streak))
             .await
+    }
+
+    async fn create_node(&self, name: String, token_sha256: String, now: Millis) -> Result<bool> {
+        self.write_async(move |c| SqliteStore::create_node_op(c, &name, &token_sha256, now)).await
+    }
+
+    async fn revoke_node(&self, name: String) -> Result<bool> {
+        self.write_async(move |c| SqliteStore::revoke_node_op(c, &name)).await
+    }
+
+    async fn touch_node(&self, name: String, now: Millis) -> Result<bool> {
+        self.write_async(move |c| SqliteStore::touch_node_op(c, &name, now)).await
+    }
+
+    async fn node_by_token(&self, token_sha256: String) -> Result<Option<NodeRow>> {
+        self.blocking(move |s| s.node_by_token_sync(&token_sha256)).await
+    }
+
+    async fn list_nodes(&self) -> Result<Vec<NodeRow>> {
+        self.blocking(move |s| s.list_nodes_sync()).await
     }
 
     async fn delete_link(&self, key: String, agent: String) -> Result<bool> {

@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use rusqlite::Connection;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the signal log, heads, cursors and sessions.
@@ -133,6 +133,15 @@ CREATE TABLE session_upstream_links (
   PRIMARY KEY (session_key, agent_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX idx_links_catalog ON session_upstream_links (catalog_id);
+"#,
+    // 2: remote nodes (`sessionwatch node`): a name and the SHA-256 of the token the gateway issued.
+    r#"
+CREATE TABLE session_nodes (
+  name TEXT PRIMARY KEY,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  created_at INTEGER NOT NULL,
+  last_seen_at INTEGER
+) STRICT;
 "#,
 ];
 

@@ -73,6 +73,7 @@ macro_rules! conformance_suite {
             delete_session_state_removes_both_sides,
             watch_edges_name_both_ends,
             list_sessions_filters_by_agent_and_pages,
+            nodes_are_found_by_token_and_revoked,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -905,4 +906,26 @@ pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) 
     assert_eq!(keys(s.list_sessions(second_page).await.unwrap()), vec!["agent:main:c"]);
     let past_the_end = SessionFilter { offset: 4, limit: 10, ..SessionFilter::default() };
     assert!(s.list_sessions(past_the_end).await.unwrap().is_empty());
+}
+
+pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    assert!(s.create_node("buildbox".into(), "hash-b".into(), NOW).await.unwrap());
+    assert!(s.create_node("laptop".into(), "hash-l".into(), NOW + 1).await.unwrap());
+    assert!(!s.create_node("buildbox".into(), "hash-other".into(), NOW).await.unwrap(), "the name is taken");
+    let found = s.node_by_token("hash-b".into()).await.unwrap().expect("by its token");
+    assert_eq!((found.name.as_str(), found.last_seen_at), ("buildbox", None));
+    assert_eq!(s.node_by_token("hash-other".into()).await.unwrap(), None, "a refused token is not kept");
+    assert!(s.touch_node("buildbox".into(), NOW + 5).await.unwrap());
+    assert!(!s.touch_node("nobody".into(), NOW + 5).await.unwrap());
+    let names: Vec<(String, Option<Millis>)> =
+        s.list_nodes().await.unwrap().into_iter().map(|n| (n.name, n.last_seen_at)).collect();
+    assert_eq!(names, vec![("buildbox".to_string(), Some(NOW + 5)), ("laptop".to_string(), None)]);
+    assert!(s.revoke_node("buildbox".into()).await.unwrap());
+    assert!(!s.revoke_node("buildbox".into()).await.unwrap());
+    assert_eq!(s.node_by_token("hash-b".into()).await.unwrap(), None, "a revoked token opens nothing");
+    assert!(
+        s.create_node("buildbox".into(), "hash-b2".into(), NOW).await.unwrap(),
+        "the name can be issued again"
+    );
 }
