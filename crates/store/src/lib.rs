@@ -230,6 +230,9 @@ pub trait Store: Send + Sync + 'static {
     /// Links whose session some cursor watches (any provenance), by catalog then key.
     fn watched_links(&self) -> impl Future<Output = Result<Vec<UpstreamLinkRow>>> + Send;
 
+    /// Every link whose source lives on `host_id` (watched or not), by session key.
+    fn links_of_host(&self, host_id: String) -> impl Future<Output = Result<Vec<UpstreamLinkRow>>> + Send;
+
     /// Compare-and-set on `updated_at`: advances the marker and resets the missing streak.
     fn advance_link_marker(
         &self,

@@ -355,6 +355,53 @@ pub fn check_opencode_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOu
     opencode::check_batch(db_path, probes)
 }
 
+/// Runs one catalog's checks (blocking) for `(reference, marker, own recent user texts)` jobs, in order.
+/// What the gateway's monitor and `sessionwatch node` both run. OpenCode links sharing a database are checked in one
+/// batched query; a panic in one check costs only that link.
+pub fn check_many(catalog: CatalogId, jobs: &[(String, String, Vec<String>)]) -> Vec<CheckOutcome> {
+    let guarded = |f: &dyn Fn() -> CheckOutcome| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|_| CheckOutcome::Inconclusive("classifier panicked".into()))
+    };
+    if catalog != CatalogId::OpenCode {
+        return jobs
+            .iter()
+            .map(|(r, m, own)| {
+                guarded(&|| {
+                    check(catalog, &Probe { reference_json: r, marker_json: m, own_recent_user_texts: own })
+                })
+            })
+            .collect();
+    }
+    let mut out: Vec<Option<CheckOutcome>> = vec![None; jobs.len()];
+    let mut by_db: std::collections::BTreeMap<PathBuf, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, (r, _, _)) in jobs.iter().enumerate() {
+        match opencode::reference_db(r) {
+            Some(db) => by_db.entry(db).or_default().push(i),
+            None => out[i] = Some(CheckOutcome::Inconclusive("bad opencode reference".into())),
+        }
+    }
+    for (db, idx) in by_db {
+        let probes: Vec<Probe<'_>> = idx
+            .iter()
+            .map(|&i| Probe {
+                reference_json: &jobs[i].0,
+                marker_json: &jobs[i].1,
+                own_recent_user_texts: &jobs[i].2,
+            })
+            .collect();
+        let outcomes =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_opencode_batch(&db, &probes)))
+                .unwrap_or_default();
+        for (n, &i) in idx.iter().enumerate() {
+            out[i] = Some(
+                outcomes.get(n).cloned().unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into())),
+            );
+        }
+    }
+    out.into_iter().map(|o| o.unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into()))).collect()
+}
+
 /// File path from a `{filePath}` reference.
 pub(crate) fn reference_path(reference_json: &str) -> Option<PathBuf> {
     let v: serde_json::Value = serde_json::from_str(reference_json).ok()?;

@@ -17,10 +17,9 @@ use serde_json::{Value, json};
 use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, is_valid_agent_id};
 use sessionwatch_kernel::RecordOutcome;
 use sessionwatch_store::{LinkUpsert, Store, UpstreamLinkRow};
-use sessionwatch_upstream::{CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError};
+use sessionwatch_upstream::{CatalogEntry, CatalogId, CheckOutcome, Homes, UpstreamError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -352,7 +351,8 @@ impl<S: Store> Gateway<S> {
                 .iter()
                 .map(|w| (w.link.reference_json.clone(), w.link.marker_json.clone(), w.own.clone()))
                 .collect();
-            let handle = tokio::task::spawn_blocking(move || run_checks(catalog, &jobs));
+            let handle =
+                tokio::task::spawn_blocking(move || sessionwatch_upstream::check_many(catalog, &jobs));
             let outcomes = match tokio::time::timeout(timeout, handle).await {
                 Ok(Ok(o)) => Some(o),
                 Ok(Err(e)) => {
@@ -581,54 +581,4 @@ impl<S: Store> Gateway<S> {
             }
         }
     }
-}
-
-/// Runs one catalog's checks (blocking). OpenCode links sharing a database are checked in one
-/// batched query; a panic in one check costs only that link.
-fn run_checks(catalog: CatalogId, jobs: &[(String, String, Vec<String>)]) -> Vec<CheckOutcome> {
-    let guarded = |f: &dyn Fn() -> CheckOutcome| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-            .unwrap_or_else(|_| CheckOutcome::Inconclusive("classifier panicked".into()))
-    };
-    if catalog != CatalogId::OpenCode {
-        return jobs
-            .iter()
-            .map(|(r, m, own)| {
-                guarded(&|| {
-                    sessionwatch_upstream::check(
-                        catalog,
-                        &Probe { reference_json: r, marker_json: m, own_recent_user_texts: own },
-                    )
-                })
-            })
-            .collect();
-    }
-    let mut out: Vec<Option<CheckOutcome>> = vec![None; jobs.len()];
-    let mut by_db: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
-    for (i, (r, _, _)) in jobs.iter().enumerate() {
-        match sessionwatch_upstream::opencode::reference_db(r) {
-            Some(db) => by_db.entry(db).or_default().push(i),
-            None => out[i] = Some(CheckOutcome::Inconclusive("bad opencode reference".into())),
-        }
-    }
-    for (db, idx) in by_db {
-        let probes: Vec<Probe<'_>> = idx
-            .iter()
-            .map(|&i| Probe {
-                reference_json: &jobs[i].0,
-                marker_json: &jobs[i].1,
-                own_recent_user_texts: &jobs[i].2,
-            })
-            .collect();
-        let outcomes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            sessionwatch_upstream::check_opencode_batch(&db, &probes)
-        }))
-        .unwrap_or_default();
-        for (n, &i) in idx.iter().enumerate() {
-            out[i] = Some(
-                outcomes.get(n).cloned().unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into())),
-            );
-        }
-    }
-    out.into_iter().map(|o| o.unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into()))).collect()
 }

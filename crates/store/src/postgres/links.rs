@@ -93,6 +93,22 @@ impl PostgresStore {
         Ok(outcome)
     }
 
+    pub(crate) async fn links_of_host_pg(&self, host_id: &str) -> Result<Vec<UpstreamLinkRow>> {
+        let client = self.client().await?;
+        query(
+            &client,
+            &format!(
+                "SELECT {LINK_COLUMNS} FROM session_upstream_links WHERE host_id = $1 \
+                 ORDER BY session_key COLLATE \"C\", agent_id COLLATE \"C\""
+            ),
+            &[&host_id],
+        )
+        .await?
+        .iter()
+        .map(link_from_row)
+        .collect()
+    }
+
     pub(crate) async fn watched_links_pg(&self) -> Result<Vec<UpstreamLinkRow>> {
         let client = self.client().await?;
         let cols = LINK_COLUMNS.split(", ").map(|c| format!("l.{c}")).collect::<Vec<_>>().join(", ");

@@ -433,6 +433,10 @@ impl Store for PostgresStore {
         self.watched_links_pg().await
     }
 
+    async fn links_of_host(&self, host_id: String) -> Result<Vec<UpstreamLinkRow>> {
+        self.links_of_host_pg(&host_id).await
+    }
+
     async fn advance_link_marker(
         &self,
         key: String,

@@ -87,6 +87,16 @@ impl SqliteStore {
         })
     }
 
+    pub(crate) fn links_of_host_sync(&self, host_id: &str) -> Result<Vec<UpstreamLinkRow>> {
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!(
+                "SELECT {LINK_COLUMNS} FROM session_upstream_links WHERE host_id = ?1 ORDER BY session_key, agent_id"
+            ))?
+            .query_map([host_id], link_from_row)?
+            .collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
     pub(crate) fn advance_link_marker_op(
         tx: &Connection,
         key: &str,

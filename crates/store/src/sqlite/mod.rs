@@ -490,6 +490,10 @@ impl Store for SqliteStore {
         self.blocking(move |s| s.watched_links_sync()).await
     }
 
+    async fn links_of_host(&self, host_id: String) -> Result<Vec<UpstreamLinkRow>> {
+        self.blocking(move |s| s.links_of_host_sync(&host_id)).await
+    }
+
     async fn advance_link_marker(
         &self,
         key: String,

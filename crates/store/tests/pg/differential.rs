@@ -210,7 +210,7 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
                 session_key: k.into(),
                 agent_id: agent,
                 catalog_id: "claude".into(),
-                host_id: "local".into(),
+                host_id: if r.chance(50) { "local".into() } else { "node:box".into() },
                 thread_id: format!("th-{}", r.below(2)),
                 upstream_kind: "jsonl".into(),
                 reference_json: "{}".into(),
@@ -223,7 +223,8 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
             show(s.upsert_link(link).await)
         }
         88 => show(s.get_link(k.into(), agent).await),
-        89 => show(s.watched_links().await),
+        89 if r.chance(50) => show(s.watched_links().await),
+        89 => show(s.links_of_host("node:box".into()).await),
         90 => show(
             s.advance_link_marker(k.into(), agent, now - r.below(2) as i64, "{\"offset\":9}".into(), now)
                 .await,
