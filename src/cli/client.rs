@@ -384,6 +384,55 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
+#[derive(Subcommand, Debug)]
+pub enum NodesCommand {
+    /// Issue a token for a new remote node (printed once: save it as the node's `node-token`).
+    Add {
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// The nodes: last seen, sessions, monitor lag.
+    List {
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Revoke a node's token.
+    Revoke {
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+pub async fn nodes(cmd: NodesCommand) -> anyhow::Result<ExitCode> {
+    use reqwest::Method;
+    let (conn, method, path, body) = match cmd {
+        NodesCommand::Add { name, conn } => {
+            (conn, Method::POST, "/v1/nodes".to_string(), Some(json!({ "name": name })))
+        }
+        NodesCommand::List { conn } => (conn, Method::GET, "/v1/nodes".to_string(), None),
+        NodesCommand::Revoke { name, conn } => {
+            (conn, Method::DELETE, format!("/v1/nodes/{}", enc(&name)), None)
+        }
+    };
+    let raw = conn.json;
+    let c = Client::new(conn)?;
+    let (status, answer) = c.call(method, &path, body).await?;
+    if let (200, Some(token)) = (status, answer["token"].as_str()) {
+        if raw {
+            println!("{answer}");
+        } else {
+            // The token alone on stdout, so it can be piped into the node's token file.
+            println!("{token}");
+            eprintln!("Save it on the node as its node-token (mode 0600); it is not shown again.");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_answer(&answer, raw);
+    Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
 /// Prints the dashboard's one-time login URL (the token itself never goes into a URL).
 async fn ui(c: &Client) -> anyhow::Result<ExitCode> {
     let (status, answer) = c.call(reqwest::Method::POST, "/v1/ui/login-links", None).await?;

@@ -11,6 +11,7 @@ mod embedded;
 mod hook;
 mod hooks_install;
 mod mcp;
+mod node;
 mod serve;
 mod upstream;
 
@@ -42,11 +43,14 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Work on a signal-log database directly (no gateway needed).
     Db(db::DbArgs),
-    /// List the Claude Code, Codex, OpenCode and Pi sessions on this machine (read-only, local).
+    /// List the Claude Code, Codex, OpenCode and Pi sessions on this machine (read-only, local); with
+    /// --all, those of the running gateway's machine and of every remote node (through the gateway).
     Catalog {
-        /// Print `{"sessions":[...]}`.
+        /// Ask the running gateway: its machine's sessions and its nodes'.
         #[arg(long)]
-        json: bool,
+        all: bool,
+        #[command(flatten)]
+        conn: client::Conn,
     },
     /// Adopt a catalog session through the running gateway (`POST /v1/catalog/continue`).
     Adopt {
@@ -57,6 +61,9 @@ enum Command {
         /// The owning agent (default main): the key is `agent:<agent>:<catalog>:<thread>`.
         #[arg(long)]
         agent: Option<String>,
+        /// The session lives on this remote node: the key is `agent:<agent>:<catalog>@<node>:<thread>`.
+        #[arg(long)]
+        node: Option<String>,
         #[command(flatten)]
         conn: client::Conn,
     },
@@ -65,6 +72,11 @@ enum Command {
         #[command(flatten)]
         conn: client::Conn,
     },
+    /// Watch this machine's agent sessions for a central gateway (a remote node; see `nodes add`).
+    Node(node::NodeArgs),
+    /// Issue, list or revoke remote node tokens on the running gateway.
+    #[command(subcommand)]
+    Nodes(client::NodesCommand),
     /// Run by Claude Code and Codex hooks: forwards the hook's stdin to the gateway and prints the
     /// answer (notices as additionalContext, a Stop block). Never fails the agent: exit 0 always.
     Hook(hook::HookArgs),
@@ -92,10 +104,13 @@ pub fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Demo { json, open } => demo::run(json, open).await,
             Command::Db(args) => db::run(args).await,
-            Command::Catalog { json } => upstream::catalog(json),
-            Command::Adopt { catalog, thread, agent, conn } => {
-                upstream::adopt(catalog, thread, agent, conn).await
+            Command::Catalog { all: false, conn } => upstream::catalog(conn.json),
+            Command::Catalog { all: true, conn } => upstream::catalog_all(conn).await,
+            Command::Adopt { catalog, thread, agent, node, conn } => {
+                upstream::adopt(catalog, thread, agent, node, conn).await
             }
+            Command::Node(args) => node::run(args).await,
+            Command::Nodes(cmd) => client::nodes(cmd).await,
             Command::MonitorTick { conn } => upstream::monitor_tick(conn).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
@@ -122,4 +137,14 @@ pub fn init_tracing(default: &str) {
 
 pub fn default_data_dir() -> PathBuf {
     sessionwatch_server::config::default_data_dir()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every subcommand's arguments are well formed (clap checks names and flags only when asked).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
 }

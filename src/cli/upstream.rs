@@ -67,11 +67,43 @@ pub fn catalog(json_out: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sessionwatch catalog --all`: `GET /v1/catalog?all=true` on the running gateway (its machine's
+/// sessions and those its nodes last reported).
+pub async fn catalog_all(conn: Conn) -> anyhow::Result<ExitCode> {
+    let json_out = conn.json;
+    let c = Client::new(conn)?;
+    let (status, answer) = c.call(reqwest::Method::GET, "/v1/catalog?all=true", None).await?;
+    if status != 200 {
+        anyhow::bail!("the gateway answered {status}: {answer}");
+    }
+    if json_out {
+        println!("{answer}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sessions = answer["sessions"].as_array().cloned().unwrap_or_default();
+    for s in &sessions {
+        println!(
+            "{:<12} {:<9} {:<40} {:<24} {}",
+            s["node"].as_str().unwrap_or("(gateway)"),
+            s["catalogId"].as_str().unwrap_or("?"),
+            s["threadId"].as_str().unwrap_or("?"),
+            format_ms(s["updatedAt"].as_i64().unwrap_or(0)),
+            s["adopted"].as_str().map(|k| format!("adopted as {k}")).unwrap_or_default(),
+        );
+    }
+    println!(
+        "\n{} sessions; adopt one with: sessionwatch adopt CATALOG THREAD [--node NODE]",
+        sessions.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `sessionwatch adopt CATALOG THREAD [--agent A]`: `POST /v1/catalog/continue`.
 pub async fn adopt(
     catalog: String,
     thread: String,
     agent: Option<String>,
+    node: Option<String>,
     conn: Conn,
 ) -> anyhow::Result<ExitCode> {
     let raw = conn.json;
@@ -79,6 +111,9 @@ pub async fn adopt(
     let mut body = json!({ "catalogId": catalog, "threadId": thread });
     if let Some(a) = agent {
         body["agentId"] = a.into();
+    }
+    if let Some(n) = node {
+        body["node"] = n.into();
     }
     let (status, answer) = c.call(reqwest::Method::POST, "/v1/catalog/continue", Some(body)).await?;
     print_answer(&answer, raw);

@@ -5,6 +5,7 @@ mod browser;
 mod cli;
 mod mcp_docs;
 mod mcp_stdio;
+mod nodes;
 mod openclaw_wire;
 mod postgres;
 mod restart;

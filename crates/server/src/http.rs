@@ -83,12 +83,20 @@ pub fn app_with_shutdown<S: Store>(
         .route("/v1/hooks/tool-uses/{id}", get(tool_use::<S>))
         .route("/metrics", get(metrics::<S>))
         .route("/v1/ui/login-links", post(crate::dashboard::issue_login_link::<S>))
+        .route("/v1/nodes", get(crate::http_nodes::list::<S>).post(crate::http_nodes::issue::<S>))
+        .route("/v1/nodes/{name}", axum::routing::delete(crate::http_nodes::revoke::<S>))
         .nest_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token::<S>))
         .layer(axum::Extension(mcp_sessions));
+    let node_api = Router::new()
+        .route("/v1/node/sync", post(crate::http_nodes::sync::<S>))
+        .route("/v1/node/baselines", post(crate::http_nodes::baselines::<S>))
+        .route("/v1/node/outcomes", post(crate::http_nodes::outcomes::<S>))
+        .route_layer(middleware::from_fn_with_state(state.clone(), crate::http_nodes::require_node::<S>));
     Router::new()
         .route("/healthz", get(|| async { Json(json!({ "ok": true })) }))
         .merge(crate::dashboard::routes::<S>())
+        .merge(node_api)
         .merge(api)
         .fallback(|| async {
             error_response(StatusCode::NOT_FOUND, &ApiError::NotFound("no such route".into()))
@@ -179,7 +187,7 @@ pub fn error_response(status: StatusCode, e: &ApiError) -> Response {
 }
 
 /// Host API errors: unknown sessions are 404.
-fn host_error(e: ApiError) -> Response {
+pub(crate) fn host_error(e: ApiError) -> Response {
     let status = match &e {
         ApiError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
         ApiError::NotFound(_) | ApiError::UnknownTool(_) => StatusCode::NOT_FOUND,
@@ -193,7 +201,7 @@ fn host_error(e: ApiError) -> Response {
     error_response(status, &e)
 }
 
-fn host_answer(r: ApiResult<Value>) -> Response {
+pub(crate) fn host_answer(r: ApiResult<Value>) -> Response {
     match r {
         Ok(v) => Json(v).into_response(),
         Err(e) => host_error(e),
@@ -201,7 +209,7 @@ fn host_answer(r: ApiResult<Value>) -> Response {
 }
 
 /// Parses a JSON body; an empty body reads as `{}`.
-fn json_body(body: &Bytes) -> ApiResult<Value> {
+pub(crate) fn json_body(body: &Bytes) -> ApiResult<Value> {
     if body.iter().all(|b| b.is_ascii_whitespace()) {
         return Ok(json!({}));
     }
@@ -496,16 +504,18 @@ async fn run_result<S: Store>(
 }
 
 /// `GET /v1/catalog`: adoptable native sessions (Claude Code, Codex, OpenCode, Pi).
-async fn catalog<S: Store>(State(state): State<Shared<S>>) -> Response {
-    host_answer(state.gateway.catalog().await)
+async fn catalog<S: Store>(State(state): State<Shared<S>>, uri: axum::http::Uri) -> Response {
+    let all = query_param(&uri, "all").is_some_and(|v| v == "true" || v == "1");
+    host_answer(state.gateway.catalog(all).await)
 }
 
 /// `POST /v1/catalog/continue {catalogId, threadId, agentId?}`: adopt one.
 async fn catalog_continue<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     let run = async {
         let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["catalogId", "threadId", "agentId"])?;
-        state.gateway.continue_catalog(a.str("catalogId")?, a.str("threadId")?, a.opt_str("agentId")?).await
+        let a = Args::new("body", &v, &["catalogId", "threadId", "agentId", "node"])?;
+        let (catalog, thread, agent) = (a.str("catalogId")?, a.str("threadId")?, a.opt_str("agentId")?);
+        state.gateway.continue_catalog(catalog, thread, agent, a.opt_str("node")?).await
     };
     host_answer(run.await)
 }

@@ -9,8 +9,10 @@ pub mod error;
 pub mod gateway;
 pub mod guard;
 pub mod http;
+pub mod http_nodes;
 pub mod mcp;
 pub mod metrics;
+pub mod node_protocol;
 pub mod sse;
 pub mod wire;
 

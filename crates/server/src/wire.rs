@@ -129,3 +129,74 @@ pub fn tool_result(details: &Value) -> Value {
 pub fn login_link(path: &str, expires_in_seconds: u64) -> Value {
     json!({ "path": path, "expiresInSeconds": expires_in_seconds })
 }
+
+/// `POST /v1/catalog/continue` with a `node`: the adopted remote session.
+#[allow(clippy::too_many_arguments)]
+pub fn remote_adoption(
+    key: &str,
+    session_id: &str,
+    agent_id: &str,
+    catalog: &str,
+    thread: &str,
+    node: &str,
+    created: bool,
+    adopted: bool,
+    link: &str,
+    baseline: &str,
+) -> Value {
+    json!({
+        "sessionKey": key,
+        "sessionId": session_id,
+        "agentId": agent_id,
+        "catalogId": catalog,
+        "threadId": thread,
+        "node": node,
+        "created": created,
+        "adopted": adopted,
+        "linked": true,
+        "link": link,
+        "baseline": baseline,
+    })
+}
+
+/// `GET /v1/nodes`.
+pub fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
+    let rows: Vec<Value> = nodes
+        .iter()
+        .map(|n| {
+            json!({
+                "name": n.name,
+                "createdAt": n.created_at,
+                "lastSeenAt": n.last_seen_at,
+                "sessions": n.sessions,
+                "watchedSessions": n.watched,
+                "monitorLagMs": n.monitor_lag_ms,
+                "catalogSize": n.catalog_size,
+            })
+        })
+        .collect();
+    json!({ "nodes": rows })
+}
+
+/// `POST /v1/nodes`: the new node's token, shown once.
+pub fn node_token(name: &str, token: &str) -> Value {
+    json!({ "name": name, "token": token })
+}
+
+/// `GET /v1/catalog?all=true`: the nodes' sessions, beside the local ones.
+pub fn remote_catalog_entry(
+    node: &str,
+    e: &crate::node_protocol::RemoteEntry,
+    adopted: Option<String>,
+) -> Value {
+    let mut v = json!({
+        "catalogId": e.catalog_id,
+        "threadId": e.thread_id,
+        "updatedAt": e.updated_at,
+        "node": node,
+    });
+    if let Some(k) = adopted {
+        v["adopted"] = k.into();
+    }
+    v
+}

@@ -4,6 +4,7 @@
 mod home;
 mod hooks;
 mod host;
+pub mod nodes;
 mod notices;
 mod tool_args;
 pub mod tool_spec;
@@ -52,6 +53,8 @@ pub struct Gateway<S: Store> {
     monitor_source_timeout_ms: AtomicU64,
     /// Recent MCP tool calls announced by Claude Code `PreToolUse` hooks: tool-use id → session key.
     tool_uses: Mutex<std::collections::VecDeque<(String, String)>>,
+    /// What remote nodes last reported (`nodes.rs`).
+    nodes: nodes::NodeState,
 }
 
 pub const DEFAULT_AGENT: &str = "main";
@@ -97,6 +100,7 @@ impl<S: Store> Gateway<S> {
             monitor_running: AtomicBool::new(false),
             monitor_source_timeout_ms: AtomicU64::new(upstream::DEFAULT_SOURCE_TIMEOUT.as_millis() as u64),
             tool_uses: Mutex::default(),
+            nodes: nodes::NodeState::default(),
         })
     }
 

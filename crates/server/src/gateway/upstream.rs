@@ -14,7 +14,7 @@ use super::{Gateway, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
 use serde::Serialize;
 use serde_json::{Value, json};
-use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, is_valid_agent_id};
+use sessionwatch_core::{Actor, AgentSessionKey, NewEvent};
 use sessionwatch_kernel::RecordOutcome;
 use sessionwatch_store::{LinkUpsert, Store, UpstreamLinkRow};
 use sessionwatch_upstream::{CatalogEntry, CatalogId, CheckOutcome, Homes, UpstreamError};
@@ -104,11 +104,11 @@ impl Drop for TickGuard<'_> {
 }
 
 /// One link prepared for a tick.
-struct Work {
-    link: UpstreamLinkRow,
-    catalog: CatalogId,
-    session_id: String,
-    own: Vec<String>,
+pub(super) struct Work {
+    pub link: UpstreamLinkRow,
+    pub catalog: CatalogId,
+    pub session_id: String,
+    pub own: Vec<String>,
 }
 
 fn catalog_entry_json(e: &CatalogEntry, adopted: Option<String>) -> Value {
@@ -159,7 +159,7 @@ impl<S: Store> Gateway<S> {
 
     /// `GET /v1/catalog`: every native session on this machine, newest first, with the key of the
     /// adopted session when it is linked (under any agent's default key `agent:main:…`).
-    pub async fn catalog(&self) -> ApiResult<Value> {
+    pub async fn catalog(&self, with_nodes: bool) -> ApiResult<Value> {
         let homes = self.homes();
         let entries =
             tokio::task::spawn_blocking(move || sessionwatch_upstream::discover(&homes, &mut |_, _| {}))
@@ -171,6 +171,14 @@ impl<S: Store> Gateway<S> {
             let key = adopted_key(super::DEFAULT_AGENT, e.catalog_id, &e.thread_id);
             let linked = store.get_link(key.clone(), super::DEFAULT_AGENT.to_string()).await?;
             sessions.push(catalog_entry_json(e, linked.map(|_| key)));
+        }
+        if with_nodes {
+            for (node, e) in self.remote_catalog() {
+                let Some(catalog) = CatalogId::parse(&e.catalog_id) else { continue };
+                let key = super::nodes::remote_key(super::DEFAULT_AGENT, catalog, &node, &e.thread_id);
+                let linked = store.get_link(key.clone(), super::DEFAULT_AGENT.to_string()).await?;
+                sessions.push(crate::wire::remote_catalog_entry(&node, &e, linked.map(|_| key)));
+            }
         }
         Ok(json!({ "sessions": sessions }))
     }
@@ -184,18 +192,18 @@ impl<S: Store> Gateway<S> {
         catalog_id: &str,
         thread_id: &str,
         agent_id: Option<&str>,
+        node: Option<&str>,
     ) -> ApiResult<Value> {
         let catalog = CatalogId::parse(catalog_id).ok_or_else(|| {
             ApiError::invalid(format!(
                 "unknown catalogId {catalog_id:?}: expected claude, codex, opencode or pi"
             ))
         })?;
-        let agent =
-            agent_id.map(|a| a.trim().to_ascii_lowercase()).unwrap_or_else(|| super::DEFAULT_AGENT.into());
-        if !is_valid_agent_id(&agent) {
-            return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")));
-        }
+        let agent = super::nodes::adoption_agent(agent_id)?;
         let thread = thread_id.trim().to_string();
+        if let Some(node) = node {
+            return self.continue_on_node(catalog, &thread, &agent, node).await;
+        }
         let homes = self.homes();
         let t = thread.clone();
         let adoption = tokio::task::spawn_blocking(move || sessionwatch_upstream::adopt(&homes, catalog, &t))
@@ -337,7 +345,7 @@ impl<S: Store> Gateway<S> {
                 return report;
             }
         };
-        report.links = links.len();
+        report.links = links.iter().filter(|l| !super::nodes::is_node_host(&l.host_id)).count();
         let work = self.prepare(links, &mut report).await;
 
         // Run each catalog's classifiers on the blocking pool, concurrently, each bounded.
@@ -393,6 +401,10 @@ impl<S: Store> Gateway<S> {
         let store = self.kernel.store();
         let mut out = Vec::new();
         for link in links {
+            // A remote node checks its own sources (`sessionwatch node`); the gateway cannot read them.
+            if super::nodes::is_node_host(&link.host_id) {
+                continue;
+            }
             if ambiguous.contains(&link.session_key) {
                 tracing::warn!(
                     session = %link.session_key,
@@ -435,7 +447,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Applies one outcome: record first, then advance; count missing streaks durably.
-    async fn apply(&self, w: Work, outcome: CheckOutcome, report: &mut TickReport) {
+    pub(super) async fn apply(&self, w: Work, outcome: CheckOutcome, report: &mut TickReport) {
         let store = self.kernel.store();
         let link = &w.link;
         let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);

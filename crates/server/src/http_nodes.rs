@@ -1,0 +1,114 @@
+//! HTTP for remote nodes: the admin's `/v1/nodes` (bearer token) and the nodes' own `/v1/node/*`
+//! (a node token, which opens nothing else).
+
+use crate::args::Args;
+use crate::error::ApiError;
+use crate::http::{AppState, bearer_credentials, error_response, host_answer, host_error, json_body};
+use crate::node_protocol::{BaselineReport, OutcomeReport, SyncRequest};
+use axum::body::Bytes;
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::de::DeserializeOwned;
+use sessionwatch_store::Store;
+use std::sync::Arc;
+
+type Shared<S> = Arc<AppState<S>>;
+
+/// The node a `/v1/node/*` request comes from (its token's).
+#[derive(Clone, Debug)]
+pub struct NodeName(pub String);
+
+/// `/v1/node/*` takes a node token only; the admin token is not a node.
+pub async fn require_node<S: Store>(
+    State(state): State<Shared<S>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let given =
+        req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_credentials);
+    let node = match given {
+        Some(t) => state.gateway.node_of_token(t).await,
+        None => Ok(None),
+    };
+    match node {
+        Ok(Some(name)) => {
+            req.extensions_mut().insert(NodeName(name));
+            next.run(req).await
+        }
+        Ok(None) => error_response(
+            StatusCode::UNAUTHORIZED,
+            &ApiError::Unauthorized("missing, unknown or revoked node token".into()),
+        ),
+        Err(e) => host_error(e),
+    }
+}
+
+fn typed<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("malformed body: {e}")))
+}
+
+pub async fn sync<S: Store>(
+    State(state): State<Shared<S>>,
+    Extension(NodeName(node)): Extension<NodeName>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let req: SyncRequest = typed(&body)?;
+        state.gateway.node_sync(&node, req).await
+    };
+    match run.await {
+        Ok(answer) => Json(answer).into_response(),
+        Err(e) => host_error(e),
+    }
+}
+
+pub async fn baselines<S: Store>(
+    State(state): State<Shared<S>>,
+    Extension(NodeName(node)): Extension<NodeName>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let reports: Vec<BaselineReport> = typed(&body)?;
+        let linked = state.gateway.node_baselines(&node, reports).await?;
+        Ok(serde_json::json!({ "linked": linked }))
+    };
+    host_answer(run.await)
+}
+
+pub async fn outcomes<S: Store>(
+    State(state): State<Shared<S>>,
+    Extension(NodeName(node)): Extension<NodeName>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let reports: Vec<OutcomeReport> = typed(&body)?;
+        let tick = state.gateway.node_outcomes(&node, reports).await?;
+        serde_json::to_value(tick).map_err(|e| ApiError::Internal(e.to_string()))
+    };
+    host_answer(run.await)
+}
+
+/// `GET /v1/nodes`.
+pub async fn list<S: Store>(State(state): State<Shared<S>>) -> Response {
+    host_answer(state.gateway.node_statuses().await.map(|n| crate::wire::nodes(&n)))
+}
+
+/// `POST /v1/nodes {name}`: issues a node token.
+pub async fn issue<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+    let run = async {
+        let v = json_body(&body)?;
+        let a = Args::new("body", &v, &["name"])?;
+        let name = a.str("name")?.trim().to_string();
+        let token = state.gateway.issue_node(&name).await?;
+        Ok(crate::wire::node_token(&name, &token))
+    };
+    host_answer(run.await)
+}
+
+/// `DELETE /v1/nodes/{name}`: revokes its token.
+pub async fn revoke<S: Store>(State(state): State<Shared<S>>, Path(name): Path<String>) -> Response {
+    host_answer(state.gateway.revoke_node(&name).await.map(|()| serde_json::json!({ "revoked": name })))
+}
