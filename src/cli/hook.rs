@@ -23,6 +23,10 @@ pub struct HookArgs {
     /// The sessionwatch agent that owns the session (default main): `agent:<id>:<cli>:<session id>`.
     #[arg(long)]
     agent_id: Option<String>,
+    /// This machine is the remote node NAME of a central gateway: the session is the node's
+    /// (`agent:<id>:<cli>@NAME:<session id>`), which that node's monitor watches.
+    #[arg(long, env = "SESSIONWATCH_NODE")]
+    node: Option<String>,
     /// Gateway URL.
     #[arg(long, env = "SESSIONWATCH_URL", default_value = "http://127.0.0.1:7420")]
     url: String,
@@ -71,6 +75,9 @@ async fn answer(args: &HookArgs) -> anyhow::Result<Option<String>> {
     let mut body = json!({ "cli": input.cli.as_str(), "event": input.event.as_str(), "input": raw });
     if let Some(a) = &args.agent_id {
         body["agentId"] = a.clone().into();
+    }
+    if let Some(n) = &args.node {
+        body["node"] = n.clone().into();
     }
     // No client timeout of its own: the caller bounds the whole hook (stdin, connect, answer) once.
     let http = reqwest::Client::new();

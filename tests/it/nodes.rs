@@ -231,7 +231,7 @@ fn free_port() -> u16 {
 }
 
 fn serve_on(dir: &Path, port: u16) -> Child {
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
         .arg(dir)
         .env("SESSIONWATCH_LOG", "warn")
@@ -245,6 +245,8 @@ fn serve_on(dir: &Path, port: u16) -> Child {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("serve did not start on {port}");
 }
 
@@ -354,4 +356,55 @@ async fn a_node_token_opens_only_its_own_sessions() {
     assert!(!other.tick(&s.base), "revoked");
     let r = post("/v1/node/sync", &other_token, json!({ "catalog": [] })).await.unwrap();
     assert_eq!(r.status(), 401);
+}
+
+fn run_hook(base: &str, token: &str, event: &str, stdin: &Value) -> String {
+    let mut child = Command::new(bin())
+        .args(["hook", event, "--agent", "claude", "--node", NODE, "--url", base, "--token", token])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Hooks on the node's machine (`sessionwatch hook --node NAME`) and the node's monitor speak of one
+/// session: the hook's prompt and the node's classification of the same turn are one event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_and_the_node_share_one_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let host = RemoteHost::new(&s, dir.path(), NODE);
+    let transcript = host.transcript();
+    let start = json!({ "session_id": THREAD, "transcript_path": transcript, "cwd": "/w",
+        "hook_event_name": "SessionStart", "source": "startup" });
+    run_hook(&s.base, &s.token, "SessionStart", &start);
+    let link = get(&s, "/v1/nodes").await;
+    assert_eq!(link["nodes"][0]["sessions"], 1, "the hook adopted the node's session: {link}");
+    s.tool(
+        MAIN,
+        "sessions_send",
+        json!({ "sessionKey": key(), "message": ECHO, "timeoutSeconds": 0, "watch": true }),
+    )
+    .await;
+    assert!(host.tick(&s.base), "the node takes the baseline");
+
+    // A human types: the hook sees the prompt at once, the node later sees the same turn in the file.
+    let prompt_id = "7d3c2f7e-1111-4222-8333-944455556666";
+    let submit = json!({ "session_id": THREAD, "transcript_path": transcript, "cwd": "/w",
+        "hook_event_name": "UserPromptSubmit", "prompt": "a human on the build box", "prompt_id": prompt_id });
+    run_hook(&s.base, &s.token, "UserPromptSubmit", &submit);
+    assert_eq!(human_turns(&s).await.0, 1, "recorded at the source");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+    let row = json!({"type":"user","uuid":"u-hooked","sessionId":THREAD,"promptId":prompt_id,
+        "timestamp":"2026-12-02T10:00:00.000Z","userType":"external","promptSource":"typed",
+        "origin":{"kind":"human"},"message":{"role":"user","content":"a human on the build box"}});
+    writeln!(f, "{row}").unwrap();
+    assert!(host.tick(&s.base));
+    assert_eq!(human_turns(&s).await.0, 1, "the node's report of the same turn is the same event");
 }

@@ -532,12 +532,13 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
 }
 
 /// `POST /v1/hooks`: one Claude Code / Codex hook (`sessionwatch hook <event>` forwards its stdin):
-/// `{"cli": "claude"|"codex", "event": "<HookEvent>", "agentId"?: "<agent>", "input": {<hook stdin>}}`.
+/// `{"cli": "claude"|"codex", "event": "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>",
+/// "input": {<hook stdin>}}`.
 async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     use sessionwatch_upstream::hook::{HookCli, parse_input};
     let run = async {
         let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["cli", "event", "agentId", "input"])?;
+        let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "input"])?;
         let cli = a.str("cli")?;
         let cli = HookCli::parse(cli)
             .ok_or_else(|| ApiError::invalid(format!("unknown cli {cli:?}: expected claude or codex")))?;
@@ -549,7 +550,7 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
         let raw = serde_json::to_vec(input).map_err(|e| ApiError::Internal(e.to_string()))?;
         let input =
             parse_input(&raw, Some(event), Some(cli), None).map_err(|e| ApiError::invalid(e.to_string()))?;
-        let outcome = state.gateway.hook(&input, a.opt_str("agentId")?).await?;
+        let outcome = state.gateway.hook(&input, a.opt_str("agentId")?, a.opt_str("node")?).await?;
         Ok(crate::wire::hook_outcome(&outcome))
     };
     host_answer(run.await)

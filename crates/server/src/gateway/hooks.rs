@@ -28,24 +28,37 @@ const STOP_HEADER: &str = "sessionwatch: before you finish, sessions you depend 
      (each notice is shown once and is now acknowledged). Reconcile with session_status changesSince, then finish:";
 
 impl<S: Store> Gateway<S> {
-    /// Handles one hook of a Claude Code or Codex session run by `agent` (default `main`).
-    pub async fn hook(self: &Arc<Self>, input: &HookInput, agent: Option<&str>) -> ApiResult<HookOutcome> {
+    /// Handles one hook of a Claude Code or Codex session run by `agent` (default `main`), on this
+    /// gateway's machine or, with `node`, on that remote node (then the session is the node's, the
+    /// one its monitor reports on, so hooks and node speak of one session).
+    pub async fn hook(
+        self: &Arc<Self>,
+        input: &HookInput,
+        agent: Option<&str>,
+        node: Option<&str>,
+    ) -> ApiResult<HookOutcome> {
         let agent =
             agent.map(|a| a.trim().to_ascii_lowercase()).unwrap_or_else(|| super::DEFAULT_AGENT.into());
         if !is_valid_agent_id(&agent) {
             return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")));
         }
         let catalog = input.cli.catalog();
-        let r = self.adopted_ref(&agent, catalog, &input.session_id)?;
+        if node.is_some_and(|n| !super::nodes::is_valid_node_name(n)) {
+            return Err(ApiError::invalid(format!("node {node:?} is not a node name")));
+        }
+        let r = match node {
+            None => self.adopted_ref(&agent, catalog, &input.session_id)?,
+            Some(n) => self.remote_ref(&agent, catalog, n, &input.session_id)?,
+        };
         let mut outcome =
             HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
         match input.event {
             HookEvent::SessionStart => {
-                self.adopt_hooked(&r, input).await?;
+                self.adopt_hooked(&r, input, node).await?;
                 outcome.reply.context = self.drain_context(&r).await;
             }
             HookEvent::UserPromptSubmit => {
-                self.adopt_hooked(&r, input).await?;
+                self.adopt_hooked(&r, input, node).await?;
                 outcome.recorded = self.record_prompt(&r, input).await?;
                 outcome.reply.context = self.drain_context(&r).await;
             }
@@ -64,7 +77,7 @@ impl<S: Store> Gateway<S> {
                     outcome.reply.block = self.drain_text(&r, STOP_HEADER).await;
                 }
             }
-            HookEvent::SubagentStart => self.subagent_started(&r, input).await?,
+            HookEvent::SubagentStart => self.subagent_started(&r, input, node).await?,
             HookEvent::SubagentStop => self.subagent_stopped(input).await?,
         }
         Ok(outcome)
@@ -72,12 +85,20 @@ impl<S: Store> Gateway<S> {
 
     /// Adopts the session from the transcript the hook names, unless it is already linked (then
     /// nothing is written: a hook's common path is one read).
-    async fn adopt_hooked(&self, r: &SessionRef, input: &HookInput) -> ApiResult<()> {
+    async fn adopt_hooked(&self, r: &SessionRef, input: &HookInput, node: Option<&str>) -> ApiResult<()> {
         let store = self.kernel.store();
         if store.get_link(r.key.clone(), r.agent_id.clone()).await?.is_some() {
             return Ok(());
         }
-        let Some(path) = input.transcript_path.clone() else {
+        // On a registered node the transcript is that machine's: the node takes the baseline.
+        if let Some(n) = node
+            && store.list_nodes().await?.iter().any(|x| x.name == n)
+        {
+            self.continue_on_node(input.cli.catalog(), &input.session_id, &r.agent_id, n).await?;
+            return Ok(());
+        }
+        let path = if node.is_some() { None } else { input.transcript_path.clone() };
+        let Some(path) = path else {
             // Without a transcript there is nothing to monitor: the session still exists.
             self.ensure_session(
                 r,
@@ -149,8 +170,13 @@ impl<S: Store> Gateway<S> {
 
     /// A native sub-agent is a spawn edge: a child session spawned by this one, with `child_spawned`
     /// seeding the parent's watch and a run that its `SubagentStop` finishes.
-    async fn subagent_started(&self, parent: &SessionRef, input: &HookInput) -> ApiResult<()> {
-        self.adopt_hooked(parent, input).await?;
+    async fn subagent_started(
+        &self,
+        parent: &SessionRef,
+        input: &HookInput,
+        node: Option<&str>,
+    ) -> ApiResult<()> {
+        self.adopt_hooked(parent, input, node).await?;
         let sub = input.subagent_id.as_deref().unwrap_or_default();
         let child =
             SessionRef { key: subagent_key(&parent.agent_id, input, sub), agent_id: parent.agent_id.clone() };

@@ -299,6 +299,21 @@ impl<S: Store> Gateway<S> {
         Ok(tick)
     }
 
+    /// The session of a thread on node `node`, `agent:<agent>:<catalog>@<node>:<thread>`.
+    pub(super) fn remote_ref(
+        &self,
+        agent: &str,
+        catalog: CatalogId,
+        node: &str,
+        thread: &str,
+    ) -> ApiResult<SessionRef> {
+        let raw = remote_key(agent, catalog, node, thread);
+        let key = AgentSessionKey::parse(&raw).ok_or_else(|| {
+            ApiError::invalid(format!("thread id {thread:?} does not make a valid session key"))
+        })?;
+        Ok(SessionRef { key: key.as_str().to_string(), agent_id: agent.to_string() })
+    }
+
     /// `POST /v1/catalog/continue` with a `node`: adopts a session that lives on that node. The
     /// session and its link are created now; the node takes the baseline on its next tick.
     pub(super) async fn continue_on_node(
