@@ -179,6 +179,21 @@ async fn a_human_on_the_node_is_reported_once() {
     assert_eq!((n["sessions"].as_u64(), n["watchedSessions"].as_u64()), (Some(1), Some(1)));
     assert!(n["lastSeenAt"].as_i64().unwrap() > 0 && n["monitorLagMs"].as_i64().is_some(), "{n}");
     assert!(n["catalogSize"].as_u64().unwrap() >= 1);
+    let out = Command::new(bin())
+        .args(["catalog", "--all", "--url", &s.base, "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains(THREAD)).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with(NODE) && line.contains(&format!("adopted as {}", key())), "{line}");
+    let out = Command::new(bin())
+        .args(["nodes", "list", "--json", "--url", &s.base, "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["nodes"][0]["name"], NODE);
 
     // No transcript content left the machine: the gateway's database holds none of the typed text.
     let db = std::fs::read(dir.path().join("sessionwatch.db")).unwrap();
