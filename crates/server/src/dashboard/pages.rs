@@ -202,6 +202,23 @@ pub fn overview(o: &Overview, logged_in: bool) -> Markup {
                 span { "page " (o.query.page + 1) }
                 @if o.has_more { a rel="next" href=(overview_href(&o.query, o.query.page + 1)) { "older →" } }
             }
+            @if !o.nodes.is_empty() {
+                h2 { "Remote nodes" }
+                table.nodes #nodes {
+                    thead { tr { th { "Node" } th { "Last seen" } th { "Sessions" } th { "Watched" } th { "Monitor lag" } } }
+                    tbody {
+                        @for n in &o.nodes {
+                            tr data-node=(n.name) {
+                                td { (n.name) }
+                                td { (n.last_seen_at.map(time).unwrap_or_else(|| "never".into())) }
+                                td.num { (n.sessions) }
+                                td.num { (n.watched) }
+                                td.num { (n.monitor_lag_ms.map(|ms| format!("{:.0} s", ms as f64 / 1000.0)).unwrap_or_else(|| "—".into())) }
+                            }
+                        }
+                    }
+                }
+            }
             h2 { "Who watches whom" }
             p.legend { "An arrow goes from the watcher to the session it watches; red: a notice is pending (the watcher has not seen up to M). "
                 "Labels: N, the frozen watermark of the pending notice, and M, the latest change. "

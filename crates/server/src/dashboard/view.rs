@@ -69,6 +69,8 @@ pub struct Edge {
 pub struct Overview {
     pub query: OverviewQuery,
     pub counts: Counts,
+    /// Remote nodes (`sessionwatch node`) and how current their reports are.
+    pub nodes: Vec<crate::gateway::nodes::NodeStatus>,
     pub sessions: Vec<SessionLine>,
     pub has_more: bool,
     pub edges: Vec<Edge>,
@@ -179,7 +181,8 @@ pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> a
             }
         })
         .collect();
-    Ok(Overview { query, counts: counts(gateway), sessions, has_more, edges })
+    let nodes = gateway.node_statuses().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Overview { query, counts: counts(gateway), nodes, sessions, has_more, edges })
 }
 
 /// The page of events ending just before `before` (the newest page when `None`), newest first.
