@@ -129,26 +129,14 @@ pub async fn monitor_tick(conn: Conn) -> anyhow::Result<ExitCode> {
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
-/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC` (`-` for none).
 fn format_ms(ms: i64) -> String {
     if ms <= 0 {
         return "-".into();
     }
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|_| "-".into())
 }
 
 #[cfg(test)]

@@ -40,6 +40,22 @@ impl ApiError {
         }
     }
 
+    /// The HTTP status of this error everywhere it is answered (the host API, the guard, the nodes'
+    /// routes). `/tools/invoke` answers OpenClaw's statuses instead (`http.rs` `invoke_tool`).
+    pub fn status(&self) -> axum::http::StatusCode {
+        use axum::http::StatusCode;
+        match self {
+            ApiError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) | ApiError::UnknownTool(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
     pub fn body(&self) -> Value {
         json!({ "ok": false, "error": { "type": self.kind(), "message": self.to_string() } })
     }

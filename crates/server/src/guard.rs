@@ -9,7 +9,7 @@
 use crate::error::ApiError;
 use crate::http::error_response;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use std::sync::Arc;
@@ -56,11 +56,7 @@ fn origin_authority(origin: &str) -> Option<&str> {
 
 pub async fn cross_site_guard(State(allowed): State<AllowedHosts>, req: Request, next: Next) -> Response {
     if let Err(e) = check(&allowed, &req) {
-        let status = match e {
-            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            _ => StatusCode::FORBIDDEN,
-        };
-        return error_response(status, &e);
+        return error_response(e.status(), &e);
     }
     next.run(req).await
 }

@@ -188,17 +188,7 @@ pub fn error_response(status: StatusCode, e: &ApiError) -> Response {
 
 /// Host API errors: unknown sessions are 404.
 pub(crate) fn host_error(e: ApiError) -> Response {
-    let status = match &e {
-        ApiError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
-        ApiError::NotFound(_) | ApiError::UnknownTool(_) => StatusCode::NOT_FOUND,
-        ApiError::Conflict(_) => StatusCode::CONFLICT,
-        ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-        ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-        ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-        ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    error_response(status, &e)
+    error_response(e.status(), &e)
 }
 
 pub(crate) fn host_answer(r: ApiResult<Value>) -> Response {

@@ -4,7 +4,7 @@
 
 use crate::http::{AppState, error_response, query_param};
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -23,7 +23,7 @@ pub async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -
                 gateway.kernel().host_session(&r.key, &r.agent_id).await;
                 Some(r.key)
             }
-            Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
+            Err(e) => return error_response(e.status(), &e),
         },
         None => None,
     };
