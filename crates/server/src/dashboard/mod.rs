@@ -84,6 +84,20 @@ fn access<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> Access {
     Access::Denied
 }
 
+/// Whether a page may be shown: `Ok(true)` for a logged-in browser (its pages offer a logout), else a
+/// redirect to the login form.
+#[allow(clippy::result_large_err)]
+fn page_access<S: Store>(
+    state: &AppState<S>,
+    headers: &HeaderMap,
+    uri: &axum::http::Uri,
+) -> Result<bool, Response> {
+    match access(state, headers) {
+        Access::Denied => Err(to_login(uri)),
+        a => Ok(a == Access::Cookie),
+    }
+}
+
 /// True when a browser's login cookie opens this request (the stream's check).
 pub fn has_login_cookie<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> bool {
     login_cookie(headers).is_some_and(|c| state.logins.is_valid(c))
@@ -162,11 +176,10 @@ async fn overview<S: Store>(
     uri: axum::http::Uri,
     params: Result<Query<OverviewParams>, QueryRejection>,
 ) -> Response {
-    let access = access(&state, &headers);
-    if access == Access::Denied {
-        return to_login(&uri);
-    }
-    let logged_in = access == Access::Cookie;
+    let logged_in = match page_access(&state, &headers, &uri) {
+        Ok(cookie) => cookie,
+        Err(to_login) => return to_login,
+    };
     let Ok(Query(p)) = params else { return bad_request(false, "the query string is malformed") };
     let kind = match p.kind.as_deref().filter(|k| !k.is_empty()) {
         None => None,
@@ -211,11 +224,10 @@ async fn session<S: Store>(
     Path((agent, rest)): Path<(String, String)>,
     params: Result<Query<SessionParams>, QueryRejection>,
 ) -> Response {
-    let access = access(&state, &headers);
-    if access == Access::Denied {
-        return to_login(&uri);
-    }
-    let logged_in = access == Access::Cookie;
+    let logged_in = match page_access(&state, &headers, &uri) {
+        Ok(cookie) => cookie,
+        Err(to_login) => return to_login,
+    };
     let Ok(Query(p)) = params else { return bad_request(false, "the query string is malformed") };
     let (Ok(before), Ok(since)) = (sequence_param(p.before.as_deref()), sequence_param(p.since.as_deref()))
     else {

@@ -46,10 +46,7 @@ impl<S: Store> Gateway<S> {
         if node.is_some_and(|n| !super::nodes::is_valid_node_name(n)) {
             return Err(ApiError::invalid(format!("node {node:?} is not a node name")));
         }
-        let r = match node {
-            None => self.adopted_ref(&agent, catalog, &input.session_id)?,
-            Some(n) => self.remote_ref(&agent, catalog, n, &input.session_id)?,
-        };
+        let r = self.adopted_ref(&agent, catalog, &input.session_id, node)?;
         let mut outcome =
             HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
         match input.event {

@@ -10,12 +10,12 @@
 //! evidence of deletion: only three consecutive definite `Missing` reports remove a link.
 
 use super::upstream::{OWN_TEXT_LIMIT, TickReport, Work};
-use super::{DEFAULT_AGENT, Gateway, SessionRef, SessionSpec};
+use super::{DEFAULT_AGENT, Gateway, SessionRef};
 use crate::error::{ApiError, ApiResult};
 use crate::node_protocol::{
     BaselineReport, BaselineResult, NodeLink, OutcomeReport, SyncAnswer, SyncRequest,
 };
-use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, is_valid_agent_id};
+use sessionwatch_core::is_valid_agent_id;
 use sessionwatch_store::{LinkUpsert, Store, UpstreamLinkRow};
 use sessionwatch_upstream::CatalogId;
 use sha2::{Digest, Sha256};
@@ -299,21 +299,6 @@ impl<S: Store> Gateway<S> {
         Ok(tick)
     }
 
-    /// The session of a thread on node `node`, `agent:<agent>:<catalog>@<node>:<thread>`.
-    pub(super) fn remote_ref(
-        &self,
-        agent: &str,
-        catalog: CatalogId,
-        node: &str,
-        thread: &str,
-    ) -> ApiResult<SessionRef> {
-        let raw = remote_key(agent, catalog, node, thread);
-        let key = AgentSessionKey::parse(&raw).ok_or_else(|| {
-            ApiError::invalid(format!("thread id {thread:?} does not make a valid session key"))
-        })?;
-        Ok(SessionRef { key: key.as_str().to_string(), agent_id: agent.to_string() })
-    }
-
     /// `POST /v1/catalog/continue` with a `node`: adopts a session that lives on that node. The
     /// session and its link are created now; the node takes the baseline on its next tick.
     pub(super) async fn continue_on_node(
@@ -330,26 +315,8 @@ impl<S: Store> Gateway<S> {
         if !store.list_nodes().await?.iter().any(|n| n.name == node) {
             return Err(ApiError::NotFound(format!("no node named {node:?} (see GET /v1/nodes)")));
         }
-        let raw = remote_key(agent, catalog, node, thread);
-        let key = AgentSessionKey::parse(&raw).ok_or_else(|| {
-            ApiError::invalid(format!("thread id {thread:?} does not make a valid session key"))
-        })?;
-        let r = SessionRef { key: key.as_str().to_string(), agent_id: agent.to_string() };
-        let (row, created) = self
-            .ensure_session(
-                &r,
-                SessionSpec {
-                    channel: Some(catalog.as_str()),
-                    created_via: Some("catalog"),
-                    creator: Some(Actor::system()),
-                    creator_label: Some(catalog.as_str()),
-                    ..SessionSpec::default()
-                },
-            )
-            .await?;
-        let adopted = NewEvent::adopted(&r.key, &r.agent_id, catalog.as_str(), Actor::system())
-            .with_session_id(Some(row.session_id.clone()));
-        let recorded = self.kernel.record(adopted, vec![], false).await;
+        let r = self.adopted_ref(agent, catalog, thread, Some(node))?;
+        let (row, created, recorded) = self.adopted_session(&r, catalog, None).await?;
         let host = node_host_id(node);
         let existing = store.get_link(r.key.clone(), r.agent_id.clone()).await?;
         let (link, baseline) = match existing {

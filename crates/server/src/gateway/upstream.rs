@@ -225,13 +225,50 @@ impl<S: Store> Gateway<S> {
         }))
     }
 
-    /// The session of an adopted native thread, `agent:<agent>:<catalog>:<thread>`.
-    pub(super) fn adopted_ref(&self, agent: &str, catalog: CatalogId, thread: &str) -> ApiResult<SessionRef> {
-        let raw_key = adopted_key(agent, catalog, thread);
+    /// The session of an adopted native thread: `agent:<agent>:<catalog>:<thread>` on this machine,
+    /// `agent:<agent>:<catalog>@<node>:<thread>` on a remote node.
+    pub(super) fn adopted_ref(
+        &self,
+        agent: &str,
+        catalog: CatalogId,
+        thread: &str,
+        node: Option<&str>,
+    ) -> ApiResult<SessionRef> {
+        let raw_key = match node {
+            None => adopted_key(agent, catalog, thread),
+            Some(n) => super::nodes::remote_key(agent, catalog, n, thread),
+        };
         let key = AgentSessionKey::parse(&raw_key).ok_or_else(|| {
             ApiError::invalid(format!("thread id {thread:?} does not make a valid session key"))
         })?;
         Ok(SessionRef { key: key.as_str().to_string(), agent_id: agent.to_string() })
+    }
+
+    /// Creates the adopted session (`created_via: "catalog"`) if needed and records `adopted` (once per
+    /// key: the event is deduplicated). Answers the row, whether it was created, and the record.
+    pub(super) async fn adopted_session(
+        &self,
+        r: &SessionRef,
+        catalog: CatalogId,
+        label: Option<&str>,
+    ) -> ApiResult<(sessionwatch_store::SessionRow, bool, RecordOutcome)> {
+        let (row, created) = self
+            .ensure_session(
+                r,
+                SessionSpec {
+                    channel: Some(catalog.as_str()),
+                    label,
+                    created_via: Some("catalog"),
+                    creator: Some(Actor::system()),
+                    creator_label: Some(catalog.as_str()),
+                    ..SessionSpec::default()
+                },
+            )
+            .await?;
+        let adopted = NewEvent::adopted(&r.key, &r.agent_id, catalog.as_str(), Actor::system())
+            .with_session_id(Some(row.session_id.clone()));
+        let recorded = self.kernel.record(adopted, vec![], false).await;
+        Ok((row, created, recorded))
     }
 
     /// Creates the adopted session (`created_via: "catalog"`), records `adopted` once per key and
@@ -243,24 +280,9 @@ impl<S: Store> Gateway<S> {
         thread: &str,
         adoption: &sessionwatch_upstream::Adoption,
     ) -> ApiResult<(SessionRef, AdoptedSession, LinkOutcome)> {
-        let r = self.adopted_ref(agent, catalog, thread)?;
-        let label = adoption.entry.title.clone();
-        let (row, created) = self
-            .ensure_session(
-                &r,
-                SessionSpec {
-                    channel: Some(catalog.as_str()),
-                    label: label.as_deref(),
-                    created_via: Some("catalog"),
-                    creator: Some(Actor::system()),
-                    creator_label: Some(catalog.as_str()),
-                    ..SessionSpec::default()
-                },
-            )
-            .await?;
-        let adopted = NewEvent::adopted(&r.key, &r.agent_id, catalog.as_str(), Actor::system())
-            .with_session_id(Some(row.session_id.clone()));
-        let recorded = self.kernel.record(adopted, vec![], false).await;
+        let r = self.adopted_ref(agent, catalog, thread, None)?;
+        let (row, created, recorded) =
+            self.adopted_session(&r, catalog, adoption.entry.title.as_deref()).await?;
         let now = self.now();
         let outcome = self
             .kernel
