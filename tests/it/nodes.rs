@@ -117,6 +117,18 @@ async fn kinds(s: &Server, kind: &str) -> usize {
     st["stateChanges"]["events"].as_array().unwrap().iter().filter(|e| e["kind"] == kind).count()
 }
 
+/// The manager sends the remote session a message (our own text) and watches it; the node takes the
+/// baseline.
+async fn watch_and_baseline(s: &Server, host: &RemoteHost) {
+    s.tool(
+        MAIN,
+        "sessions_send",
+        json!({ "sessionKey": key(), "message": ECHO, "timeoutSeconds": 0, "watch": true }),
+    )
+    .await;
+    assert!(host.tick(&s.base), "the node takes the baseline");
+}
+
 /// Adopts the node's session through the gateway and has the manager watch it.
 async fn adopt_and_watch(s: &Server, host: &RemoteHost) {
     assert!(host.tick(&s.base), "the node reports its catalog");
@@ -131,13 +143,7 @@ async fn adopt_and_watch(s: &Server, host: &RemoteHost) {
     assert_eq!(status, 200, "{a}");
     assert_eq!(a["sessionKey"], key());
     assert_eq!(a["baseline"], "pending");
-    s.tool(
-        MAIN,
-        "sessions_send",
-        json!({ "sessionKey": key(), "message": ECHO, "timeoutSeconds": 0, "watch": true }),
-    )
-    .await;
-    assert!(host.tick(&s.base), "the node takes the baseline");
+    watch_and_baseline(s, host).await;
     let (status, again) = s
         .post("/v1/catalog/continue", json!({ "catalogId": "claude", "threadId": THREAD, "node": NODE }))
         .await;
@@ -401,13 +407,7 @@ async fn hooks_and_the_node_share_one_session() {
     run_hook(&s.base, &s.token, "SessionStart", &start);
     let link = get(&s, "/v1/nodes").await;
     assert_eq!(link["nodes"][0]["sessions"], 1, "the hook adopted the node's session: {link}");
-    s.tool(
-        MAIN,
-        "sessions_send",
-        json!({ "sessionKey": key(), "message": ECHO, "timeoutSeconds": 0, "watch": true }),
-    )
-    .await;
-    assert!(host.tick(&s.base), "the node takes the baseline");
+    watch_and_baseline(&s, &host).await;
 
     // A human types: the hook sees the prompt at once, the node later sees the same turn in the file.
     let prompt_id = "7d3c2f7e-1111-4222-8333-944455556666";
