@@ -94,8 +94,22 @@ pub fn classify_row(row: &Value) -> CodexRow {
             let Some(item) = p.get("item") else {
                 return CodexRow::Other;
             };
-            if item.get("type").and_then(Value::as_str) != Some("UserMessage") {
-                return CodexRow::Other;
+            let ts = json_ts_ms(p.get("completed_at_ms")).or(line_ts);
+            match item.get("type").and_then(Value::as_str) {
+                Some("UserMessage") => {}
+                // The human ran `!cmd` in the TUI: a turn of its own, a human turn as in the other sources.
+                Some("CommandExecution")
+                    if item.get("source").and_then(Value::as_str) == Some("user_shell") =>
+                {
+                    let command = item
+                        .get("command")
+                        .and_then(Value::as_array)
+                        .and_then(|c| c.last())
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    return CodexRow::Human(NormText::of(&format!("!{command}")), ts, true);
+                }
+                _ => return CodexRow::Other,
             }
             let mut parts = Vec::new();
             if let Some(content) = item.get("content").and_then(Value::as_array) {
@@ -113,7 +127,6 @@ pub fn classify_row(row: &Value) -> CodexRow {
             if contextual(&t) {
                 return CodexRow::Other;
             }
-            let ts = json_ts_ms(p.get("completed_at_ms")).or(line_ts);
             CodexRow::Human(t, ts, true)
         }
         _ => CodexRow::Other,

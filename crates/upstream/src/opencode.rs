@@ -1,10 +1,12 @@
 //! OpenCode sessions in SQLite (`<data>/opencode/opencode.db`), read-only.
 //!
-//! Conservative by design: the v1 `message`/`part` tables carry no per-message provenance, so
-//! image-only, `@file`-only, sub-agent slash-command and synthetic/ignored turns are not
-//! reported, and a text equal to one of the preceding 50 user messages is treated as a
-//! compaction replay. If the v2 `session_message` table has rows for a session, its `type`
-//! column is used instead.
+//! OpenCode 1.18 writes every part of a message with its type and `synthetic`/`ignored` flags,
+//! compaction parts with `auto`, and the assistant's compaction summary with `summary: true`. From
+//! that evidence ([`user_turn`]) a human turn is a typed text, an attachment-only message (`@file`,
+//! image), a slash command routed to a sub-agent (`subtask` part), a manual `/compact`, or a `!shell`
+//! escape; synthetic and ignored parts, automatic compactions, the continuation after one and a
+//! prompt replayed after a compaction are not. If the v2 `session_message` table has rows for a
+//! session, its `type` column is used instead.
 
 use crate::text::{NormText, OwnTexts};
 use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink};
@@ -82,50 +84,91 @@ fn remove_span(text: &str, start: usize, end: usize, value: &str) -> String {
     text.to_string()
 }
 
-/// The direct human text of a v1 message, if it is human-shaped.
+/// What one v1 user message is. Decided from all of its parts (see [`classify_messages`] for when a
+/// message counts as completely written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserTurn {
+    /// A human's: typed text, an `@file` or image attachment, a slash command (also one routed to a
+    /// sub-agent), a manual `/compact`, or a `!shell` escape. The text is what self-echo and replay
+    /// checks compare.
+    Human(NormText),
+    /// OpenCode's or an agent's: synthetic or ignored parts only, an automatic compaction, the
+    /// continuation after one.
+    NotHuman,
+}
+
+/// Classifies one user message by its parts.
+pub fn user_turn(m: &Message) -> UserTurn {
+    if m.role() != Some("user") || m.parts.iter().any(compaction_continue) {
+        return UserTurn::NotHuman;
+    }
+    if let Some(c) = m.parts.iter().find(|p| part_type(p) == Some("compaction")) {
+        // A manual `/compact` is the human's; OpenCode compacts on its own with `auto: true`.
+        let manual = c.get("auto").and_then(Value::as_bool) == Some(false);
+        return if manual { UserTurn::Human(NormText::of("/compact")) } else { UserTurn::NotHuman };
+    }
+    if let Some(task) = m.parts.iter().find(|p| part_type(p) == Some("subtask")) {
+        // A slash command routed to a sub-agent: the human typed `/command args`.
+        let field = |k: &str| task.get(k).and_then(Value::as_str).unwrap_or("");
+        let name = if field("command").is_empty() { field("agent") } else { field("command") };
+        let prompt = if field("prompt").is_empty() { field("description") } else { field("prompt") };
+        return UserTurn::Human(NormText::of(&format!("/{name} {prompt}")));
+    }
+    let own_parts = |ty: &'static str| {
+        m.parts
+            .iter()
+            .filter(move |p| part_type(p) == Some(ty))
+            .filter(|p| !is_true(p, "synthetic") && !is_true(p, "ignored"))
+    };
+    let mut texts: Vec<String> =
+        own_parts("text").filter_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string)).collect();
+    if !texts.is_empty() {
+        // @file / @agent mention spans, applied from the end.
+        let mut spans: Vec<(usize, usize, String)> = m
+            .parts
+            .iter()
+            .filter(|p| matches!(part_type(p), Some("file" | "agent")))
+            .filter_map(|p| {
+                let t = p.pointer("/source/text")?;
+                Some((
+                    t.get("start")?.as_u64()? as usize,
+                    t.get("end")?.as_u64()? as usize,
+                    t.get("value")?.as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        spans.sort_by_key(|s| std::cmp::Reverse(s.0));
+        for (s, e, v) in spans {
+            texts[0] = remove_span(&texts[0], s, e, &v);
+        }
+        let t = NormText::of(&texts.join("\n"));
+        if !t.is_empty() && !(t.complete && t.prefix == SHELL_MARKER) {
+            return UserTurn::Human(t);
+        }
+    }
+    // Only attachments: an `@file` mention accepted from the completion list, a pasted image.
+    let files: Vec<&str> =
+        own_parts("file").map(|p| p.get("filename").and_then(Value::as_str).unwrap_or("file")).collect();
+    if !files.is_empty() {
+        return UserTurn::Human(NormText::of(&format!("[attached: {}]", files.join(", "))));
+    }
+    // A `!shell` escape: OpenCode records the user's command as this marker and a bash tool call.
+    let shell = m.parts.iter().any(|p| {
+        part_type(p) == Some("text")
+            && p.get("text").and_then(Value::as_str).is_some_and(|t| t.trim_start().starts_with(SHELL_MARKER))
+    });
+    if shell {
+        return UserTurn::Human(NormText::of("!shell"));
+    }
+    UserTurn::NotHuman
+}
+
+/// The human text of a v1 message, if it is a human's (see [`user_turn`]).
 pub fn direct_human_text(m: &Message) -> Option<NormText> {
-    if m.role() != Some("user") {
-        return None;
+    match user_turn(m) {
+        UserTurn::Human(t) => Some(t),
+        UserTurn::NotHuman => None,
     }
-    if m.parts
-        .iter()
-        .any(|p| matches!(part_type(p), Some("compaction" | "subtask")) || compaction_continue(p))
-    {
-        return None;
-    }
-    let mut texts: Vec<String> = m
-        .parts
-        .iter()
-        .filter(|p| part_type(p) == Some("text"))
-        .filter(|p| !is_true(p, "synthetic") && !is_true(p, "ignored") && !compaction_continue(p))
-        .filter_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string))
-        .collect();
-    if texts.is_empty() {
-        return None;
-    }
-    // @file / @agent mention spans, applied from the end.
-    let mut spans: Vec<(usize, usize, String)> = m
-        .parts
-        .iter()
-        .filter(|p| matches!(part_type(p), Some("file" | "agent")))
-        .filter_map(|p| {
-            let t = p.pointer("/source/text")?;
-            Some((
-                t.get("start")?.as_u64()? as usize,
-                t.get("end")?.as_u64()? as usize,
-                t.get("value")?.as_str()?.to_string(),
-            ))
-        })
-        .collect();
-    spans.sort_by_key(|s| std::cmp::Reverse(s.0));
-    for (s, e, v) in spans {
-        texts[0] = remove_span(&texts[0], s, e, &v);
-    }
-    let t = NormText::of(&texts.join("\n"));
-    if t.is_empty() || (t.complete && t.prefix == SHELL_MARKER) {
-        return None;
-    }
-    Some(t)
 }
 
 /// Texts a replay of this (earlier) user message could carry.
@@ -189,42 +232,73 @@ impl Marker {
 /// Outcome of classifying a v1 message list against a marker.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Classified {
+    /// The newest message is a user message not known to be complete: read the session again.
+    pub pending: bool,
     pub counted: u32,
     pub last_human_message_id: Option<String>,
     pub last_counted_id: Option<String>,
     pub max_created: Option<i64>,
 }
 
+/// A compaction: a user message with a `compaction` part, or the assistant summary it produces.
+fn is_compaction(m: &Message) -> bool {
+    m.parts.iter().any(|p| part_type(p) == Some("compaction"))
+        || (m.role() == Some("assistant") && m.data.get("summary").and_then(Value::as_bool) == Some(true))
+}
+
 /// Classify messages (sorted by (created, id)) newer than `last_human`.
+///
+/// A user message is classified once all its parts are written, which OpenCode guarantees when any
+/// later message exists (it writes the user message and all its parts before the reply starts); the
+/// newest message, if it is a user message, waits for the next tick, so the answer never depends on
+/// when a tick lands. A text equal to one of the previous 50 user messages is a replay only when a
+/// compaction happened since that message (OpenCode re-sends the prompt after compacting); a human
+/// repeating words is counted.
 pub fn classify_messages(msgs: &[Message], last_human: Option<&str>, own: &OwnTexts) -> Classified {
     let mut out =
         Classified { last_human_message_id: last_human.map(str::to_string), ..Classified::default() };
-    let mut previous: Vec<Vec<NormText>> = Vec::new();
-    for m in msgs {
+    // Earlier user messages' texts, with the number of compactions seen before each.
+    let mut previous: Vec<(usize, Vec<NormText>)> = Vec::new();
+    let mut compactions = 0usize;
+    for (i, m) in msgs.iter().enumerate() {
+        if is_compaction(m) && m.role() == Some("assistant") {
+            compactions += 1;
+        }
         if m.role() != Some("user") {
             continue;
         }
+        if i + 1 == msgs.len() {
+            out.pending = last_human.is_none_or(|l| m.id.as_str() > l);
+            break; // not known to be complete yet
+        }
         let newer = last_human.is_none_or(|l| m.id.as_str() > l);
-        if newer
-            && m.created > 0
-            && let Some(t) = direct_human_text(m)
-        {
-            let start = previous.len().saturating_sub(REPLAY_WINDOW);
-            let replay = previous[start..]
-                .iter()
-                .any(|texts| texts.iter().any(|p| p.len == t.len && p.hash == t.hash));
+        if newer && m.created > 0 {
             if out.last_human_message_id.as_deref().is_none_or(|l| m.id.as_str() > l) {
                 out.last_human_message_id = Some(m.id.clone());
             }
-            if !replay && own.is_external(&t) {
-                out.counted += 1;
-                out.last_counted_id = Some(m.id.clone());
-                out.max_created = Some(out.max_created.map_or(m.created, |x| x.max(m.created)));
+            if let UserTurn::Human(t) = user_turn(m) {
+                let start = previous.len().saturating_sub(REPLAY_WINDOW);
+                let replay = previous[start..].iter().any(|(seen, texts)| {
+                    *seen < compactions && texts.iter().any(|p| p.len == t.len && p.hash == t.hash)
+                });
+                if !replay && own.is_external(&t) {
+                    out.counted += 1;
+                    out.last_counted_id = Some(m.id.clone());
+                    out.max_created = Some(out.max_created.map_or(m.created, |x| x.max(m.created)));
+                }
             }
         }
-        previous.push(replay_texts(m));
+        if is_compaction(m) {
+            compactions += 1;
+        }
+        previous.push((compactions, replay_texts(m)));
     }
     out
+}
+
+/// The newest user message's id: an adoption's baseline (everything before it was seen, complete or not).
+pub fn last_user_message_id(msgs: &[Message]) -> Option<String> {
+    msgs.iter().filter(|m| m.role() == Some("user")).map(|m| m.id.clone()).max()
 }
 
 /// Load all messages of a session with their parts, sorted by (created, id).
@@ -443,6 +517,8 @@ fn read_session(
         }
         let msgs = load_messages(conn, thread)?;
         let c = classify_messages(&msgs, marker.last_human_message_id.as_deref(), own);
+        // A user message still being written keeps the old sequence, so the next tick reads again.
+        let seq = if c.pending { marker.seq } else { seq };
         let next = Marker { seq, last_human_message_id: c.last_human_message_id, v2_seq: marker.v2_seq };
         Ok(CheckOutcome::Activity {
             human_turns: c.counted,
@@ -509,8 +585,7 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         Some(v2) => Marker { seq, last_human_message_id: v2.last_user, v2_seq: v2.max_seq },
         None => {
             let msgs = load_messages(&conn, thread_id).map_err(err)?;
-            let c = classify_messages(&msgs, None, &own);
-            Marker { seq, last_human_message_id: c.last_human_message_id, v2_seq: None }
+            Marker { seq, last_human_message_id: last_user_message_id(&msgs), v2_seq: None }
         }
     };
     Ok(Adoption {

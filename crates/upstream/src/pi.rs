@@ -31,8 +31,15 @@ pub fn classify_row(value: Option<&Value>) -> PiRow {
     let Some(msg) = v.get("message") else {
         return PiRow::Other;
     };
-    if msg.get("role").and_then(Value::as_str) != Some("user") {
-        return PiRow::Other;
+    let ts = json_ts_ms(msg.get("timestamp")).or_else(|| json_ts_ms(v.get("timestamp")));
+    match msg.get("role").and_then(Value::as_str) {
+        Some("user") => {}
+        // The human ran `!cmd` (or `!!cmd`): a human turn, as in the other sources.
+        Some("bashExecution") => {
+            let command = msg.get("command").and_then(Value::as_str).unwrap_or("");
+            return PiRow::Human(NormText::of(&format!("!{command}")), ts);
+        }
+        _ => return PiRow::Other,
     }
     let text = match msg.get("content") {
         Some(c) => {
@@ -52,7 +59,6 @@ pub fn classify_row(value: Option<&Value>) -> PiRow {
         }
         None => NormText::default(),
     };
-    let ts = json_ts_ms(msg.get("timestamp")).or_else(|| json_ts_ms(v.get("timestamp")));
     PiRow::Human(text, ts)
 }
 

@@ -189,13 +189,26 @@ fn new_human_turn_after_adoption_is_reported_once() {
     let conn = rusqlite::Connection::open(homes.opencode_db_path()).unwrap();
     conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES ('msg_2361bffff001zzzzzzzzzzzzzz', ?1, 1796205600000, 1796205600000, ?2)", rusqlite::params![id, json!({"role":"user","time":{"created":1796205600000u64}}).to_string()]).unwrap();
     conn.execute("INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_new', 'msg_2361bffff001zzzzzzzzzzzzzz', ?1, 1, 1, ?2)", rusqlite::params![id, json!({"type":"text","text":"typed later"}).to_string()]).unwrap();
-    conn.execute("UPDATE event_sequence SET seq = seq + 2 WHERE aggregate_id = ?1", [id]).unwrap();
-    drop(conn);
+    conn.execute("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?1", [id]).unwrap();
     let probe = Probe {
         reference_json: &a.link.reference_json,
         marker_json: &a.link.marker_json,
         own_recent_user_texts: &[],
     };
+    // Its parts may still be coming: nothing yet, and the marker stays so the next tick reads again.
+    match check(CatalogId::OpenCode, &probe) {
+        CheckOutcome::Activity { human_turns, next_marker_json, .. } => {
+            assert_eq!(human_turns, 0);
+            let m: Value = serde_json::from_str(&next_marker_json).unwrap();
+            let adopted: Value = serde_json::from_str(&a.link.marker_json).unwrap();
+            assert_eq!(m["seq"], adopted["seq"]);
+        }
+        o => panic!("{o:?}"),
+    }
+    // The reply starts: the user message is complete.
+    conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES ('msg_2361bffff002zzzzzzzzzzzzzz', ?1, 1796205600001, 1796205600001, ?2)", rusqlite::params![id, json!({"role":"assistant","time":{"created":1796205600001u64}}).to_string()]).unwrap();
+    conn.execute("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?1", [id]).unwrap();
+    drop(conn);
     match check(CatalogId::OpenCode, &probe) {
         CheckOutcome::Activity { human_turns, occurred_at_ms, dedupe_id, next_marker_json, .. } => {
             assert_eq!(human_turns, 1);

@@ -6,6 +6,7 @@ mod fixture_tree;
 mod fixtures;
 mod fuzz;
 mod missing;
+mod opencode_cases;
 mod streaming;
 mod synthetic_claude;
 mod synthetic_codex;

@@ -90,3 +90,16 @@ fn oversized_user_message_is_streamed() {
     let (n, m, _) = drain(CatalogId::Codex, &r, START, &[]);
     assert_eq!((n, offset_of(&m)), (1, s.len() as u64));
 }
+
+/// `!ls` typed into the real Codex 0.171.0 TUI (`tests/fixtures/shell-escapes/codex/rollout.jsonl`): a
+/// turn of its own whose `CommandExecution` has `source: user_shell`, a human turn as in the other
+/// sources; its `<user_shell_command>` context row is not a second one.
+#[test]
+fn a_shell_escape_is_a_human_turn() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/shell-escapes/codex/rollout.jsonl");
+    let d = tempfile::tempdir().unwrap();
+    let copy = d.path().join("rollout.jsonl");
+    std::fs::copy(&p, &copy).unwrap();
+    assert_eq!(drain(CatalogId::Codex, &file_ref(&copy), START, &[]).0, 2, "\"first prompt\" and !ls");
+}

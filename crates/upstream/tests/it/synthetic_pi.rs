@@ -107,3 +107,21 @@ fn oversized_prompt_and_truncated_tail() {
     let probe = Probe { reference_json: &r, marker_json: &m, own_recent_user_texts: &[] };
     assert_eq!(check(CatalogId::Pi, &probe), CheckOutcome::NoChange);
 }
+
+/// `!cmd` in Pi is a `bashExecution` message (`!!cmd` the same, kept out of the model's context): the
+/// human acted in the session, a human turn as in Claude Code (`<bash-input>`) and OpenCode.
+#[test]
+fn a_shell_escape_is_a_human_turn() {
+    let mut s = String::from(DOC);
+    for (id, exclude) in [("s1", false), ("s2", true)] {
+        s.push_str(&format!(
+            "{}\n",
+            json!({"type":"message","id":id,"parentId":null,"timestamp":"2026-04-02T10:20:00.000Z",
+                "message":{"role":"bashExecution","command":"ls","output":"src\n","exitCode":0,"cancelled":false,
+                "truncated":false,"excludeFromContext":exclude,"timestamp":1775125200000u64}})
+        ));
+    }
+    let (_d, p) = write(s.as_bytes());
+    let (n, _, _) = drain(CatalogId::Pi, &file_ref(&p), START, &[]);
+    assert_eq!(n, 3, "the typed prompt and both shell escapes");
+}
