@@ -142,7 +142,12 @@ fn append_user(src: Src, location: &Path, text: &str, n: u32) {
             &line(json!({"type":"message","id":format!("n{n}"),"parentId":null,"timestamp":TS,
                 "message":{"role":"user","content":[{"type":"text","text":text}],"timestamp":1796205600000u64}})),
         ),
-        Src::OpenCode => opencode_message(location, "user", text, n),
+        Src::OpenCode => {
+            // OpenCode writes the user message with all its parts, then starts the reply: only then is
+            // the user message known to be complete.
+            opencode_message(location, "user", text, n);
+            opencode_message(location, "assistant", "Hello from the fake LLM.", n + 100);
+        }
     }
 }
 
