@@ -142,7 +142,8 @@ pub fn user_turn(m: &Message) -> UserTurn {
             texts[0] = remove_span(&texts[0], s, e, &v);
         }
         let t = NormText::of(&texts.join("\n"));
-        if !t.is_empty() && !(t.complete && t.prefix == SHELL_MARKER) {
+        let shell_marker = t.complete && t.prefix == SHELL_MARKER;
+        if !(t.is_empty() || shell_marker) {
             return UserTurn::Human(t);
         }
     }
