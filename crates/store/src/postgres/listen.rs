@@ -9,7 +9,7 @@ use super::PostgresStore;
 use crate::HostSignal;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -55,7 +55,8 @@ async fn listen_once(
     out: &mpsc::Sender<HostSignal>,
     backoff: &mut Duration,
 ) -> Result<(), String> {
-    let (client, mut connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+    let (client, mut connection) =
+        config.connect(super::tls::connector()).await.map_err(|e| e.to_string())?;
     let (note_tx, mut notes) = mpsc::unbounded_channel::<Result<String, String>>();
     // Drive the connection: forward notifications, report how it ended.
     let driver = tokio::spawn(async move {

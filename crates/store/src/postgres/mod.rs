@@ -17,6 +17,7 @@ mod runs;
 mod schema;
 mod sessions;
 pub mod testing;
+mod tls;
 mod watch;
 
 pub use schema::SCHEMA_VERSION;
@@ -31,8 +32,8 @@ use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Not
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
 
 #[derive(Clone, Debug)]
 pub struct PostgresOptions {
@@ -117,7 +118,7 @@ impl PostgresStore {
         config.application_name(&options.application_name);
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls::connector(),
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = Pool::builder(manager)
@@ -141,6 +142,13 @@ impl PostgresStore {
                 application_name: options.application_name,
             }),
         })
+    }
+
+    /// Whether a connection of the pool is encrypted (TLS), as `sslmode` in the URL asked.
+    pub async fn connection_encrypted(&self) -> Result<bool> {
+        let client = self.client().await?;
+        let row = query_opt(&client, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).await?;
+        Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
     }
 
     /// The schema the tables live in.

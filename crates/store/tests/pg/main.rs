@@ -5,6 +5,7 @@ mod concurrency;
 mod differential;
 mod hosting;
 mod migrations;
+mod tls;
 
 use sessionwatch_core::{AgentSessionKey, GoalChange, Millis, NewEvent};
 use sessionwatch_store::{AppendOutcome, AppendRequest, NewSession, Store};
