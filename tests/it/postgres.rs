@@ -76,11 +76,12 @@ async fn a_human_turn_on_gateway_a_wakes_the_watcher_hosted_on_b() {
     for i in 0..20 {
         human_turn(&a, &child, &format!("burst {i}")).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The notice of the first turn is queued on B already (it woke B); the burst joins it.
+    wait_until_queued(&b, 1).await;
     assert_eq!(b.turn(MAIN).await.len(), 1, "one notice for the burst");
+    // Committed on A before B's next turn (the requests were answered): the reopen is already queued.
     human_turn(&a, &child, "after the ack").await;
     human_turn(&a, &child, "and again").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(b.turn(MAIN).await.len(), 1, "one reopen");
     assert_eq!(b.turn(MAIN).await.len(), 1, "the work that landed after the reopen's watermark, once");
     assert!(b.turn(MAIN).await.is_empty());

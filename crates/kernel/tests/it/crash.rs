@@ -109,9 +109,14 @@ fn run_child_and_kill(db: &Path, kill_after: usize, extra_us: u64) -> Vec<(Strin
 
 #[test]
 fn sigkill_mid_append_loses_no_acknowledged_append() {
-    let seed =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    eprintln!("crash test seed {seed}");
+    // Replay a failure with SESSIONWATCH_CRASH_SEED=<the seed it printed>.
+    let seed = std::env::var("SESSIONWATCH_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+        });
+    eprintln!("crash test seed {seed} (replay: SESSIONWATCH_CRASH_SEED={seed})");
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("state.db");

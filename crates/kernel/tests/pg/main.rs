@@ -200,7 +200,11 @@ async fn a_restarted_gateway_gets_its_pending_notices_back_once() {
     let b = gateway(&schema, "b").await;
     watch_on_b(&b).await;
     human_turn(&a).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while queued(&b).is_empty() {
+        assert!(Instant::now() < deadline, "the notice never reached b");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(queued(&b), vec![text(0)]);
     // b goes away (its in-memory queue with it); a keeps writing while nobody listens for b.
     drop(b);
