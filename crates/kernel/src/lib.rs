@@ -4,7 +4,9 @@
 //! schedule) and drives the [`Store`] for everything durable. Recording is best effort: no method here
 //! returns an error that could break the caller's turn; failures are logged and reported as values.
 
+#[cfg(feature = "bench")]
 pub mod bench;
+#[cfg(feature = "bench")]
 pub mod bench_pg;
 mod queues;
 

@@ -7,6 +7,7 @@
 //! at a time, the others skip). Cross-gateway push uses LISTEN/NOTIFY as a wake-up only (see
 //! [`listen`](PostgresStore::listen)).
 
+#[cfg(feature = "bench")]
 pub mod bench;
 mod links;
 mod listen;
@@ -16,6 +17,7 @@ mod prune;
 mod runs;
 mod schema;
 mod sessions;
+#[cfg(feature = "testing")]
 pub mod testing;
 mod tls;
 mod watch;

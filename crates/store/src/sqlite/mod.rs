@@ -1,6 +1,7 @@
 //! The embedded SQLite store: one file, WAL, one writer connection (every write `BEGIN IMMEDIATE`) and a
 //! small pool of readers.
 
+#[cfg(feature = "bench")]
 pub mod bench;
 mod links;
 mod lock;
@@ -151,7 +152,9 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// Runs `f` alone in one `BEGIN IMMEDIATE` transaction on the writer, blocking; commits on `Ok`.
+    /// Runs `f` alone in one `BEGIN IMMEDIATE` transaction on the writer, blocking; commits on `Ok`
+    /// (bench fixtures).
+    #[cfg(feature = "bench")]
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let out = self.inner.writer.exclusive(f);
         self.inner.tail.clear(); // maintenance may touch any session's log

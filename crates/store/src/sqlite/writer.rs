@@ -166,7 +166,8 @@ impl Writer {
         drop(self.conn.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 
-    /// Runs `f` alone in its own transaction, blocking (maintenance, migrations, bench fixtures).
+    /// Runs `f` alone in its own transaction, blocking (bench fixtures).
+    #[cfg(feature = "bench")]
     pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = guard.as_ref().ok_or_else(|| StoreError::Task("the store is closed".into()))?;
