@@ -68,6 +68,11 @@ impl Tail {
         }
     }
 
+    /// Whether anything is held for the session (a miss need not read the head row first).
+    pub fn holds(&self, key: &str, agent: &str) -> bool {
+        self.lock().get(agent).is_some_and(|s| s.contains_key(key))
+    }
+
     /// Drops what is held for one session.
     pub fn forget(&self, key: &str, agent: &str) {
         let mut agents = self.lock();

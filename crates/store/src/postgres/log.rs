@@ -2,6 +2,7 @@
 //! cross-gateway routing of notices) and reading it back.
 
 use super::{Params, PostgresStore, execute, i, query, query_one, query_opt, u, watch};
+use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
@@ -66,16 +67,19 @@ impl PostgresStore {
         // Lock the session's head row first (creating it at 0 if new): every append to this session
         // waits here, so sequences are allocated, and committed, in order. A new row that turns out not
         // to be needed (duplicate, unwatched) goes away with the rollback.
-        let head: i64 = query_one(
-            &tx,
-            "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
-             VALUES ($1, $2, 0, 0, $3) \
-             ON CONFLICT (session_key, agent_id) DO UPDATE SET head = session_state_heads.head \
-             RETURNING head",
-            &[&e.session_key, &e.agent_id, &now],
-        )
-        .await?
-        .get(0);
+        // The floor cannot move before the commit: a prune waits for this row lock.
+        let (head, floor): (i64, i64) = {
+            let row = query_one(
+                &tx,
+                "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
+                 VALUES ($1, $2, 0, 0, $3) \
+                 ON CONFLICT (session_key, agent_id) DO UPDATE SET head = session_state_heads.head \
+                 RETURNING head, floor",
+                &[&e.session_key, &e.agent_id, &now],
+            )
+            .await?;
+            (row.get(0), row.get(1))
+        };
         if let Some(dedupe) = &e.dedupe_key {
             let existing = query_opt(
                 &tx,
@@ -157,6 +161,8 @@ impl PostgresStore {
             _ => notices,
         };
         tx.commit().await?;
+        let row = HeadRow { head: sequence as u64, floor: u(floor), updated_at: now };
+        self.inner.tail.committed(&stored, row);
         Ok(AppendOutcome::Recorded { event: stored, notices })
     }
 
@@ -195,6 +201,22 @@ impl PostgresStore {
         limit: Limit,
     ) -> Result<ChangesPage> {
         let mut client = self.client().await?;
+        // A recent window of a session this gateway wrote: one read of the durable head row decides
+        // whether the tail still holds exactly the log's tail.
+        if self.inner.tail.holds(key, agent) {
+            let row = query_opt(
+                &client,
+                "SELECT head, floor, updated_at FROM session_state_heads WHERE session_key = $1 AND agent_id = $2",
+                &[&key, &agent],
+            )
+            .await?;
+            if let Some(r) = row {
+                let durable = HeadRow { head: u(r.get(0)), floor: u(r.get(1)), updated_at: r.get(2) };
+                if let Some(page) = self.inner.tail.page(key, agent, since, limit, durable) {
+                    return Ok(page);
+                }
+            }
+        }
         // One snapshot so the head, floor and rows agree.
         let tx = client
             .build_transaction()

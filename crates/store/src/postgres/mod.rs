@@ -68,6 +68,9 @@ struct Inner {
     schema: String,
     identity: String,
     application_name: String,
+    /// Recent events of active sessions (`tail.rs`), each page served only while the durable head row
+    /// still says what the entry says, so another gateway's writes are never hidden.
+    tail: crate::tail::Tail,
 }
 
 /// Cheap to clone: clones share the pool.
@@ -142,6 +145,7 @@ impl PostgresStore {
                 schema,
                 identity,
                 application_name: options.application_name,
+                tail: crate::tail::Tail::default(),
             }),
         })
     }
@@ -326,7 +330,9 @@ impl Store for PostgresStore {
     }
 
     async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
-        self.prune_pg(policy, now).await
+        let report = self.prune_pg(policy, now).await;
+        self.inner.tail.clear();
+        report
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
@@ -347,7 +353,9 @@ impl Store for PostgresStore {
     }
 
     async fn delete_session_state(&self, session_key: String, agent_id: String) -> Result<()> {
-        self.delete_session_state_pg(&session_key, &agent_id).await
+        let out = self.delete_session_state_pg(&session_key, &agent_id).await;
+        self.inner.tail.forget(&session_key, &agent_id);
+        out
     }
 
     async fn ensure_session(&self, new: NewSession, now: Millis) -> Result<(SessionRow, bool)> {
@@ -375,7 +383,9 @@ impl Store for PostgresStore {
     }
 
     async fn reset_session(&self, key: String, agent: String, new_id: String, now: Millis) -> Result<bool> {
-        self.reset_session_pg(&key, &agent, &new_id, now).await
+        let out = self.reset_session_pg(&key, &agent, &new_id, now).await;
+        self.inner.tail.forget(&key, &agent);
+        out
     }
 
     async fn touch_session(

@@ -188,3 +188,42 @@ async fn a_held_prune_lock_makes_other_pruners_skip() {
     let pruned = a.prune(RetentionPolicy::default(), NOW).await.unwrap();
     assert_eq!(pruned.events_by_age, 3);
 }
+
+/// The recent-window cache of one gateway never hides another gateway's writes: appends, a prune and a
+/// delete done through the other pool show in the first one's next `changesSince`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tail_cache_never_hides_another_gateways_writes() {
+    let schema = pg_schema!("the_tail_cache_never_hides_another_gateways_writes");
+    let (a, b) = (schema.store().await, schema.store().await);
+    let page = |s: &sessionwatch_store::PostgresStore, since: u64| {
+        let s = s.clone();
+        async move { s.changes_since(T.into(), AGENT.into(), since, Limit::MAX).await.unwrap() }
+    };
+    for _ in 0..3 {
+        record(&a, req(human(T)), NOW).await;
+    }
+    let cached = page(&a, 1).await;
+    assert_eq!(cached.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(page(&a, 1).await, cached, "a recent window twice: the same answer");
+    record(&b, req(human(T)), NOW + 1).await;
+    let after_b = page(&a, 1).await;
+    assert_eq!(
+        after_b.events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        vec![2, 3, 4],
+        "B's append shows"
+    );
+    // A appends after B: its tail starts over from its own event and stays exact.
+    record(&a, req(human(T)), NOW + 2).await;
+    assert_eq!(page(&a, 3).await.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![4, 5]);
+    // B prunes everything older than a day before NOW + 3 days: A's page says so.
+    let report =
+        b.prune(RetentionPolicy { max_age_ms: DAY_MS, max_rows: 1_000_000 }, NOW + 3 * DAY_MS).await.unwrap();
+    assert!(report.events_by_age > 0, "{report:?}");
+    let pruned = page(&a, 3).await;
+    assert!(pruned.history_gap && pruned.events.is_empty(), "{pruned:?}");
+    // B deletes the session: A answers an empty log.
+    b.delete_session_state(T.into(), AGENT.into()).await.unwrap();
+    let gone = page(&a, 0).await;
+    assert!(gone.events.is_empty(), "{gone:?}");
+    assert_eq!(a.head(T.into(), AGENT.into()).await.unwrap(), Head::default());
+}
