@@ -112,16 +112,11 @@ pub fn app_with_shutdown<S: Store>(
 
 async fn require_token<S: Store>(State(state): State<Shared<S>>, req: Request, next: Next) -> Response {
     if let Some(token) = &state.token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer_credentials);
         // A dashboard login opens the live stream it reads, and nothing else of the API.
         let browser_stream = req.method() == axum::http::Method::GET
             && req.uri().path() == "/v1/stream"
             && crate::dashboard::has_login_cookie(&state, req.headers());
-        if !browser_stream && !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+        if !browser_stream && !carries_token(req.headers(), token) {
             return error_response(
                 StatusCode::UNAUTHORIZED,
                 &ApiError::Unauthorized("missing or wrong bearer token".into()),
@@ -131,8 +126,18 @@ async fn require_token<S: Store>(State(state): State<Shared<S>>, req: Request, n
     next.run(req).await
 }
 
+/// The credentials of the request's `Authorization: Bearer …` header.
+pub(crate) fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_credentials)
+}
+
+/// True when the request's bearer credentials are `token` (compared in constant time).
+pub(crate) fn carries_token(headers: &axum::http::HeaderMap, token: &str) -> bool {
+    bearer_of(headers).is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes()))
+}
+
 /// The credentials of an `Authorization: Bearer …` value; the scheme is case-insensitive (RFC 9110 §11.1).
-pub(crate) fn bearer_credentials(value: &str) -> Option<&str> {
+fn bearer_credentials(value: &str) -> Option<&str> {
     let (scheme, rest) = value.trim_start().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
 }

@@ -3,11 +3,11 @@
 
 use crate::args::Args;
 use crate::error::ApiError;
-use crate::http::{AppState, bearer_credentials, error_response, host_answer, host_error, json_body};
+use crate::http::{AppState, bearer_of, error_response, host_answer, host_error, json_body};
 use crate::node_protocol::{BaselineReport, OutcomeReport, SyncRequest};
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -27,9 +27,7 @@ pub async fn require_node<S: Store>(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let given =
-        req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_credentials);
-    let node = match given {
+    let node = match bearer_of(req.headers()) {
         Some(t) => state.gateway.node_of_token(t).await,
         None => Ok(None),
     };

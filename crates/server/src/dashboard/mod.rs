@@ -71,14 +71,10 @@ fn login_cookie(headers: &HeaderMap) -> Option<&str> {
 
 fn access<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> Access {
     let Some(token) = &state.token else { return Access::Open };
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::http::bearer_credentials);
-    if bearer.is_some_and(|b| constant_time_eq(b.as_bytes(), token.as_bytes())) {
+    if crate::http::carries_token(headers, token) {
         return Access::Bearer;
     }
-    if login_cookie(headers).is_some_and(|c| state.logins.is_valid(c)) {
+    if has_login_cookie(state, headers) {
         return Access::Cookie;
     }
     Access::Denied

@@ -3,7 +3,6 @@
 use crate::gateway::Gateway;
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Limit, SessionKind, StoredEvent, notice_text};
 use sessionwatch_store::{Head, SessionFilter, SessionRow, Store, UpstreamLinkRow, WatchEdge};
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 /// Sessions per overview page.
@@ -162,25 +161,19 @@ pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> a
         .kernel()
         .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
         .await;
-    let links: HashMap<(String, String), UpstreamLinkRow> = store
-        .watched_links()
-        .await?
-        .into_iter()
-        .map(|l| ((l.session_key.clone(), l.agent_id.clone()), l))
-        .collect();
     let edges =
         edges_of(store.watch_edges(rows.iter().map(|r| r.session_key.clone()).collect(), MAX_EDGES).await?);
-    let sessions = rows
-        .into_iter()
-        .map(|row| {
-            let id = (row.session_key.clone(), row.agent_id.clone());
-            SessionLine {
-                state_version: versions.get(&id).copied().unwrap_or(0),
-                adopted: links.get(&id).map(adopted),
-                row,
-            }
-        })
-        .collect();
+    // The page's own links (adopted sessions, watched or not), not every link of the store.
+    let mut sessions = Vec::with_capacity(rows.len());
+    for row in rows {
+        let link = store.get_link(row.session_key.clone(), row.agent_id.clone()).await?;
+        let version = versions.get(&(row.session_key.clone(), row.agent_id.clone())).copied();
+        sessions.push(SessionLine {
+            state_version: version.unwrap_or(0),
+            adopted: link.as_ref().map(adopted),
+            row,
+        });
+    }
     let nodes = gateway.node_statuses().await.map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Overview { query, counts: counts(gateway), nodes, sessions, has_more, edges })
 }

@@ -89,7 +89,7 @@ impl<S: Store> Gateway<S> {
         }
         // On a registered node the transcript is that machine's: the node takes the baseline.
         if let Some(n) = node
-            && store.list_nodes().await?.iter().any(|x| x.name == n)
+            && self.node_is_registered(n).await?
         {
             self.continue_on_node(input.cli.catalog(), &input.session_id, &r.agent_id, n).await?;
             return Ok(());

@@ -106,6 +106,11 @@ impl<S: Store> Gateway<S> {
         Ok(())
     }
 
+    /// Whether a node of this name holds a token.
+    pub(super) async fn node_is_registered(&self, name: &str) -> ApiResult<bool> {
+        Ok(self.kernel.store().list_nodes().await?.iter().any(|n| n.name == name))
+    }
+
     /// The node a token belongs to.
     pub async fn node_of_token(&self, token: &str) -> ApiResult<Option<String>> {
         Ok(self.kernel.store().node_by_token(token_hash(token)).await?.map(|n| n.name))
@@ -312,7 +317,7 @@ impl<S: Store> Gateway<S> {
             return Err(ApiError::invalid(format!("threadId {thread:?} is not a thread id")));
         }
         let store = self.kernel.store();
-        if !store.list_nodes().await?.iter().any(|n| n.name == node) {
+        if !self.node_is_registered(node).await? {
             return Err(ApiError::NotFound(format!("no node named {node:?} (see GET /v1/nodes)")));
         }
         let r = self.adopted_ref(agent, catalog, thread, Some(node))?;

@@ -315,3 +315,29 @@ async fn the_timeline_pages_back_to_a_pruned_floor() {
     let (_, gap) = get_bearer(&h, "/chat/main/worker?since=0").await;
     assert!(gap.contains("id=\"history-gap\""), "a history gap is shown");
 }
+
+/// An adopted session shows its source on the overview whether or not anybody watches it yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_names_the_source_of_an_unwatched_adopted_session() {
+    let h = Harness::start().await;
+    let key = "agent:main:claude:5ae04bcf";
+    h.create(key).await;
+    let link = sessionwatch_store::UpstreamLinkRow {
+        session_key: key.into(),
+        agent_id: "main".into(),
+        catalog_id: "claude".into(),
+        host_id: "gateway:local".into(),
+        thread_id: "5ae04bcf".into(),
+        upstream_kind: "claude-jsonl".into(),
+        reference_json: "{}".into(),
+        marker_json: "{}".into(),
+        last_scanned_at: None,
+        missing_streak: 0,
+        created_at: 1,
+        updated_at: 1,
+    };
+    use sessionwatch_store::Store;
+    h.gateway.kernel().store().upsert_link(link).await.unwrap();
+    let (_, overview) = get_bearer(&h, "/").await;
+    assert!(overview.contains("claude-jsonl 5ae04bcf"), "{overview}");
+}

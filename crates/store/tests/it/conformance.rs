@@ -42,6 +42,9 @@ impl<S, G> IntoHarness<S, G> for Option<(Harness<S>, G)> {
     }
 }
 
+mod listings;
+pub use listings::*;
+
 /// Instantiates every check of the suite as a `#[tokio::test]`. `$make` is a path to a function returning
 /// `(Harness<S>, guard)`; the guard lives for the whole test.
 #[macro_export]
@@ -836,96 +839,4 @@ pub async fn delete_session_state_removes_both_sides<S: Store>(h: &Harness<S>) {
     // A deleted session starts again from 1.
     let (e, _) = record(s, req(human(T)), NOW + 1).await;
     assert_eq!(e.sequence, 1);
-}
-
-pub async fn watch_edges_name_both_ends<S: Store>(h: &Harness<S>) {
-    let s = &h.store;
-    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
-    register(s, W, T2, Provenance::AmbientGroup, STORE, NOW).await;
-    register(s, W2, T, Provenance::Explicit, STORE, NOW).await;
-    register(s, T2, W2, Provenance::Explicit, STORE, NOW).await;
-    record(s, req(human(T)), NOW + 1).await;
-    let ends = |edges: Vec<WatchEdge>| -> Vec<(String, String)> {
-        edges.into_iter().map(|e| (e.watcher, e.target)).collect()
-    };
-    let of_t = s.watch_edges(vec![T.into()], 100).await.unwrap();
-    assert_eq!(
-        ends(of_t.clone()),
-        vec![(W.to_string(), T.to_string()), (W2.to_string(), T.to_string())],
-        "both watchers of T, ordered by watcher"
-    );
-    assert_eq!(lnm(&of_t[0].cursor), (0, 1, 1), "the cursor comes with the edge");
-    let both = s.watch_edges(vec![W2.into(), T2.into()], 100).await.unwrap();
-    assert_eq!(
-        ends(both),
-        vec![
-            (W.to_string(), T2.to_string()),
-            (W2.to_string(), T.to_string()),
-            (T2.to_string(), W2.to_string()),
-        ],
-        "an edge with both ends in the set is answered once"
-    );
-    assert_eq!(s.watch_edges(vec![T.into()], 1).await.unwrap().len(), 1, "at most limit");
-    assert!(s.watch_edges(vec![], 10).await.unwrap().is_empty());
-    assert!(!of_t[0].spawned, "no session row names W as T's spawner");
-    let child = NewSession {
-        session_key: T.into(),
-        agent_id: AGENT.into(),
-        session_id: "t-1".into(),
-        kind: "subagent".into(),
-        spawned_by: Some(W2.into()),
-        ..NewSession::default()
-    };
-    s.ensure_session(child, NOW).await.unwrap();
-    let spawned: Vec<bool> =
-        s.watch_edges(vec![T.into()], 100).await.unwrap().iter().map(|e| e.spawned).collect();
-    assert_eq!(spawned, vec![false, true], "W2 spawned T, W only watches it");
-}
-
-pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) {
-    let s = &h.store;
-    for (i, k) in ["agent:main:a", "agent:ops:b", "agent:main:c", "agent:main:d"].iter().enumerate() {
-        let k = key(k);
-        let new = NewSession {
-            session_key: k.as_str().into(),
-            agent_id: k.agent_id().into(),
-            session_id: format!("{k}-1"),
-            kind: "other".into(),
-            ..NewSession::default()
-        };
-        s.ensure_session(new, NOW + i as i64).await.unwrap();
-    }
-    let keys = |rows: Vec<SessionRow>| -> Vec<String> { rows.into_iter().map(|r| r.session_key).collect() };
-    let main = SessionFilter { agent_id: Some("main".into()), limit: 10, ..SessionFilter::default() };
-    assert_eq!(
-        keys(s.list_sessions(main.clone()).await.unwrap()),
-        vec!["agent:main:d", "agent:main:c", "agent:main:a"],
-        "newest first, one agent"
-    );
-    let second_page = SessionFilter { offset: 1, limit: 1, ..main };
-    assert_eq!(keys(s.list_sessions(second_page).await.unwrap()), vec!["agent:main:c"]);
-    let past_the_end = SessionFilter { offset: 4, limit: 10, ..SessionFilter::default() };
-    assert!(s.list_sessions(past_the_end).await.unwrap().is_empty());
-}
-
-pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
-    let s = &h.store;
-    assert!(s.create_node("buildbox".into(), "hash-b".into(), NOW).await.unwrap());
-    assert!(s.create_node("laptop".into(), "hash-l".into(), NOW + 1).await.unwrap());
-    assert!(!s.create_node("buildbox".into(), "hash-other".into(), NOW).await.unwrap(), "the name is taken");
-    let found = s.node_by_token("hash-b".into()).await.unwrap().expect("by its token");
-    assert_eq!((found.name.as_str(), found.last_seen_at), ("buildbox", None));
-    assert_eq!(s.node_by_token("hash-other".into()).await.unwrap(), None, "a refused token is not kept");
-    assert!(s.touch_node("buildbox".into(), NOW + 5).await.unwrap());
-    assert!(!s.touch_node("nobody".into(), NOW + 5).await.unwrap());
-    let names: Vec<(String, Option<Millis>)> =
-        s.list_nodes().await.unwrap().into_iter().map(|n| (n.name, n.last_seen_at)).collect();
-    assert_eq!(names, vec![("buildbox".to_string(), Some(NOW + 5)), ("laptop".to_string(), None)]);
-    assert!(s.revoke_node("buildbox".into()).await.unwrap());
-    assert!(!s.revoke_node("buildbox".into()).await.unwrap());
-    assert_eq!(s.node_by_token("hash-b".into()).await.unwrap(), None, "a revoked token opens nothing");
-    assert!(
-        s.create_node("buildbox".into(), "hash-b2".into(), NOW).await.unwrap(),
-        "the name can be issued again"
-    );
 }
