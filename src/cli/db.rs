@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use sessionwatch_core::{
     Actor, AgentSessionKey, GoalChange, Limit, NewEvent, Provenance, RunOutcome, RunStatus, SystemClock,
 };
+use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_server::wire;
 use sessionwatch_store::sqlite::GatewayLock;
@@ -107,7 +108,6 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
                 None => (key.clone(), "main".to_string()),
             };
             let parent = parent.map(|p| AgentSessionKey::parse(&p).map_or(p, |k| k.as_str().to_string()));
-            let watchers: Vec<String> = parent.iter().cloned().collect();
             let actor = match actor_id {
                 Some(a) => Actor::agent(a.to_ascii_lowercase()),
                 None => Actor::human(None),
@@ -116,20 +116,20 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
                 Kind::Human => {
                     let mut e = NewEvent::human_message(&key, &agent, &channel, None);
                     e.actor = actor;
-                    kernel.record(e.with_dedupe_key(id), watchers.clone(), watchers.is_empty()).await
+                    let policy = RecordPolicy::human_turn(HumanTurnSource::Gateway, parent.as_deref());
+                    kernel.record(e.with_dedupe_key(id), policy).await
                 }
                 Kind::Goal => {
                     kernel
                         .record(
                             NewEvent::goal_changed(&key, &agent, &GoalChange::Updated, actor),
-                            watchers,
-                            false,
+                            RecordPolicy::always(),
                         )
                         .await
                 }
                 Kind::Compacted => {
                     let op = id.context("--id OPERATION_ID is required for compacted")?;
-                    kernel.record(NewEvent::compacted(&key, &agent, &op), vec![], false).await
+                    kernel.record(NewEvent::compacted(&key, &agent, &op), RecordPolicy::always()).await
                 }
                 Kind::RunOk | Kind::RunFailed => {
                     let run = id.context("--id RUN_ID is required for run events")?;
@@ -138,10 +138,14 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
                     } else {
                         RunStatus::Failed(RunOutcome::Error)
                     };
-                    kernel.record(NewEvent::run_terminal(&key, &agent, &run, status), watchers, false).await
+                    kernel
+                        .record(NewEvent::run_terminal(&key, &agent, &run, status), RecordPolicy::always())
+                        .await
                 }
                 Kind::Missing => {
-                    kernel.record(NewEvent::upstream_missing(&key, &agent, &channel), watchers, false).await
+                    kernel
+                        .record(NewEvent::upstream_missing(&key, &agent, &channel), RecordPolicy::always())
+                        .await
                 }
             };
             match outcome {
@@ -162,7 +166,7 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
             let watched = kernel
                 .register_watch(&watcher.to_ascii_lowercase(), &target.to_ascii_lowercase(), provenance)
                 .await;
-            json!({ "watched": watched })
+            wire::watch_outcome(&watched)
         }
         DbCommand::Unwatch { watcher, target } => {
             json!({ "unwatched": kernel.unwatch(&watcher.to_ascii_lowercase(), &target.to_ascii_lowercase()).await })

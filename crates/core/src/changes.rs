@@ -26,6 +26,8 @@ impl Limit {
 /// The events after `since`, ascending, at most `limit`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChangesPage {
+    /// The session's head (state version) in the same read as the events.
+    pub head: u64,
     pub events: Vec<StoredEvent>,
     /// More events exist past this page.
     pub truncated: bool,
@@ -47,6 +49,7 @@ impl ChangesPage {
         let truncated = rows.len() > limit.get() as usize;
         rows.truncate(limit.get() as usize);
         ChangesPage {
+            head,
             events: rows,
             truncated,
             earliest_available_sequence: earliest_available(head, floor),
@@ -56,7 +59,13 @@ impl ChangesPage {
 
     /// What a read failure answers: an empty page, never an error that breaks the agent's turn.
     pub fn empty() -> ChangesPage {
-        ChangesPage { events: vec![], truncated: false, earliest_available_sequence: 0, history_gap: false }
+        ChangesPage {
+            head: 0,
+            events: vec![],
+            truncated: false,
+            earliest_available_sequence: 0,
+            history_gap: false,
+        }
     }
 
     /// The `since` to ask next: the last sequence returned, or `since` itself for an empty page.

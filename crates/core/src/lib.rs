@@ -10,6 +10,7 @@ pub mod cursor;
 pub mod event;
 pub mod key;
 pub mod notice;
+pub mod policy;
 pub mod queue;
 
 pub use changes::{ChangesPage, Limit, LimitError, MAX_CHANGES_LIMIT};
@@ -23,7 +24,8 @@ pub use event::{
 };
 pub use key::{AgentSessionKey, SessionKind, classify_session_kind, is_valid_agent_id};
 pub use notice::{Notice, context_key, decode_context_key, notice_text};
-pub use queue::{PushOutcome, QueuedEvent, SYSTEM_EVENT_QUEUE_CAP, SystemEventQueue};
+pub use policy::{Acknowledged, AppendCursors, FanOut, HumanTurnSource, RecordPolicy};
+pub use queue::{NoticeRef, PushOutcome, QueuedEvent, SYSTEM_EVENT_QUEUE_CAP, SystemEventQueue};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;

@@ -1,5 +1,7 @@
 //! The per-session system-event queue: bounded, deduplicating, in memory.
 
+use crate::key::AgentSessionKey;
+use crate::notice::Notice;
 use std::collections::VecDeque;
 
 pub const SYSTEM_EVENT_QUEUE_CAP: usize = 20;
@@ -8,6 +10,33 @@ pub const SYSTEM_EVENT_QUEUE_CAP: usize = 20;
 pub struct QueuedEvent {
     pub text: String,
     pub context_key: String,
+    /// For a session-state notice, what its text says: which session changed and the `changesSince`
+    /// to reconcile from (so nobody parses the text back). `None` for other system events.
+    pub notice: Option<NoticeRef>,
+}
+
+/// The typed content of a queued session-state notice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoticeRef {
+    pub target: AgentSessionKey,
+    pub since: u64,
+}
+
+impl QueuedEvent {
+    /// A system event that is not a session-state notice (e.g. the Home creation notice).
+    pub fn other(text: impl Into<String>, context_key: impl Into<String>) -> QueuedEvent {
+        QueuedEvent { text: text.into(), context_key: context_key.into(), notice: None }
+    }
+}
+
+impl From<&Notice> for QueuedEvent {
+    fn from(n: &Notice) -> QueuedEvent {
+        QueuedEvent {
+            text: n.text(),
+            context_key: n.context_key(),
+            notice: Some(NoticeRef { target: n.target.clone(), since: n.since }),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -28,18 +57,18 @@ pub enum PushOutcome {
 impl SystemEventQueue {
     /// Queues `text`. An identical text already queued is not added again; with `replace`, an entry with
     /// the same context key has its text replaced in place. When full, the oldest entry is dropped.
-    pub fn push(&mut self, text: String, context_key: String, replace: bool) -> PushOutcome {
-        if self.entries.iter().any(|e| e.text == text) {
+    pub fn push(&mut self, event: QueuedEvent, replace: bool) -> PushOutcome {
+        if self.entries.iter().any(|e| e.text == event.text) {
             return PushOutcome::Duplicate;
         }
-        if replace && let Some(e) = self.entries.iter_mut().find(|e| e.context_key == context_key) {
-            e.text = text;
+        if replace && let Some(e) = self.entries.iter_mut().find(|e| e.context_key == event.context_key) {
+            *e = event;
             return PushOutcome::Replaced;
         }
         if self.entries.len() == SYSTEM_EVENT_QUEUE_CAP {
             self.entries.pop_front();
         }
-        self.entries.push_back(QueuedEvent { text, context_key });
+        self.entries.push_back(event);
         PushOutcome::Added
     }
 
@@ -79,7 +108,7 @@ mod tests {
     fn dedupes_identical_text() {
         let mut q = SystemEventQueue::default();
         for _ in 0..20 {
-            q.push("same".into(), "ck".into(), false);
+            q.push(QueuedEvent::other("same", "ck"), false);
         }
         assert_eq!(q.len(), 1);
     }
@@ -87,9 +116,9 @@ mod tests {
     #[test]
     fn replace_swaps_text_in_place() {
         let mut q = SystemEventQueue::default();
-        q.push("a".into(), "x".into(), false);
-        q.push("b".into(), "ck".into(), true);
-        assert_eq!(q.push("c".into(), "ck".into(), true), PushOutcome::Replaced);
+        q.push(QueuedEvent::other("a", "x"), false);
+        q.push(QueuedEvent::other("b", "ck"), true);
+        assert_eq!(q.push(QueuedEvent::other("c", "ck"), true), PushOutcome::Replaced);
         let texts: Vec<_> = q.drain().into_iter().map(|e| e.text).collect();
         assert_eq!(texts, ["a", "c"]);
         assert!(q.is_empty());
@@ -99,7 +128,7 @@ mod tests {
     fn bounded_drops_oldest() {
         let mut q = SystemEventQueue::default();
         for i in 0..25 {
-            q.push(format!("t{i}"), format!("c{i}"), false);
+            q.push(QueuedEvent::other(format!("t{i}"), format!("c{i}")), false);
         }
         assert_eq!(q.len(), SYSTEM_EVENT_QUEUE_CAP);
         assert_eq!(q.iter().next().unwrap().text, "t5");

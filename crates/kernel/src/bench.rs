@@ -10,6 +10,7 @@
 //! meaningful.
 
 use crate::{Kernel, KernelConfig, RecordOutcome};
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Clock, Limit, NewEvent, Provenance, SystemClock};
 use sessionwatch_store::postgres::testing::{drop_schema, unique_schema_name};
 use sessionwatch_store::sqlite::bench::raw_commit_loop;
@@ -219,7 +220,7 @@ fn per_second(n: u64, elapsed: Duration) -> f64 {
 
 async fn append<S: Store>(k: &Kernel<S>, key: &str) {
     let ev = NewEvent::human_message(key, "main", "bench", None);
-    match k.record(ev, vec![], false).await {
+    match k.record(ev, RecordPolicy::always()).await {
         RecordOutcome::Recorded(_) => {}
         other => panic!("bench: append failed: {other:?}"),
     }
@@ -361,7 +362,11 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         let k = kernel(b, name, big_retention()).await?;
         let target = "agent:main:subagent:watched";
         for i in 0..watchers {
-            assert!(k.register_watch(&format!("agent:w{i}:main"), target, Provenance::Explicit).await);
+            assert!(
+                k.register_watch(&format!("agent:w{i}:main"), target, Provenance::Explicit)
+                    .await
+                    .is_watching()
+            );
         }
         let elapsed = append_concurrently(&k, sz.watcher_appends, move |_| target.to_string()).await;
         drop(k);

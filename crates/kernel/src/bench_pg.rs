@@ -4,6 +4,9 @@
 //! wake). Each sample is drained (acknowledged) on `b` before the next one.
 
 use crate::{Kernel, KernelConfig, Signal};
+use sessionwatch_core::HumanTurnSource;
+use sessionwatch_core::NewEvent;
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Clock, Provenance, SystemClock};
 use sessionwatch_store::postgres::testing::{drop_schema, unique_schema_name};
 use sessionwatch_store::{PostgresStore, Result, StoreError};
@@ -48,7 +51,7 @@ async fn gateway(url: &str, schema: &str, host: &str) -> Result<Kernel<PostgresS
 async fn run(url: &str, schema: &str, samples: usize) -> Result<Vec<(String, f64, String)>> {
     let a = gateway(url, schema, "bench-a").await?;
     let b = gateway(url, schema, "bench-b").await?;
-    if !b.register_watch(WATCHER, TARGET, Provenance::Explicit).await {
+    if !b.register_watch(WATCHER, TARGET, Provenance::Explicit).await.is_watching() {
         return Err(StoreError::InvalidData("the bench watch was refused".into()));
     }
     b.host_session(WATCHER, "main").await;
@@ -56,7 +59,12 @@ async fn run(url: &str, schema: &str, samples: usize) -> Result<Vec<(String, f64
     let mut times = Vec::with_capacity(samples);
     for _ in 0..samples {
         let started = Instant::now();
-        let recorded = a.record_human_turn(TARGET, "main", "bench", None, None).await;
+        let recorded = a
+            .record(
+                NewEvent::human_message(TARGET, "main", "bench", None),
+                RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+            )
+            .await;
         if recorded.event().is_none() {
             return Err(StoreError::InvalidData(format!("the bench turn was not recorded: {recorded:?}")));
         }

@@ -13,8 +13,8 @@ impl Queues {
     }
 
     /// Answers whether the queue changed (added or replaced).
-    pub fn push(&self, session: &str, text: String, context_key: String, replace: bool) -> bool {
-        self.with(|m| m.entry(session.to_string()).or_default().push(text, context_key, replace))
+    pub fn push(&self, session: &str, event: QueuedEvent, replace: bool) -> bool {
+        self.with(|m| m.entry(session.to_string()).or_default().push(event, replace))
             != PushOutcome::Duplicate
     }
 

@@ -1,6 +1,6 @@
 //! Errors a tool or host call answers with: `{"ok":false,"error":{"type","message"}}`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
@@ -57,7 +57,7 @@ impl ApiError {
     }
 
     pub fn body(&self) -> Value {
-        json!({ "ok": false, "error": { "type": self.kind(), "message": self.to_string() } })
+        crate::wire::error_body(self.kind(), &self.to_string())
     }
 
     pub fn invalid(msg: impl Into<String>) -> ApiError {

@@ -5,6 +5,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::gateway::{Gateway, InboundTurn, NewSessionRequest};
 use crate::metrics::HttpMetrics;
 use crate::sse;
+use crate::wire;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{StatusCode, header};
@@ -239,7 +240,7 @@ async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> R
         );
     }
     match state.gateway.invoke_tool(caller.as_deref(), &call.tool, &call.args).await {
-        Ok(details) => Json(crate::wire::tool_result(&details)).into_response(),
+        Ok(output) => Json(crate::wire::tool_result(&crate::wire::ToolJson::of(&output))).into_response(),
         Err(ApiError::UnknownTool(_)) => {
             tool_failure(StatusCode::NOT_FOUND, "not_found", &format!("Tool not available: {}", call.tool))
         }
@@ -310,7 +311,7 @@ fn tool_envelope(body: &Bytes) -> Result<ToolEnvelope, EnvelopeError> {
 }
 
 fn tool_failure(status: StatusCode, kind: &str, message: &str) -> Response {
-    (status, Json(json!({ "ok": false, "error": { "type": kind, "message": message } }))).into_response()
+    (status, Json(wire::error_body(kind, message))).into_response()
 }
 
 fn actor(v: Option<&Value>, default: Actor) -> ApiResult<Actor> {
@@ -364,7 +365,7 @@ async fn create_session<S: Store>(State(state): State<Shared<S>>, body: Bytes) -
         {
             return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")));
         }
-        state.gateway.create_session(req).await
+        state.gateway.create_session(req).await.map(|o| wire::session_created(&o))
     };
     host_answer(run.await)
 }
@@ -380,7 +381,7 @@ async fn inbound<S: Store>(State(state): State<Shared<S>>, Path(key): Path<Strin
             chat_type: a.opt_str("chatType")?.map(str::to_string),
             run_id: a.opt_str("runId")?.map(str::to_string),
         };
-        state.gateway.inbound(&key, turn).await
+        state.gateway.inbound(&key, turn).await.map(|o| wire::inbound(&o))
     };
     host_answer(run.await)
 }
@@ -393,7 +394,7 @@ async fn begin_turn<S: Store>(
     let run = async {
         let v = json_body(&body)?;
         Args::new("body", &v, &[])?;
-        state.gateway.begin_turn(&key).await
+        state.gateway.begin_turn(&key).await.map(|o| wire::drained(&o))
     };
     host_answer(run.await)
 }
@@ -411,7 +412,11 @@ async fn add_message<S: Store>(
             return Err(ApiError::invalid("role must be assistant, user, tool or system"));
         }
         let text = a.opt_str("text")?.ok_or_else(|| ApiError::invalid("body.text is required"))?;
-        state.gateway.add_message(&key, role, text, a.opt_str("runId")?).await
+        state
+            .gateway
+            .add_message(&key, role, text, a.opt_str("runId")?)
+            .await
+            .map(|o| wire::message_added(&o))
     };
     host_answer(run.await)
 }
@@ -430,7 +435,7 @@ async fn set_goal<S: Store>(
             return Err(ApiError::invalid("give objective and/or status (DELETE clears the goal)"));
         }
         let actor = actor(a.opt_object("actor")?, Actor::system())?;
-        state.gateway.set_goal(&key, objective, status, actor).await
+        state.gateway.set_goal(&key, objective, status, actor).await.map(|o| wire::goal(&o))
     };
     host_answer(run.await)
 }
@@ -444,7 +449,7 @@ async fn clear_goal<S: Store>(
         let v = json_body(&body)?;
         let a = Args::new("body", &v, &["actor"])?;
         let actor = actor(a.opt_object("actor")?, Actor::system())?;
-        state.gateway.set_goal(&key, None, None, actor).await
+        state.gateway.set_goal(&key, None, None, actor).await.map(|o| wire::goal(&o))
     };
     host_answer(run.await)
 }
@@ -457,22 +462,24 @@ async fn compaction<S: Store>(
     let run = async {
         let v = json_body(&body)?;
         let a = Args::new("body", &v, &["operationId", "runId"])?;
-        state.gateway.compacted(&key, a.str("operationId")?, a.opt_str("runId")?.map(str::to_string)).await
+        let operation = a.str("operationId")?;
+        let run_id = a.opt_str("runId")?.map(str::to_string);
+        state.gateway.compacted(&key, operation, run_id).await.map(|o| wire::compacted(&o))
     };
     host_answer(run.await)
 }
 
 /// Drains the session's system-event queue (acknowledging notices as a turn does), not its inbox.
 async fn drain_notices<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
-    host_answer(state.gateway.drain_notices(&key).await)
+    host_answer(state.gateway.drain_notices(&key).await.map(|o| wire::drained(&o)))
 }
 
 async fn reset<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
-    host_answer(state.gateway.reset(&key).await)
+    host_answer(state.gateway.reset(&key).await.map(|o| wire::reset(&o)))
 }
 
 async fn delete_session<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
-    host_answer(state.gateway.delete(&key).await)
+    host_answer(state.gateway.delete(&key).await.map(|k| wire::deleted(&k)))
 }
 
 async fn run_result<S: Store>(
@@ -494,6 +501,7 @@ async fn run_result<S: Store>(
                 a.opt_str("sessionId")?.map(str::to_string),
             )
             .await
+            .map(|o| wire::run_result(&o))
     };
     host_answer(run.await)
 }

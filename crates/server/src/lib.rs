@@ -40,6 +40,7 @@ pub async fn run<S: Store>(
     let limits = state.gateway.config().limits;
     // MCP streams (`/mcp`) are long-lived: end them when shutdown begins so in-flight work can finish.
     let mcp_shutdown = tokio_util::sync::CancellationToken::new();
+    let kernel = state.gateway.kernel().clone();
     let router = http::app_with_shutdown(state, mcp_shutdown.clone());
     let service = hyper_util::service::TowerToHyperService::new(router);
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
@@ -79,5 +80,7 @@ pub async fn run<S: Store>(
     }
     mcp_shutdown.cancel();
     graceful.shutdown().await;
+    // Then the kernel's background tasks (listener, trailing wakes, a scheduled prune).
+    kernel.shutdown().await;
     Ok(())
 }

@@ -3,7 +3,6 @@
 //! behaviour, checked by one conformance suite (`tests/it/conformance.rs`).
 
 mod error;
-mod material;
 mod payload;
 pub mod postgres;
 pub mod sqlite;
@@ -11,6 +10,7 @@ mod tail;
 mod types;
 
 pub use error::StoreError;
+pub use payload::PayloadJson;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use types::*;

@@ -1,22 +1,33 @@
-//! The payload column: a JSON object holding only `outcome`, `channel` and `turns`.
+//! The payload column: a JSON object holding only `outcome`, `channel` and `turns`. The same object is
+//! what the wire shows as an event's `payload` ([`PayloadJson`], used by both).
 
+use serde::{Deserialize, Serialize};
 use sessionwatch_core::{Payload, RunOutcome};
 
+/// An event's payload as JSON: the stored column and the wire's `payload` field.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayloadJson {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub channel: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub turns: Option<u32>,
+}
+
+impl PayloadJson {
+    /// `None` for an empty payload (the column is NULL and the wire leaves `payload` out).
+    pub fn of(p: &Payload) -> Option<PayloadJson> {
+        (!p.is_empty()).then(|| PayloadJson {
+            outcome: p.outcome.map(|o| o.as_str().to_string()),
+            channel: p.channel.clone(),
+            turns: p.turns,
+        })
+    }
+}
+
 pub(crate) fn encode(p: &Payload) -> Option<String> {
-    if p.is_empty() {
-        return None;
-    }
-    let mut m = serde_json::Map::new();
-    if let Some(o) = p.outcome {
-        m.insert("outcome".into(), o.as_str().into());
-    }
-    if let Some(c) = &p.channel {
-        m.insert("channel".into(), c.clone().into());
-    }
-    if let Some(t) = p.turns {
-        m.insert("turns".into(), t.into());
-    }
-    Some(serde_json::Value::Object(m).to_string())
+    PayloadJson::of(p).map(|j| serde_json::to_string(&j).expect("a payload always serializes"))
 }
 
 /// Unknown fields and wrong types are dropped: the payload exposes only the three known fields.

@@ -1,15 +1,14 @@
+pub use sessionwatch_core::Acknowledged;
 use sessionwatch_core::{
-    AgentSessionKey, Claim, Cursor, DAY_MS, Millis, NewEvent, Notice, RegisterDecision, StoredEvent,
+    Cursor, DAY_MS, Millis, NewEvent, Notice, RecordPolicy, RegisterDecision, StoredEvent,
 };
 
 /// An append and the context its producer knows.
 #[derive(Clone, Debug)]
 pub struct AppendRequest {
     pub event: NewEvent,
-    /// Watchers the producer names besides registered cursors (e.g. the spawner of a child).
-    pub producer_watchers: Vec<String>,
-    /// Write nothing unless some cursor targets the session (unwatched human turns are free).
-    pub only_if_watched: bool,
+    /// Who else learns of it and whether it is written when unwatched ([`RecordPolicy`], decided in core).
+    pub policy: RecordPolicy,
     /// The physical store of the watchers hosted here (cursor store binding).
     pub watcher_store: String,
     /// The gateway making the append. `None` (single gateway, and always on SQLite): every notice is
@@ -25,8 +24,7 @@ impl AppendRequest {
     pub fn new(event: NewEvent, watcher_store: impl Into<String>) -> AppendRequest {
         AppendRequest {
             event,
-            producer_watchers: vec![],
-            only_if_watched: false,
+            policy: RecordPolicy::always(),
             watcher_store: watcher_store.into(),
             host_id: None,
         }
@@ -87,31 +85,6 @@ pub struct PruneReport {
     pub events_by_cap: u64,
     /// The watches retention removed, as (watcher, target), sorted: their queued notices must go too.
     pub cursors_expired: Vec<(String, String)>,
-}
-
-impl Acknowledged {
-    pub(crate) fn record(
-        &mut self,
-        watcher: &AgentSessionKey,
-        target: &AgentSessionKey,
-        claim: Claim,
-        queue_only: bool,
-    ) {
-        let notice = |since| Notice { watcher: watcher.clone(), target: target.clone(), since, queue_only };
-        self.delivered.push(notice(claim.since));
-        if let Some(since) = claim.reopen {
-            self.reopened.push(notice(since));
-        }
-    }
-}
-
-/// What acknowledging drained notices did ([`crate::Store::acknowledge`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Acknowledged {
-    /// The notices claimed, at the cursor's `changesSince` as it was: deliver exactly these.
-    pub delivered: Vec<Notice>,
-    /// Remainders that arrived while a delivered notice was pending: queue them for the next turn.
-    pub reopened: Vec<Notice>,
 }
 
 /// A session as the gateway creates it.

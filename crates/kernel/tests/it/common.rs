@@ -1,6 +1,6 @@
 //! Shared fixtures: a database in a temp dir, a manual clock, and a kernel that can be restarted.
 
-use sessionwatch_core::{ManualClock, Millis, QueuedEvent, decode_context_key};
+use sessionwatch_core::{ManualClock, Millis, QueuedEvent, context_key, notice_text};
 use sessionwatch_kernel::{Kernel, KernelConfig};
 use sessionwatch_store::{RetentionPolicy, SqliteOptions, SqliteStore};
 use std::path::PathBuf;
@@ -46,18 +46,16 @@ impl Env {
     }
 }
 
-/// The `changesSince` value a notice text names.
-pub fn since_of(text: &str) -> u64 {
-    text.rsplit(' ').next().unwrap().trim_end_matches('.').parse().expect("notice ends with changesSince N.")
-}
-
-/// A drained or peeked queue as (target, since) pairs, in queue order.
+/// A drained or peeked queue as (target, since) pairs, in queue order, from the typed notices; each
+/// text must say exactly what its typed notice says.
 pub fn notices(events: &[QueuedEvent]) -> Vec<(String, u64)> {
     events
         .iter()
         .map(|e| {
-            let t = decode_context_key(&e.context_key).expect("a session-state context key");
-            (t.as_str().to_string(), since_of(&e.text))
+            let n = e.notice.as_ref().expect("a session-state notice");
+            assert_eq!(e.text, notice_text(&n.target, n.since), "the text says what the notice is");
+            assert_eq!(e.context_key, context_key(&n.target));
+            (n.target.as_str().to_string(), n.since)
         })
         .collect()
 }

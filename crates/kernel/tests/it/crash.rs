@@ -5,6 +5,7 @@
 //! `SW_CRASH_CHILD_DB` set (without it, that test returns at once). This works under `cargo test` and
 //! `cargo nextest`, which both run the same libtest harness binary.
 
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Limit, NewEvent, Provenance, SystemClock};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_store::{SqliteOptions, SqliteStore};
@@ -38,7 +39,7 @@ fn crash_child_append_loop() {
         for i in 0u64.. {
             let key = KEYS[(i % 5 % 3) as usize];
             let ev = NewEvent::human_message(key, "main", "crash", None);
-            match k.record(ev, vec![], false).await {
+            match k.record(ev, RecordPolicy::always()).await {
                 RecordOutcome::Recorded(e) => {
                     writeln!(out, "recorded {key} {}", e.sequence).unwrap();
                     out.flush().unwrap();
@@ -164,7 +165,10 @@ fn sigkill_mid_append_loses_no_acknowledged_append() {
                     "round {round}: {key} is contiguous 1..head"
                 );
                 // Appending continues at head + 1.
-                match k.record(NewEvent::human_message(key, "main", "parent", None), vec![], false).await {
+                match k
+                    .record(NewEvent::human_message(key, "main", "parent", None), RecordPolicy::always())
+                    .await
+                {
                     RecordOutcome::Recorded(e) => {
                         assert_eq!(e.sequence, head.head + 1, "round {round}: {key}")
                     }

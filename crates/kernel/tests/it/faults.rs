@@ -1,6 +1,7 @@
 //! Storage faults: a full disk and damaged database files.
 
 use crate::common::{Env, NOW, STORE};
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Limit, ManualClock, NewEvent};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_store::{SqliteOptions, SqliteStore, StoreError};
@@ -27,7 +28,7 @@ async fn disk_full_fails_the_append_but_not_the_store() {
     let k = start(SqliteStore::open(env.db(), limited.clone()).unwrap()).await;
     let mut recorded = 0u64;
     let reason = loop {
-        match k.record(event(recorded as usize), vec![], false).await {
+        match k.record(event(recorded as usize), RecordPolicy::always()).await {
             RecordOutcome::Recorded(e) => {
                 recorded += 1;
                 assert_eq!(e.sequence, recorded);
@@ -42,7 +43,7 @@ async fn disk_full_fails_the_append_but_not_the_store() {
     assert_eq!(k.metrics().events_not_recorded.load(std::sync::atomic::Ordering::Relaxed), 1);
     // The failed append left no trace: the head is unchanged, again after a second failure.
     assert_eq!(k.head(T, "main").await.head, recorded);
-    assert!(matches!(k.record(event(0), vec![], false).await, RecordOutcome::NotRecorded(_)));
+    assert!(matches!(k.record(event(0), RecordPolicy::always()).await, RecordOutcome::NotRecorded(_)));
     assert_eq!(k.head(T, "main").await.head, recorded);
     // Reads still work and see exactly 1..=head.
     let mut seqs = vec![];
@@ -60,14 +61,14 @@ async fn disk_full_fails_the_append_but_not_the_store() {
 
     // Still full after a restart with the same limit.
     let k = start(SqliteStore::open(env.db(), limited).unwrap()).await;
-    assert!(matches!(k.record(event(0), vec![], false).await, RecordOutcome::NotRecorded(_)));
+    assert!(matches!(k.record(event(0), RecordPolicy::always()).await, RecordOutcome::NotRecorded(_)));
     drop(k);
     // Make room: the next append gets exactly head + 1.
     let roomy = SqliteOptions { max_page_count: Some(100_000), ..SqliteOptions::default() };
     let store = SqliteStore::open(env.db(), roomy).unwrap();
     assert_eq!(store.integrity_check().unwrap(), "ok");
     let k = start(store).await;
-    match k.record(event(0), vec![], false).await {
+    match k.record(event(0), RecordPolicy::always()).await {
         RecordOutcome::Recorded(e) => assert_eq!(e.sequence, recorded + 1),
         other => panic!("expected Recorded after making room, got {other:?}"),
     }
@@ -79,7 +80,7 @@ fn healthy_db(path: &Path, events: usize) {
     rt.block_on(async {
         let k = start(SqliteStore::open(path, SqliteOptions::default()).unwrap()).await;
         for i in 0..events {
-            assert!(matches!(k.record(event(i), vec![], false).await, RecordOutcome::Recorded(_)));
+            assert!(matches!(k.record(event(i), RecordPolicy::always()).await, RecordOutcome::Recorded(_)));
         }
     });
     assert!(

@@ -16,6 +16,8 @@
 
 use crate::common::{Env, notices};
 use proptest::prelude::*;
+use sessionwatch_core::HumanTurnSource;
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Actor, EventKind, GoalChange, Limit, NewEvent, Provenance, RunStatus};
 use sessionwatch_kernel::{Kernel, RecordOutcome};
 use sessionwatch_store::{RetentionPolicy, Store};
@@ -217,7 +219,13 @@ async fn apply<B: Backend>(sut: &mut Sut<B>, m: &mut Model, op: &Op, step: usize
     match *op {
         Op::Human { t } => {
             let (key, agent) = TARGETS[t];
-            let out = sut.k().record_human_turn(key, agent, "web", None, None).await;
+            let out = sut
+                .k()
+                .record(
+                    NewEvent::human_message(key, agent, "web", None),
+                    RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+                )
+                .await;
             if m.watched(t) {
                 let seq = m.append(t, EventKind::HumanDirectMessage, None, None);
                 assert!(
@@ -232,7 +240,7 @@ async fn apply<B: Backend>(sut: &mut Sut<B>, m: &mut Model, op: &Op, step: usize
             let (key, agent) = TARGETS[t];
             let actor = by.map_or(Actor::human(None), |w| Actor::agent(WATCHERS[w]));
             let ev = NewEvent::goal_changed(key, agent, &GoalChange::Updated, actor);
-            let out = sut.k().record(ev, vec![], false).await;
+            let out = sut.k().record(ev, RecordPolicy::always()).await;
             let seq = m.append(t, EventKind::GoalChanged, by, None);
             assert!(matches!(&out, RecordOutcome::Recorded(e) if e.sequence == seq), "step {step}: {out:?}");
         }
@@ -245,7 +253,7 @@ async fn apply<B: Backend>(sut: &mut Sut<B>, m: &mut Model, op: &Op, step: usize
             };
             let dedupe = ev.dedupe_key.clone();
             let kind = ev.kind;
-            let out = sut.k().record(ev, vec![], false).await;
+            let out = sut.k().record(ev, RecordPolicy::always()).await;
             let existing = m.rows.iter().find(|r| r.0 == t && r.3 == dedupe).map(|r| r.1);
             match existing {
                 Some(seq) => assert!(
@@ -262,7 +270,9 @@ async fn apply<B: Backend>(sut: &mut Sut<B>, m: &mut Model, op: &Op, step: usize
             }
         }
         Op::Register { w, t } => {
-            assert!(sut.k().register_watch(WATCHERS[w], TARGETS[t].0, Provenance::Explicit).await);
+            assert!(
+                sut.k().register_watch(WATCHERS[w], TARGETS[t].0, Provenance::Explicit).await.is_watching()
+            );
             if !m.cursors.contains_key(&(w, t)) {
                 let h = m.head[t];
                 m.cursors.insert((w, t), Lnm { l: h, n: h, m: h });

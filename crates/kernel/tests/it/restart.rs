@@ -2,7 +2,10 @@
 //! notice.
 
 use crate::common::{Env, notices};
+use sessionwatch_core::HumanTurnSource;
+use sessionwatch_core::NewEvent;
 use sessionwatch_core::Provenance;
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_kernel::RecordOutcome;
 
 const W: &str = "agent:main:main";
@@ -12,9 +15,13 @@ const T: &str = "agent:main:subagent:child";
 async fn pending_notice_survives_a_restart_exactly_once() {
     let env = Env::new();
     let k = env.start().await;
-    assert!(k.register_watch(W, T, Provenance::Explicit).await);
+    assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
     assert!(matches!(
-        k.record_human_turn(T, "main", "telegram", None, None).await,
+        k.record(
+            NewEvent::human_message(T, "main", "telegram", None),
+            RecordPolicy::human_turn(HumanTurnSource::Gateway, None)
+        )
+        .await,
         RecordOutcome::Recorded(_)
     ));
     let before = k.peek(W);
@@ -40,7 +47,11 @@ async fn restart_without_draining_keeps_one_notice_and_covers_later_work() {
     let k = env.start().await;
     k.register_watch(W, T, Provenance::Explicit).await;
     for _ in 0..3 {
-        k.record_human_turn(T, "main", "telegram", None, None).await;
+        k.record(
+            NewEvent::human_message(T, "main", "telegram", None),
+            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+        )
+        .await;
     }
     drop(k);
     // Several restarts in a row: still exactly one line, still `changesSince 0`.
@@ -51,7 +62,11 @@ async fn restart_without_draining_keeps_one_notice_and_covers_later_work() {
     }
     let k = env.start().await;
     // More work after the restart joins the same line.
-    k.record_human_turn(T, "main", "telegram", None, None).await;
+    k.record(
+        NewEvent::human_message(T, "main", "telegram", None),
+        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+    )
+    .await;
     assert_eq!(notices(&k.peek(W)), vec![(T.to_string(), 0)]);
     // The sweep re-opened with N = M = 3, so event 4 arrived while pending: one reopen at 3, then quiet.
     assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 0)]);

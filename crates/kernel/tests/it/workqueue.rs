@@ -4,6 +4,9 @@
 //! exactly once after the watcher's turn acknowledged the notice, and then the queue must be empty.
 
 use crate::common::{Env, notices};
+use sessionwatch_core::HumanTurnSource;
+use sessionwatch_core::NewEvent;
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Limit, Provenance};
 use sessionwatch_kernel::{Kernel, RecordOutcome};
 use sessionwatch_store::{SqliteStore, Store};
@@ -15,7 +18,13 @@ const W: &str = "agent:main:main";
 const T: &str = "agent:main:subagent:t";
 
 async fn human(k: &Kernel<SqliteStore>, target: &str) -> u64 {
-    match k.record_human_turn(target, "main", "web", None, None).await {
+    match k
+        .record(
+            NewEvent::human_message(target, "main", "web", None),
+            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+        )
+        .await
+    {
         RecordOutcome::Recorded(e) => e.sequence,
         other => panic!("expected Recorded, got {other:?}"),
     }
@@ -27,7 +36,7 @@ async fn human(k: &Kernel<SqliteStore>, target: &str) -> u64 {
 async fn reinsert_while_pending_comes_back_once_then_empty() {
     let env = Env::new();
     let k = env.start().await;
-    assert!(k.register_watch(W, T, Provenance::Explicit).await);
+    assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
     assert_eq!(human(&k, T).await, 1);
     // Added again (twice) while pending: the queue does not grow.
     human(&k, T).await;
@@ -63,7 +72,7 @@ async fn add_while_processing_with_concurrent_producers_and_consumers() {
     let k = env.start().await;
     for w in watchers {
         for t in &targets {
-            assert!(k.register_watch(w, t, Provenance::Explicit).await);
+            assert!(k.register_watch(w, t, Provenance::Explicit).await.is_watching());
         }
     }
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));

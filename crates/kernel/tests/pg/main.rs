@@ -1,6 +1,8 @@
 //! Two gateways (two kernels, two pools) on one PostgreSQL database: notices pushed across processes.
 //! Each test runs in its own fresh schema; `SKIPPED` without a server unless `SESSIONWATCH_REQUIRE_PG=1`.
 
+use sessionwatch_core::HumanTurnSource;
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{AgentSessionKey, Clock, Limit, NewEvent, Provenance, SystemClock, notice_text};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome, Signal};
 use sessionwatch_store::postgres::testing::{TestSchema, admin_client};
@@ -44,14 +46,20 @@ async fn wait_listening(k: &Kernel<PostgresStore>, connects: u64) {
 
 /// Gateway b hosts W, which watches T.
 async fn watch_on_b(b: &Kernel<PostgresStore>) {
-    assert!(b.register_watch(W, T, Provenance::Explicit).await);
+    assert!(b.register_watch(W, T, Provenance::Explicit).await.is_watching());
     b.host_session(W, "main").await;
     let row = b.store().get_session(W.into(), "main".into()).await.unwrap().unwrap();
     assert_eq!(row.host_id.as_deref(), Some("b"));
 }
 
 async fn human_turn(k: &Kernel<PostgresStore>) -> u64 {
-    match k.record_human_turn(T, "main", "telegram", None, None).await {
+    match k
+        .record(
+            NewEvent::human_message(T, "main", "telegram", None),
+            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+        )
+        .await
+    {
         RecordOutcome::Recorded(e) => e.sequence,
         other => panic!("not recorded: {other:?}"),
     }
@@ -233,7 +241,7 @@ async fn concurrent_appends_from_two_gateways_are_contiguous() {
         tasks.push(tokio::spawn(async move {
             for _ in 0..40 {
                 let e = NewEvent::human_message(T, "main", "telegram", None);
-                assert!(matches!(k.record(e, vec![], false).await, RecordOutcome::Recorded(_)));
+                assert!(matches!(k.record(e, RecordPolicy::always()).await, RecordOutcome::Recorded(_)));
             }
         }));
     }

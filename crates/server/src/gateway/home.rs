@@ -3,6 +3,7 @@
 
 use super::{Gateway, SessionSpec};
 use serde_json::{Map, Value, json};
+use sessionwatch_core::QueuedEvent;
 use sessionwatch_core::{ActorType, SessionKind};
 use sessionwatch_store::{SessionRow, Store};
 
@@ -40,7 +41,7 @@ impl<S: Store> Gateway<S> {
             }
             blocks.remove(0);
         };
-        self.kernel.enqueue(&home, text, HOME_CONTEXT_KEY.to_string(), true);
+        self.kernel.enqueue(&home, QueuedEvent::other(text, HOME_CONTEXT_KEY), true);
     }
 }
 

@@ -8,6 +8,7 @@
 use super::{Gateway, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
 use sessionwatch_core::{Actor, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
+use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_store::Store;
 use sessionwatch_upstream::hook::{HookEvent, HookInput, HookReply};
 use sessionwatch_upstream::text::{NormText, OwnTexts};
@@ -136,16 +137,13 @@ impl<S: Store> Gateway<S> {
             .with_session_id(Some(row.session_id))
             .with_dedupe_key(input.turn_id.as_deref().map(|t| NewEvent::human_turn_dedupe_key(&r.key, t)));
         Ok(matches!(
-            self.kernel.record(event, vec![], false).await,
+            self.kernel.record(event, RecordPolicy::human_turn(HumanTurnSource::Adopted, None)).await,
             sessionwatch_kernel::RecordOutcome::Recorded(_)
         ))
     }
 
     fn has_session_notice(&self, r: &SessionRef) -> bool {
-        self.kernel
-            .peek(&r.key)
-            .iter()
-            .any(|e| sessionwatch_core::decode_context_key(&e.context_key).is_some())
+        self.kernel.peek(&r.key).iter().any(|e| e.notice.is_some())
     }
 
     async fn drain_context(&self, r: &SessionRef) -> Option<String> {
@@ -195,7 +193,7 @@ impl<S: Store> Gateway<S> {
         }
         let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &parent.key, &run_id)
             .with_session_id(Some(row.session_id.clone()));
-        self.kernel.record(spawned, vec![parent.key.clone()], false).await;
+        self.kernel.record(spawned, RecordPolicy::spawned_by(parent.key.clone())).await;
         Ok(())
     }
 

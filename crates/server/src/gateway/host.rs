@@ -1,14 +1,17 @@
 //! The host API for channel adapters and agent runtimes: sessions, inbound turns, begin-turn,
 //! transcript messages, goals, compactions, reset, delete and run results.
 
+use super::results::{
+    CompactedOutput, DrainedOutput, GoalOutput, InboundOutput, MessageAdded, ResetOutput, RunResultOutput,
+    SessionCreated,
+};
 use super::{Gateway, RunResult, SessionRef, SessionSpec};
 use crate::config::GroupScope;
 use crate::error::{ApiError, ApiResult};
-use crate::wire;
-use serde_json::{Value, json};
 use sessionwatch_core::{
     Actor, ActorType, GoalChange, NewEvent, Provenance, RunStatus, SessionKind, classify_session_kind,
 };
+use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_kernel::{RecordOutcome, Signal};
 use sessionwatch_store::{FinishRun, NewMessage, Store};
 use std::sync::Arc;
@@ -45,7 +48,7 @@ impl<S: Store> Gateway<S> {
         self.resolve(raw, &agent)
     }
 
-    pub async fn create_session(&self, req: NewSessionRequest) -> ApiResult<Value> {
+    pub async fn create_session(&self, req: NewSessionRequest) -> ApiResult<SessionCreated> {
         let r = self.resolve_host_key(&req.session_key, req.agent_id.as_deref())?;
         let (row, created) = self
             .ensure_session(
@@ -62,12 +65,10 @@ impl<S: Store> Gateway<S> {
                 },
             )
             .await?;
-        Ok(
-            json!({ "sessionKey": row.session_key, "sessionId": row.session_id, "kind": row.kind, "created": created }),
-        )
+        Ok(SessionCreated { session: row, created })
     }
 
-    pub async fn inbound(&self, raw_key: &str, turn: InboundTurn) -> ApiResult<Value> {
+    pub async fn inbound(&self, raw_key: &str, turn: InboundTurn) -> ApiResult<InboundOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         let (row, _) = self
             .ensure_session(
@@ -94,12 +95,11 @@ impl<S: Store> Gateway<S> {
                     NewEvent::human_message(&r.key, &r.agent_id, &turn.channel, turn.actor.id.clone())
                         .with_session_id(Some(row.session_id.clone()))
                         .with_run_id(turn.run_id.clone()),
-                    row.spawned_by.iter().cloned().collect(),
-                    row.spawned_by.is_none(),
+                    RecordPolicy::human_turn(HumanTurnSource::Gateway, row.spawned_by.as_deref()),
                 )
                 .await;
-            if let RecordOutcome::Recorded(e) = &outcome {
-                event = Some(wire::event(e));
+            if let RecordOutcome::Recorded(e) = outcome {
+                event = Some(e);
             }
             // The main session watches its groups after their first human turn (queue only, no wake).
             let kind = classify_session_kind(&r.key, row.chat_type.as_deref(), &self.config.main_key);
@@ -111,16 +111,12 @@ impl<S: Store> Gateway<S> {
                 self.kernel.register_watch(&home, &r.key, Provenance::AmbientGroup).await;
             }
         }
-        let head = self.kernel.head(&r.key, &r.agent_id).await;
-        let mut out = json!({ "sessionKey": r.key, "sessionId": row.session_id, "stateVersion": head.head });
-        if let Some(e) = event {
-            out["event"] = e;
-        }
-        Ok(out)
+        let state_version = self.kernel.head(&r.key, &r.agent_id).await.head;
+        Ok(InboundOutput { session_key: r.key, session_id: row.session_id, state_version, event })
     }
 
     /// Begins a turn: drains (and acknowledges) the system-event queue and takes the inbox.
-    pub async fn begin_turn(&self, raw_key: &str) -> ApiResult<Value> {
+    pub async fn begin_turn(&self, raw_key: &str) -> ApiResult<DrainedOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         self.kernel.host_session(&r.key, &r.agent_id).await;
@@ -128,11 +124,7 @@ impl<S: Store> Gateway<S> {
         // is lost (draining never fails; a store error there delivers and leaves the cursors pending).
         let inbox = self.kernel.store().take_inbox(r.key.clone(), r.agent_id.clone()).await?;
         let system_events = self.kernel.drain(&r.key).await;
-        Ok(json!({
-            "sessionKey": r.key,
-            "systemEvents": system_events.iter().map(wire::system_event).collect::<Vec<_>>(),
-            "inbox": inbox.iter().map(wire::inbox_item).collect::<Vec<_>>(),
-        }))
+        Ok(DrainedOutput { session_key: r.key, system_events, inbox: Some(inbox) })
     }
 
     pub async fn add_message(
@@ -141,7 +133,7 @@ impl<S: Store> Gateway<S> {
         role: &str,
         text: &str,
         run_id: Option<&str>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<MessageAdded> {
         let r = self.resolve_host_key(raw_key, None)?;
         let row = self.require_session(&r).await?;
         let id = self
@@ -166,7 +158,7 @@ impl<S: Store> Gateway<S> {
             role: role.to_string(),
             run_id: run_id.map(str::to_string),
         });
-        Ok(json!({ "sessionKey": r.key, "id": id }))
+        Ok(MessageAdded { session_key: r.key, id })
     }
 
     /// Sets the goal (both `None` clears it) and records `goal_changed` when it changed.
@@ -176,7 +168,7 @@ impl<S: Store> Gateway<S> {
         objective: Option<String>,
         status: Option<String>,
         actor: Actor,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<GoalOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         let clearing = objective.is_none() && status.is_none();
@@ -198,18 +190,17 @@ impl<S: Store> Gateway<S> {
         } else {
             Some(GoalChange::Updated)
         };
-        let mut out = json!({ "sessionKey": r.key, "changed": change.is_some() });
+        let changed = change.is_some();
+        let mut event = None;
         if let Some(change) = change {
             let e = NewEvent::goal_changed(&r.key, &r.agent_id, &change, actor)
                 .with_session_id(Some(before.session_id.clone()));
-            if let RecordOutcome::Recorded(ev) =
-                self.kernel.record(e, before.spawned_by.iter().cloned().collect(), false).await
-            {
-                out["event"] = wire::event(&ev);
+            if let RecordOutcome::Recorded(ev) = self.kernel.record(e, RecordPolicy::always()).await {
+                event = Some(ev);
             }
         }
-        out["stateVersion"] = self.kernel.head(&r.key, &r.agent_id).await.head.into();
-        Ok(out)
+        let state_version = self.kernel.head(&r.key, &r.agent_id).await.head;
+        Ok(GoalOutput { session_key: r.key, changed, event, state_version })
     }
 
     pub async fn compacted(
@@ -217,24 +208,20 @@ impl<S: Store> Gateway<S> {
         raw_key: &str,
         operation_id: &str,
         run_id: Option<String>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<CompactedOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         let row = self.require_session(&r).await?;
         let e = NewEvent::compacted(&r.key, &r.agent_id, operation_id)
             .with_session_id(Some(row.session_id))
             .with_run_id(run_id);
-        let outcome = self.kernel.record(e, vec![], false).await;
-        let mut out =
-            json!({ "sessionKey": r.key, "recorded": matches!(outcome, RecordOutcome::Recorded(_)) });
-        if let Some(e) = outcome.event() {
-            out["event"] = wire::event(e);
-        }
-        Ok(out)
+        let outcome = self.kernel.record(e, RecordPolicy::always()).await;
+        let recorded = matches!(outcome, RecordOutcome::Recorded(_));
+        Ok(CompactedOutput { session_key: r.key, recorded, event: outcome.event().cloned() })
     }
 
     /// Reset: a new session id; the session's own watches are cleared (a committed reset clears them
     /// even if a later step fails). The key's history is kept.
-    pub async fn reset(&self, raw_key: &str) -> ApiResult<Value> {
+    pub async fn reset(&self, raw_key: &str) -> ApiResult<ResetOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         let new_id = uuid::Uuid::new_v4().to_string();
@@ -251,14 +238,15 @@ impl<S: Store> Gateway<S> {
         };
         // Queued events of the old incarnation go with it.
         self.kernel.discard_queue(&r.key);
-        Ok(json!({ "sessionKey": r.key, "sessionId": new_id, "watchesCleared": cleared }))
+        Ok(ResetOutput { session_key: r.key, session_id: new_id, watches_cleared: cleared })
     }
 
-    pub async fn delete(&self, raw_key: &str) -> ApiResult<Value> {
+    /// Deletes the session; answers its key.
+    pub async fn delete(&self, raw_key: &str) -> ApiResult<String> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         self.kernel.delete_session(&r.key, &r.agent_id).await?;
-        Ok(json!({ "sessionKey": r.key, "deleted": true }))
+        Ok(r.key)
     }
 
     /// The terminal outcome of a run: the first write of its current owner wins. Child runs record
@@ -269,7 +257,7 @@ impl<S: Store> Gateway<S> {
         status: RunStatus,
         reply: Option<String>,
         session_id: Option<String>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<RunResultOutput> {
         let store = self.kernel.store();
         let outcome = store
             .finish_run(
@@ -285,9 +273,11 @@ impl<S: Store> Gateway<S> {
             FinishRun::NotOwner(_) => Err(ApiError::Conflict(format!(
                 "run \"{run_id}\" is no longer owned by this writer (replaced run or older session incarnation)"
             ))),
-            FinishRun::AlreadyFinished(run) => Ok(json!({
-                "runId": run_id, "accepted": false, "status": run.status.unwrap_or_default()
-            })),
+            FinishRun::AlreadyFinished(run) => Ok(RunResultOutput {
+                run_id: run_id.to_string(),
+                accepted: false,
+                status: run.status.unwrap_or_default(),
+            }),
             FinishRun::Finished(run) => {
                 if let Some(text) = &reply {
                     let r = SessionRef { key: run.session_key.clone(), agent_id: run.agent_id.clone() };
@@ -298,12 +288,15 @@ impl<S: Store> Gateway<S> {
                     let gateway = self.clone();
                     let event = NewEvent::run_terminal(&run.session_key, &run.agent_id, run_id, status)
                         .with_session_id(Some(run.session_id.clone()));
-                    let watchers: Vec<String> = run.requester.iter().cloned().collect();
                     tokio::spawn(async move {
-                        gateway.kernel.record(event, watchers, false).await;
+                        gateway.kernel.record(event, RecordPolicy::always()).await;
                     });
                 }
-                Ok(json!({ "runId": run_id, "accepted": true, "status": status.as_str() }))
+                Ok(RunResultOutput {
+                    run_id: run_id.to_string(),
+                    accepted: true,
+                    status: status.as_str().into(),
+                })
             }
         }
     }

@@ -6,6 +6,7 @@ mod hooks;
 mod host;
 pub mod nodes;
 mod notices;
+pub mod results;
 mod tool_args;
 pub mod tool_spec;
 mod tools;
@@ -18,6 +19,7 @@ pub use upstream::{LOCAL_HOST_ID, TickReport, adopted_key, source_key};
 
 use crate::config::{Config, GroupScope, Scope};
 use crate::error::{ApiError, ApiResult};
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, SessionKind, classify_session_kind};
 use sessionwatch_kernel::{Kernel, KernelConfig};
 use sessionwatch_store::{NewSession, RetentionPolicy, SessionRow, Store};
@@ -218,7 +220,7 @@ impl<S: Store> Gateway<S> {
         if created {
             let actor = spec.creator.clone().unwrap_or_else(Actor::system);
             let event = NewEvent::created(&row.session_key, &row.agent_id, &row.session_id, actor.clone());
-            self.kernel.record(event, vec![], false).await;
+            self.kernel.record(event, RecordPolicy::always()).await;
             self.home_notice(&row, kind, &spec).await;
         }
         Ok((row, created))

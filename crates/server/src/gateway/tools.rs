@@ -1,11 +1,14 @@
 //! The OpenClaw-compatible tools: `session_status`, `sessions_list`, `sessions_history`,
 //! `sessions_send`, `sessions_spawn`, `sessions_unwatch`.
 
+use super::results::{
+    HistoryOutput, ListOutput, SendOutput, SendStatus, SpawnOutput, StatusOutput, ToolOutput,
+};
 use super::tool_args::{SendTarget, ToolCall};
 use super::{Gateway, RunResult, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
-use crate::wire;
-use serde_json::{Value, json};
+use serde_json::Value;
+use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Actor, Limit, NewEvent, Provenance};
 use sessionwatch_kernel::Signal;
 use sessionwatch_store::{InboxItem, NewMessage, RunRow, SessionFilter, SessionRow, Store};
@@ -25,7 +28,7 @@ pub const WRITING_TOOLS: [&str; 3] = ["sessions_send", "sessions_spawn", "sessio
 
 impl<S: Store> Gateway<S> {
     /// Invokes a tool as `caller` (default `main`; created on first use).
-    pub async fn invoke_tool(&self, caller: Option<&str>, tool: &str, args: &Value) -> ApiResult<Value> {
+    pub async fn invoke_tool(&self, caller: Option<&str>, tool: &str, args: &Value) -> ApiResult<ToolOutput> {
         if !TOOL_NAMES.contains(&tool) {
             return Err(ApiError::UnknownTool(format!("unknown tool \"{tool}\"")));
         }
@@ -105,45 +108,21 @@ impl<S: Store> Gateway<S> {
         key: Option<&str>,
         changes_since: Option<u64>,
         limit: Limit,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<ToolOutput> {
         let target = match key {
             Some(k) => self.resolve(k, &caller.agent_id)?,
             None => caller.clone(),
         };
-        let row = self.require_session(&target).await?;
-        let head = self.kernel.head(&target.key, &target.agent_id).await;
-        // `ok`, `agentId` and `changedModel` as OpenClaw answers them (the model never changes here).
-        let mut result = json!({
-            "ok": true,
-            "sessionKey": row.session_key,
-            "agentId": row.agent_id,
-            "changedModel": false,
-            "sessionId": row.session_id,
-            "kind": row.kind,
-            "stateVersion": head.head,
-        });
-        let mut status_text = format!(
-            "Session {} ({}), session id {}, state version {}.",
-            row.session_key, row.kind, row.session_id, head.head
-        );
-        if let Some(goal) = &row.goal_objective {
-            status_text.push_str(&format!("\nGoal: {goal}"));
-            if let Some(st) = &row.goal_status {
-                status_text.push_str(&format!(" ({st})"));
+        let session = self.require_session(&target).await?;
+        let (state_version, changes) = match changes_since {
+            // The head read with the page, so the two agree.
+            Some(since) => {
+                let page = self.kernel.changes_since(&target.key, &target.agent_id, since, limit).await;
+                (page.head, Some(page))
             }
-        }
-        if let Some(since) = changes_since {
-            let page = self.kernel.changes_since(&target.key, &target.agent_id, since, limit).await;
-            let changes = wire::state_changes(&page);
-            let block = json!({ "stateVersion": head.head, "stateChanges": changes });
-            status_text.push_str(&format!(
-                "\n\nSession state changes:\n```json\n{}\n```",
-                serde_json::to_string_pretty(&block).unwrap_or_default()
-            ));
-            result["stateChanges"] = changes;
-        }
-        result["statusText"] = status_text.into();
-        Ok(result)
+            None => (self.kernel.head(&target.key, &target.agent_id).await.head, None),
+        };
+        Ok(ToolOutput::Status(Box::new(StatusOutput { session, state_version, changes })))
     }
 
     async fn sessions_list(
@@ -152,7 +131,7 @@ impl<S: Store> Gateway<S> {
         limit: u32,
         offset: u32,
         active_minutes: Option<i64>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<ToolOutput> {
         // One more than asked tells whether there is more.
         let filter = SessionFilter {
             kinds,
@@ -168,16 +147,14 @@ impl<S: Store> Gateway<S> {
             .kernel
             .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
             .await;
-        let sessions: Vec<Value> = rows
-            .iter()
+        let sessions = rows
+            .into_iter()
             .map(|r| {
                 let v = versions.get(&(r.session_key.clone(), r.agent_id.clone())).copied().unwrap_or(0);
-                wire::session_list_row(r, v)
+                (r, v)
             })
             .collect();
-        Ok(
-            json!({ "count": sessions.len(), "sessions": sessions, "hasMore": has_more, "limitApplied": limit }),
-        )
+        Ok(ToolOutput::List(ListOutput { sessions, has_more, limit }))
     }
 
     async fn sessions_history(
@@ -186,25 +163,14 @@ impl<S: Store> Gateway<S> {
         key: &str,
         limit: u32,
         include_tools: bool,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<ToolOutput> {
         let target = self.resolve(key, &caller.agent_id)?;
         let row = self.require_session(&target).await?;
         let messages = self.kernel.store().messages(target.key.clone(), target.agent_id.clone(), 500).await?;
-        let mut shown: Vec<Value> =
-            messages.iter().filter(|m| include_tools || m.role != "tool").map(wire::message).collect();
-        let skip = shown.len().saturating_sub(limit as usize);
-        shown.drain(..skip);
-        let bytes = serde_json::to_vec(&shown).map_or(0, |b| b.len());
-        // Message texts are kept whole and never redacted here.
-        Ok(json!({
-            "sessionKey": row.session_key,
-            "messages": shown,
-            "truncated": skip > 0,
-            "droppedMessages": skip > 0,
-            "contentTruncated": false,
-            "contentRedacted": false,
-            "bytes": bytes,
-        }))
+        let mut shown: Vec<_> = messages.into_iter().filter(|m| include_tools || m.role != "tool").collect();
+        let dropped = shown.len().saturating_sub(limit as usize);
+        shown.drain(..dropped);
+        Ok(ToolOutput::History(HistoryOutput { session_key: row.session_key, messages: shown, dropped }))
     }
 
     async fn sessions_send(
@@ -214,7 +180,7 @@ impl<S: Store> Gateway<S> {
         message: String,
         timeout_seconds: u64,
         watch: Option<bool>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<ToolOutput> {
         let target = self.resolve(key, &caller.agent_id)?;
         let row = self.require_session(&target).await?;
         let run_id = self.start_run(&row, &caller.key, false).await?;
@@ -222,42 +188,38 @@ impl<S: Store> Gateway<S> {
         self.deliver_message(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key)).await?;
         // Dispatched: only now may the sender watch the session that received it.
         let watched = match watch {
-            Some(true) => {
-                Some(self.kernel.register_watch(&caller.key, &row.session_key, Provenance::Explicit).await)
-            }
+            Some(true) => Some(
+                self.kernel
+                    .register_watch(&caller.key, &row.session_key, Provenance::Explicit)
+                    .await
+                    .is_watching(),
+            ),
             Some(false) => Some(false),
             None => None,
         };
-        let mut result = json!({
-            "runId": run_id,
-            "status": "accepted",
-            "sessionKey": row.session_key,
-            "targetDisposition": "queued",
-            "delivery": { "status": "queued", "mode": if timeout_seconds > 0 { "wait" } else { "async" } },
-        });
+        let (mut status, mut reply) = (SendStatus::Accepted, None);
         if let Some(rx) = waiter {
-            match tokio::time::timeout(Duration::from_secs(timeout_seconds), rx).await {
-                Ok(Ok(RunResult { status, reply })) => {
-                    result["status"] = if status == "ok" {
-                        "ok"
-                    } else if status == "timeout" {
-                        "timeout"
-                    } else {
-                        "error"
-                    }
-                    .into();
-                    if let Some(r) = reply {
-                        result["reply"] = r.into();
+            status = match tokio::time::timeout(Duration::from_secs(timeout_seconds), rx).await {
+                Ok(Ok(RunResult { status, reply: r })) => {
+                    reply = r;
+                    match status.as_str() {
+                        "ok" => SendStatus::Ok,
+                        "timeout" => SendStatus::Timeout,
+                        _ => SendStatus::Error,
                     }
                 }
-                Ok(Err(_)) => result["status"] = "error".into(),
-                Err(_) => result["status"] = "timeout".into(),
-            }
+                Ok(Err(_)) => SendStatus::Error,
+                Err(_) => SendStatus::Timeout,
+            };
         }
-        if let Some(w) = watched {
-            result["watched"] = w.into();
-        }
-        Ok(result)
+        Ok(ToolOutput::Send(SendOutput {
+            run_id,
+            session_key: row.session_key,
+            status,
+            waited: timeout_seconds > 0,
+            reply,
+            watched,
+        }))
     }
 
     /// Starts a run of `row`'s current incarnation on behalf of `requester`; answers its id.
@@ -348,7 +310,7 @@ impl<S: Store> Gateway<S> {
         label: Option<String>,
         agent_id: Option<String>,
         run_timeout_seconds: Option<u64>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<ToolOutput> {
         let agent = agent_id.unwrap_or_else(|| caller.agent_id.clone());
         let child = SessionRef {
             key: format!("agent:{agent}:subagent:{}", uuid::Uuid::new_v4()),
@@ -369,24 +331,17 @@ impl<S: Store> Gateway<S> {
         let run_id = self.start_run(&row, &caller.key, true).await?;
         let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &caller.key, &run_id)
             .with_session_id(Some(row.session_id.clone()));
-        self.kernel.record(spawned, vec![caller.key.clone()], false).await;
+        self.kernel.record(spawned, RecordPolicy::spawned_by(caller.key.clone())).await;
         self.deliver_message(&child, &row.session_id, &task, Some(&run_id), Some(&caller.key)).await?;
         if let Some(secs) = run_timeout_seconds.filter(|s| *s > 0) {
             self.schedule_run_timeout(run_id.clone(), secs);
         }
-        Ok(json!({
-            "status": "accepted",
-            "runId": run_id,
-            "childSessionKey": row.session_key,
-            "mode": "run",
-            "expectsCompletionMessage": true,
-            "note": "the child runs on its own; its terminal outcome is recorded and announced to you",
-        }))
+        Ok(ToolOutput::Spawn(SpawnOutput { run_id, child_session_key: row.session_key }))
     }
 
-    async fn sessions_unwatch(&self, caller: &SessionRef, key: &str) -> ApiResult<Value> {
+    async fn sessions_unwatch(&self, caller: &SessionRef, key: &str) -> ApiResult<ToolOutput> {
         let target = self.resolve(key, &caller.agent_id)?;
         let unwatched = self.kernel.unwatch(&caller.key, &target.key).await;
-        Ok(json!({ "unwatched": unwatched }))
+        Ok(ToolOutput::Unwatch { unwatched })
     }
 }

@@ -15,6 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sessionwatch_core::{Actor, AgentSessionKey, NewEvent};
+use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_kernel::RecordOutcome;
 use sessionwatch_store::{LinkUpsert, Store, UpstreamLinkRow};
 use sessionwatch_upstream::{CatalogEntry, CatalogId, CheckOutcome, Homes, UpstreamError};
@@ -267,7 +268,7 @@ impl<S: Store> Gateway<S> {
             .await?;
         let adopted = NewEvent::adopted(&r.key, &r.agent_id, catalog.as_str(), Actor::system())
             .with_session_id(Some(row.session_id.clone()));
-        let recorded = self.kernel.record(adopted, vec![], false).await;
+        let recorded = self.kernel.record(adopted, RecordPolicy::always()).await;
         Ok((row, created, recorded))
     }
 
@@ -507,7 +508,8 @@ impl<S: Store> Gateway<S> {
                             .with_session_id(Some(w.session_id.clone()))
                             .with_occurred_at(occurred_at_ms)
                             .with_dedupe_key(Some(dedupe));
-                    match self.kernel.record(event, vec![], false).await {
+                    let policy = RecordPolicy::human_turn(HumanTurnSource::Adopted, None);
+                    match self.kernel.record(event, policy).await {
                         RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
                             report.events += 1;
                             report.human_turns += u64::from(human_turns);
@@ -585,7 +587,7 @@ impl<S: Store> Gateway<S> {
                         "upstream-missing:{}:{source}:{}",
                         link.session_key, link.updated_at
                     )));
-                match self.kernel.record(event, vec![], false).await {
+                match self.kernel.record(event, RecordPolicy::always()).await {
                     RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
                         match store.delete_link(link.session_key.clone(), link.agent_id.clone()).await {
                             Ok(_) => {

@@ -3,6 +3,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::gateway::Gateway;
+use crate::wire::{SystemEventJson, ToolJson};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 use sessionwatch_store::Store;
@@ -14,12 +15,17 @@ use std::time::Duration;
 /// backend resolves it exactly as `POST /tools/invoke` resolves `sessionKey`.
 pub trait ToolBackend: Send + Sync + 'static {
     /// Invokes one of the six tools as `caller`: same validation and results as `/tools/invoke`.
-    fn call(&self, caller: &str, tool: &str, args: &Value) -> impl Future<Output = ApiResult<Value>> + Send;
+    fn call(
+        &self,
+        caller: &str,
+        tool: &str,
+        args: &Value,
+    ) -> impl Future<Output = ApiResult<ToolJson>> + Send;
 
     /// Drains the caller's system-event queue, acknowledging the session-state notices among them exactly
-    /// as a turn does (the inbox is left alone). Answers `[{text, contextKey}]`; never fails (an unknown
-    /// caller, or a failure, is an empty list, logged).
-    fn drain_notices(&self, caller: &str) -> impl Future<Output = Vec<Value>> + Send;
+    /// as a turn does (the inbox is left alone). Never fails (an unknown caller, or a failure, is an
+    /// empty list, logged).
+    fn drain_notices(&self, caller: &str) -> impl Future<Output = Vec<SystemEventJson>> + Send;
 
     /// The session whose Claude Code `PreToolUse` hook announced this tool-use id, if any.
     fn session_of_tool_use(&self, tool_use_id: &str) -> impl Future<Output = Option<String>> + Send;
@@ -37,17 +43,17 @@ impl<S: Store> EmbeddedBackend<S> {
 }
 
 impl<S: Store> ToolBackend for EmbeddedBackend<S> {
-    async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<Value> {
-        self.gateway.invoke_tool(Some(caller), tool, args).await
+    async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<ToolJson> {
+        Ok(ToolJson::of(&self.gateway.invoke_tool(Some(caller), tool, args).await?))
     }
 
     async fn session_of_tool_use(&self, tool_use_id: &str) -> Option<String> {
         self.gateway.session_of_tool_use(tool_use_id)
     }
 
-    async fn drain_notices(&self, caller: &str) -> Vec<Value> {
+    async fn drain_notices(&self, caller: &str) -> Vec<SystemEventJson> {
         match self.gateway.drain_notices(caller).await {
-            Ok(v) => system_events(&v),
+            Ok(drained) => drained.system_events.iter().map(SystemEventJson::from).collect(),
             Err(ApiError::NotFound(_) | ApiError::InvalidArgument(_)) => Vec::new(),
             Err(e) => {
                 tracing::warn!(error = %e, caller, "draining notices failed");
@@ -57,8 +63,11 @@ impl<S: Store> ToolBackend for EmbeddedBackend<S> {
     }
 }
 
-fn system_events(v: &Value) -> Vec<Value> {
-    v.get("systemEvents").and_then(Value::as_array).cloned().unwrap_or_default()
+/// The `systemEvents` of a notices answer.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DrainedJson {
+    system_events: Vec<SystemEventJson>,
 }
 
 /// The tools of a gateway reached over HTTP: `POST /tools/invoke` with `sessionKey` = the caller, and
@@ -146,14 +155,22 @@ fn remote_error(status: u16, body: &Value) -> ApiError {
 }
 
 impl ToolBackend for RemoteBackend {
-    async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<Value> {
+    async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<ToolJson> {
         let body = json!({ "tool": tool, "args": args, "sessionKey": caller });
         let resp = self.post("/tools/invoke").json(&body).send().await.map_err(|e| self.unreachable(e))?;
         let status = resp.status().as_u16();
         let text = resp.text().await.map_err(|e| self.unreachable(e))?;
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match v.get("ok") {
-            Some(Value::Bool(true)) => Ok(v.pointer("/result/details").cloned().unwrap_or(Value::Null)),
+            Some(Value::Bool(true)) => {
+                let details = v.pointer("/result/details").cloned().unwrap_or(Value::Null);
+                ToolJson::parse(tool, details).map_err(|e| {
+                    ApiError::Internal(format!(
+                        "the gateway at {} answered an unexpected {tool} result: {e}",
+                        self.base
+                    ))
+                })
+            }
             _ => Err(remote_error(status, &v)),
         }
     }
@@ -173,7 +190,7 @@ impl ToolBackend for RemoteBackend {
         v.get("sessionKey").and_then(Value::as_str).map(str::to_string)
     }
 
-    async fn drain_notices(&self, caller: &str) -> Vec<Value> {
+    async fn drain_notices(&self, caller: &str) -> Vec<SystemEventJson> {
         let path = format!("/v1/sessions/{}/notices", utf8_percent_encode(caller, NON_ALPHANUMERIC));
         let resp = match self.post(&path).send().await {
             Ok(r) => r,
@@ -184,7 +201,13 @@ impl ToolBackend for RemoteBackend {
         };
         let status = resp.status();
         match resp.json::<Value>().await {
-            Ok(v) if status.is_success() => system_events(&v),
+            Ok(v) if status.is_success() => match serde_json::from_value::<DrainedJson>(v) {
+                Ok(d) => d.system_events,
+                Err(e) => {
+                    tracing::warn!(error = %e, caller, "the gateway answered unexpected notices");
+                    Vec::new()
+                }
+            },
             // 400/404: an invalid or not yet existing caller session has nothing queued.
             Ok(_) if status.as_u16() == 400 || status.as_u16() == 404 => Vec::new(),
             other => {

@@ -28,6 +28,7 @@ pub use backend::{EmbeddedBackend, RemoteBackend, ToolBackend};
 
 use crate::error::ApiError;
 use crate::gateway::{Gateway, TOOL_NAMES};
+use crate::wire::{SystemEventJson, ToolJson};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -35,7 +36,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sessionwatch_store::Store;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -119,7 +120,7 @@ impl<B: ToolBackend> McpServer<B> {
             return Err(unknown_tool(tool));
         }
         let notices = self.backend.drain_notices(caller).await;
-        Ok(render(tool, outcome, notices))
+        Ok(render(outcome, notices))
     }
 }
 
@@ -159,7 +160,7 @@ impl<B: ToolBackend> ServerHandler for McpServer<B> {
         }
         let caller = match self.caller(&context).await {
             Ok(c) => c,
-            Err(e) => return Ok(render(&tool, Err(e), Vec::new()).into()),
+            Err(e) => return Ok(render(Err(e), Vec::new()).into()),
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         tracing::debug!(tool, caller, "mcp tool call");
@@ -169,11 +170,11 @@ impl<B: ToolBackend> ServerHandler for McpServer<B> {
 
 /// The result of a call: structured content (the tool's result, or `{error:{type,message}}`) plus a
 /// readable text block, then the notices (`systemEvents` and a "Session notices" text block).
-fn render(tool: &str, outcome: Result<Value, ApiError>, notices: Vec<Value>) -> CallToolResult {
+fn render(outcome: Result<ToolJson, ApiError>, notices: Vec<SystemEventJson>) -> CallToolResult {
     let (mut structured, text, is_error) = match outcome {
-        Ok(v) => {
-            let text = summary(tool, &v);
-            let structured = match v {
+        Ok(result) => {
+            let text = summary(&result);
+            let structured = match result.to_value() {
                 Value::Object(m) => m,
                 other => Map::from_iter([("result".to_string(), other)]),
             };
@@ -181,100 +182,80 @@ fn render(tool: &str, outcome: Result<Value, ApiError>, notices: Vec<Value>) -> 
         }
         Err(e) => {
             let text = format!("Error ({}): {e}", e.kind());
-            let body = json!({ "type": e.kind(), "message": e.to_string() });
+            let body = crate::wire::error_detail(e.kind(), &e.to_string());
             (Map::from_iter([("error".to_string(), body)]), text, true)
         }
     };
     let mut content = vec![ContentBlock::text(text)];
     if !notices.is_empty() {
         content.push(ContentBlock::text(notices_text(&notices)));
-        structured.insert("systemEvents".into(), Value::Array(notices));
+        let events = serde_json::to_value(&notices).expect("notices always serialize");
+        structured.insert("systemEvents".into(), events);
     }
     let mut result = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
     result.structured_content = Some(Value::Object(structured));
     result
 }
 
-fn notices_text(notices: &[Value]) -> String {
+fn notices_text(notices: &[SystemEventJson]) -> String {
     let mut out = String::from(
         "Session notices (each is delivered once and is now acknowledged; act on it before relying on \
          what you knew about that session):",
     );
     for n in notices {
         out.push_str("\n- ");
-        out.push_str(n["text"].as_str().unwrap_or_default());
+        out.push_str(&n.text);
     }
     out
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("?")
-}
-
 /// A readable rendering of a tool result for models that read text only.
-fn summary(tool: &str, v: &Value) -> String {
-    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
-    let head = match tool {
-        "session_status" => {
-            return v.get("statusText").and_then(Value::as_str).unwrap_or(&pretty).to_string();
-        }
-        "sessions_list" => {
-            let rows = v["sessions"].as_array().map(Vec::as_slice).unwrap_or_default();
-            let mut s = format!("{} session(s):", rows.len());
-            for r in rows {
+fn summary(result: &ToolJson) -> String {
+    let head = match result {
+        ToolJson::Status(s) => return s.status_text.clone(),
+        ToolJson::List(l) => {
+            let mut s = format!("{} session(s):", l.sessions.len());
+            for r in &l.sessions {
                 s.push_str(&format!(
                     "\n- {} ({}), stateVersion {}",
-                    str_of(r, "key"),
-                    str_of(r, "kind"),
-                    r.get("stateVersion").and_then(Value::as_u64).unwrap_or(0)
+                    r.key,
+                    r.kind,
+                    r.state_version.unwrap_or(0)
                 ));
-                if let Some(name) = r.get("displayName").and_then(Value::as_str) {
+                if let Some(name) = &r.display_name {
                     s.push_str(&format!(", \"{name}\""));
                 }
             }
             return s;
         }
-        "sessions_history" => {
-            let msgs = v["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
-            let mut s = format!(
-                "Transcript of {} ({} message(s), oldest first):",
-                str_of(v, "sessionKey"),
-                msgs.len()
-            );
-            for m in msgs {
-                s.push_str(&format!("\n[{}] {}", str_of(m, "role"), str_of(m, "text")));
+        ToolJson::History(h) => {
+            let mut s =
+                format!("Transcript of {} ({} message(s), oldest first):", h.session_key, h.messages.len());
+            for m in &h.messages {
+                s.push_str(&format!("\n[{}] {}", m.role, m.text));
             }
             return s;
         }
-        "sessions_send" => {
-            let mut s = format!(
-                "Message sent to {}: run {}, status {}.",
-                str_of(v, "sessionKey"),
-                str_of(v, "runId"),
-                str_of(v, "status")
-            );
-            if let Some(reply) = v.get("reply").and_then(Value::as_str) {
+        ToolJson::Send(v) => {
+            let mut s = format!("Message sent to {}: run {}, status {}.", v.session_key, v.run_id, v.status);
+            if let Some(reply) = &v.reply {
                 s.push_str(&format!("\nReply: {reply}"));
             }
-            match v.get("watched").and_then(Value::as_bool) {
+            match v.watched {
                 Some(true) => s.push_str("\nYou now watch that session."),
                 Some(false) => s.push_str("\nNo watch was registered."),
                 None => {}
             }
             s
         }
-        "sessions_spawn" => format!(
+        ToolJson::Spawn(v) => format!(
             "Spawned {} (run {}, status {}). You watch it: a change by another actor brings one notice.",
-            str_of(v, "childSessionKey"),
-            str_of(v, "runId"),
-            str_of(v, "status")
+            v.child_session_key, v.run_id, v.status
         ),
-        "sessions_unwatch" => match v.get("unwatched").and_then(Value::as_bool) {
-            Some(true) => "Stopped watching that session.".to_string(),
-            _ => "There was no watch on that session.".to_string(),
-        },
-        _ => String::new(),
+        ToolJson::Unwatch(v) if v.unwatched => "Stopped watching that session.".to_string(),
+        ToolJson::Unwatch(_) => "There was no watch on that session.".to_string(),
     };
+    let pretty = serde_json::to_string_pretty(result).expect("tool results always serialize");
     format!("{head}\n\n```json\n{pretty}\n```")
 }
 

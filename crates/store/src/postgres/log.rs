@@ -5,8 +5,9 @@ use super::{Params, PostgresStore, execute, i, query, query_one, query_opt, u, w
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use deadpool_postgres::GenericClient;
+use sessionwatch_core::policy::{fan_out, on_append};
 use sessionwatch_core::{
-    Actor, ActorType, ChangesPage, Cursor, EventKind, Limit, Millis, Notice, Provenance, StoredEvent,
+    Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, StoredEvent,
 };
 use std::collections::{BTreeSet, HashMap};
 use tokio_postgres::Row;
@@ -96,7 +97,7 @@ impl PostgresStore {
                 return Ok(AppendOutcome::Duplicate(event));
             }
         }
-        if req.only_if_watched && !watch::is_watched(&tx, &e.session_key).await? {
+        if req.policy.only_if_watched && !watch::is_watched(&tx, &e.session_key).await? {
             tx.rollback().await?;
             return Ok(AppendOutcome::Unwatched);
         }
@@ -132,30 +133,31 @@ impl PostgresStore {
         )
         .await?;
 
-        let mut notices = vec![];
-        if e.kind == EventKind::ChildSpawned {
-            for watcher in &req.producer_watchers {
-                if sessionwatch_core::check_watch_address(watcher, &e.session_key).is_ok() {
-                    let seeded =
-                        Cursor::seeded(sequence as u64, Provenance::Explicit, &req.watcher_store, now);
-                    watch::save_cursor(&tx, watcher, &e.session_key, &seeded).await?;
+        let notices =
+            match on_append(e.kind, &e.session_key, &req.policy, sequence as u64, &req.watcher_store, now) {
+                AppendCursors::Untouched => vec![],
+                AppendCursors::Seed(seeds) => {
+                    for (watcher, seeded) in &seeds {
+                        watch::save_cursor(&tx, watcher, &e.session_key, seeded).await?;
+                    }
+                    vec![]
                 }
-            }
-        } else if e.kind.notifies() {
-            // Lock every cursor on the target at once (in watcher order), decide, write the moved ones back
-            // at once: one round trip each however many watchers there are.
-            let cursors = watch::lock_cursors_on(&tx, &e.session_key).await?;
-            let (moved, material_notices) = crate::material::apply_material(
-                &e.session_key,
-                e.actor.id.as_deref(),
-                sequence as u64,
-                &req.watcher_store,
-                now,
-                cursors,
-            );
-            watch::save_positions(&tx, &e.session_key, &moved).await?;
-            notices = material_notices;
-        }
+                AppendCursors::FanOut => {
+                    // Lock every cursor on the target at once (in watcher order), decide, write the moved ones
+                    // back at once: one round trip each however many watchers there are.
+                    let cursors = watch::lock_cursors_on(&tx, &e.session_key).await?;
+                    let out = fan_out(
+                        &e.session_key,
+                        e.actor.id.as_deref(),
+                        sequence as u64,
+                        &req.watcher_store,
+                        now,
+                        cursors,
+                    );
+                    watch::save_positions(&tx, &e.session_key, &out.moved).await?;
+                    out.notices
+                }
+            };
         let notices = match &req.host_id {
             Some(me) if !notices.is_empty() => self.route_notices(&tx, me, notices).await?,
             _ => notices,

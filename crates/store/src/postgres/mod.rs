@@ -294,12 +294,10 @@ impl Store for PostgresStore {
         watcher: Option<String>,
     ) -> Result<Vec<Notice>> {
         let client = self.client().await?;
-        let pending =
-            watch::pending_cursors(&client, &watcher_store, host_id.as_deref(), watcher.as_deref(), false)
-                .await?;
+        let pending = watch::pending_cursors(&client, host_id.as_deref(), watcher.as_deref(), false).await?;
         Ok(pending
-            .into_iter()
-            .map(|(w, t, c)| Notice { watcher: w, target: t, since: c.last_seen, queue_only: c.queue_only() })
+            .iter()
+            .filter_map(|(w, t, c)| sessionwatch_core::policy::pending_notice(w, t, c, &watcher_store))
             .collect())
     }
 

@@ -6,7 +6,7 @@ use super::{PostgresStore, execute, i, query, query_opt, u};
 use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
-    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
+    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration, policy,
 };
 use tokio_postgres::Row;
 
@@ -129,16 +129,16 @@ pub(crate) async fn save_positions<C: GenericClient + Sync>(
 }
 
 /// Pending cursors (`M > L`) of existing watchers (hosted by `host` when given; only `watcher` when
-/// given) with valid addresses and a matching store, by watcher then target. `for_update` locks them.
+/// given), by watcher then target, as stored: [`sessionwatch_core::policy`] decides which count.
+/// `for_update` locks them.
 pub(crate) async fn pending_cursors<C: GenericClient + Sync>(
     c: &C,
-    store: &str,
     host: Option<&str>,
     watcher: Option<&str>,
     for_update: bool,
-) -> Result<Vec<(AgentSessionKey, AgentSessionKey, Cursor)>> {
+) -> Result<Vec<(String, String, Cursor)>> {
     let lock = if for_update { " FOR UPDATE OF c" } else { "" };
-    let rows = query(
+    query(
         c,
         &format!(
             "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
@@ -150,19 +150,10 @@ pub(crate) async fn pending_cursors<C: GenericClient + Sync>(
         ),
         &[&host, &watcher],
     )
-    .await?;
-    let mut out = vec![];
-    for r in rows {
-        let (watcher, target): (String, String) = (r.get(0), r.get(1));
-        let cursor = cursor_from_row(&r, 2)?;
-        let (Some(w), Some(t)) = (AgentSessionKey::parse(&watcher), AgentSessionKey::parse(&target)) else {
-            continue;
-        };
-        if w.as_str() == watcher && t.as_str() == target && cursor.store_matches(store) {
-            out.push((w, t, cursor));
-        }
-    }
-    Ok(out)
+    .await?
+    .iter()
+    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, cursor_from_row(r, 2)?)))
+    .collect()
 }
 
 impl PostgresStore {
@@ -268,17 +259,14 @@ impl PostgresStore {
         .await?;
         // The row locks make a claim exclusive: a gateway draining the same notice concurrently waits,
         // then finds it settled and delivers nothing.
-        let mut out = Acknowledged::default();
+        let mut rows = Vec::with_capacity(targets.len());
         for target in targets {
-            let Some(mut cursor) = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await? else {
-                continue;
-            };
-            if !cursor.store_matches(store) {
-                continue;
-            }
-            let Some(claim) = cursor.claim(now) else { continue };
-            save_cursor(&tx, watcher.as_str(), target.as_str(), &cursor).await?;
-            out.record(watcher, &target, claim, cursor.queue_only());
+            let cursor = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await?;
+            rows.push((target, cursor));
+        }
+        let (writes, out) = policy::acknowledge(watcher, rows, store, now);
+        for (target, cursor) in &writes {
+            save_cursor(&tx, watcher.as_str(), target.as_str(), cursor).await?;
         }
         tx.commit().await?;
         Ok(out)
@@ -299,12 +287,9 @@ impl PostgresStore {
             .await?;
         }
         let tx = client.transaction().await?;
-        let mut notices = vec![];
-        for (w, t, mut cursor) in pending_cursors(&tx, store, host, None, true).await? {
-            if let Some(since) = cursor.sweep(now) {
-                save_cursor(&tx, w.as_str(), t.as_str(), &cursor).await?;
-                notices.push(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() });
-            }
+        let (writes, notices) = policy::sweep(pending_cursors(&tx, host, None, true).await?, store, now);
+        for (watcher, target, cursor) in &writes {
+            save_cursor(&tx, watcher, target, cursor).await?;
         }
         tx.commit().await?;
         Ok(notices)

@@ -4,8 +4,9 @@ use super::{SqliteStore, watch};
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use sessionwatch_core::policy::{fan_out, on_append};
 use sessionwatch_core::{
-    Actor, ActorType, ChangesPage, Cursor, EventKind, Limit, Millis, Provenance, StoredEvent,
+    Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, StoredEvent,
 };
 use std::collections::HashMap;
 
@@ -79,7 +80,7 @@ impl SqliteStore {
                 return Ok((AppendOutcome::Duplicate(existing), None));
             }
         }
-        if req.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
+        if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
         let (sequence, floor): (i64, i64) = tx
@@ -114,31 +115,33 @@ impl SqliteStore {
         ])
         .map_err(StoreError::classify)?;
 
-        let mut notices = vec![];
-        if e.kind == EventKind::ChildSpawned {
-            for watcher in &req.producer_watchers {
-                if sessionwatch_core::check_watch_address(watcher, &e.session_key).is_ok() {
-                    let seeded =
-                        Cursor::seeded(sequence as u64, Provenance::Explicit, &req.watcher_store, now);
-                    watch::save_cursor(tx, watcher, &e.session_key, &seeded)?;
+        let sequence = sequence as u64;
+        let notices = match on_append(e.kind, &e.session_key, &req.policy, sequence, &req.watcher_store, now)
+        {
+            AppendCursors::Untouched => vec![],
+            AppendCursors::Seed(seeds) => {
+                for (watcher, seeded) in &seeds {
+                    watch::save_cursor(tx, watcher, &e.session_key, seeded)?;
                 }
+                vec![]
             }
-        } else if e.kind.notifies() {
-            let cursors = watch::cursors_on(tx, &e.session_key)?;
-            let (moved, material_notices) = crate::material::apply_material(
-                &e.session_key,
-                e.actor.id.as_deref(),
-                sequence as u64,
-                &req.watcher_store,
-                now,
-                cursors,
-            );
-            for (watcher, cursor) in &moved {
-                watch::save_cursor(tx, watcher, &e.session_key, cursor)?;
+            AppendCursors::FanOut => {
+                let cursors = watch::cursors_on(tx, &e.session_key)?;
+                let out = fan_out(
+                    &e.session_key,
+                    e.actor.id.as_deref(),
+                    sequence,
+                    &req.watcher_store,
+                    now,
+                    cursors,
+                );
+                for (watcher, cursor) in &out.moved {
+                    watch::save_cursor(tx, watcher, &e.session_key, cursor)?;
+                }
+                out.notices
             }
-            notices = material_notices;
-        }
-        let row = HeadRow { head: sequence as u64, floor: floor as u64, updated_at: now };
+        };
+        let row = HeadRow { head: sequence, floor: floor as u64, updated_at: now };
         Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 

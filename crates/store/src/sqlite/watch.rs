@@ -4,7 +4,7 @@ use super::SqliteStore;
 use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::{
-    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration,
+    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration, policy,
 };
 
 const CURSOR_COLUMNS: &str =
@@ -86,31 +86,21 @@ fn claim_unhosted_watchers(c: &Connection, host: &str) -> Result<()> {
 }
 
 /// Pending cursors (`M > L`) of existing watchers (hosted by `host` when given; only `watcher` when
-/// given) with valid addresses and a matching store, by watcher then target.
+/// given), by watcher then target, as stored: [`sessionwatch_core::policy`] decides which count.
 fn pending_cursors(
     c: &Connection,
-    store: &str,
     host: Option<&str>,
     watcher: Option<&str>,
-) -> Result<Vec<(AgentSessionKey, AgentSessionKey, Cursor)>> {
-    let rows: Vec<(String, String, Cursor)> = c
-        .prepare_cached(&format!(
-            "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
-             WHERE material_sequence > last_seen_sequence AND (?2 IS NULL OR watcher_session_key = ?2) \
-             AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key \
-                         AND (?1 IS NULL OR s.host_id = ?1)) \
-             ORDER BY watcher_session_key, target_session_key"
-        ))?
-        .query_map(params![host, watcher], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(watcher, target, cursor)| {
-            let (w, t) = (AgentSessionKey::parse(&watcher)?, AgentSessionKey::parse(&target)?);
-            (w.as_str() == watcher && t.as_str() == target && cursor.store_matches(store))
-                .then_some((w, t, cursor))
-        })
-        .collect())
+) -> Result<Vec<(String, String, Cursor)>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
+         WHERE material_sequence > last_seen_sequence AND (?2 IS NULL OR watcher_session_key = ?2) \
+         AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key \
+                     AND (?1 IS NULL OR s.host_id = ?1)) \
+         ORDER BY watcher_session_key, target_session_key"
+    ))?
+    .query_map(params![host, watcher], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
+    .collect::<rusqlite::Result<_>>()?)
 }
 
 impl SqliteStore {
@@ -161,15 +151,13 @@ impl SqliteStore {
         store: &str,
         now: Millis,
     ) -> Result<Acknowledged> {
-        let mut out = Acknowledged::default();
+        let mut rows = Vec::with_capacity(targets.len());
         for target in targets {
-            let Some(mut cursor) = load_cursor(tx, watcher.as_str(), target.as_str())? else { continue };
-            if !cursor.store_matches(store) {
-                continue;
-            }
-            let Some(claim) = cursor.claim(now) else { continue };
-            save_cursor(tx, watcher.as_str(), target.as_str(), &cursor)?;
-            out.record(watcher, target, claim, cursor.queue_only());
+            rows.push((target.clone(), load_cursor(tx, watcher.as_str(), target.as_str())?));
+        }
+        let (writes, out) = policy::acknowledge(watcher, rows, store, now);
+        for (target, cursor) in &writes {
+            save_cursor(tx, watcher.as_str(), target.as_str(), cursor)?;
         }
         Ok(out)
     }
@@ -183,12 +171,9 @@ impl SqliteStore {
         if let Some(host) = host {
             claim_unhosted_watchers(tx, host)?;
         }
-        let mut notices = vec![];
-        for (w, t, mut cursor) in pending_cursors(tx, store, host, None)? {
-            if let Some(since) = cursor.sweep(now) {
-                save_cursor(tx, w.as_str(), t.as_str(), &cursor)?;
-                notices.push(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() });
-            }
+        let (writes, notices) = policy::sweep(pending_cursors(tx, host, None)?, store, now);
+        for (watcher, target, cursor) in &writes {
+            save_cursor(tx, watcher, target, cursor)?;
         }
         Ok(notices)
     }
@@ -200,14 +185,9 @@ impl SqliteStore {
         watcher: Option<&str>,
     ) -> Result<Vec<Notice>> {
         self.read(|c| {
-            Ok(pending_cursors(c, store, host, watcher)?
-                .into_iter()
-                .map(|(w, t, cursor)| Notice {
-                    watcher: w,
-                    target: t,
-                    since: cursor.last_seen,
-                    queue_only: cursor.queue_only(),
-                })
+            Ok(pending_cursors(c, host, watcher)?
+                .iter()
+                .filter_map(|(w, t, cursor)| policy::pending_notice(w, t, cursor, store))
                 .collect())
         })
     }

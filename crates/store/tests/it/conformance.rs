@@ -262,7 +262,7 @@ pub async fn dedupe_returns_existing_row_and_changes_nothing<S: Store>(h: &Harne
     let mut again = goal(T, Actor::human(None)).with_dedupe_key(Some("upstream:t:claude:42".into()));
     again.summary = "something else".into();
     let mut r = req(again);
-    r.producer_watchers = vec![W2.into()];
+    r.policy.producer_watchers = vec![W2.into()];
     match append(s, r, NOW + 1000).await {
         AppendOutcome::Duplicate(existing) => assert_eq!(existing, first),
         other => panic!("expected Duplicate, got {other:?}"),
@@ -302,7 +302,7 @@ pub async fn dedupe_is_scoped_to_the_session<S: Store>(h: &Harness<S>) {
 pub async fn only_if_watched_writes_nothing_when_unwatched<S: Store>(h: &Harness<S>) {
     let s = &h.store;
     let mut r = req(human(T));
-    r.only_if_watched = true;
+    r.policy.only_if_watched = true;
     assert_eq!(append(s, r.clone(), NOW).await, AppendOutcome::Unwatched);
     assert_eq!(head(s, T).await, Head::default());
     assert!(seqs(s, T).await.is_empty());
@@ -341,7 +341,7 @@ pub async fn child_spawned_seeds_the_producer_watcher<S: Store>(h: &Harness<S>) 
     record(s, req(human(T)), NOW).await;
     record(s, req(NewEvent::created(T, AGENT, "sid", Actor::system())), NOW).await;
     let mut r = req(NewEvent::child_spawned(T, AGENT, W, "run-1"));
-    r.producer_watchers = vec![W.into()];
+    r.policy.producer_watchers = vec![W.into()];
     let (spawn, notices) = record(s, r.clone(), NOW + 5).await;
     assert_eq!(spawn.sequence, 3);
     assert_eq!(spawn.kind, EventKind::ChildSpawned);
@@ -354,7 +354,7 @@ pub async fn child_spawned_seeds_the_producer_watcher<S: Store>(h: &Harness<S>) 
     assert!(matches!(append(s, r, NOW + 6).await, AppendOutcome::Duplicate(_)));
     // A later human turn on the child notifies the parent from the spawn point, even when only-if-watched.
     let mut turn = req(human(T));
-    turn.only_if_watched = true;
+    turn.policy.only_if_watched = true;
     let (e, notices) = record(s, turn, NOW + 7).await;
     assert_eq!(e.sequence, 4);
     assert_eq!(notices, vec![notice(W, T, 3)]);
@@ -409,7 +409,7 @@ pub async fn self_caused_events_are_suppressed<S: Store>(h: &Harness<S>) {
     assert_eq!(lnm(&cursor(s, W2, T).await.unwrap()), (0, 1, 1));
     // The producer's own watcher is suppressed the same way.
     let mut r = req(goal(T2, Actor::agent(W)));
-    r.producer_watchers = vec![W.into()];
+    r.policy.producer_watchers = vec![W.into()];
     let (_, notices) = record(s, r, NOW + 2).await;
     assert!(notices.is_empty());
     assert_eq!(cursor(s, W, T2).await, None);
@@ -419,13 +419,13 @@ pub async fn invalid_addresses_are_logged_without_cursor_or_notice<S: Store>(h: 
     let s = &h.store;
     // The bare `global` key (session.scope = global): logged and readable, never a watch target.
     let mut r = req(NewEvent::human_message("global", AGENT, "web", None));
-    r.producer_watchers = vec![W.into()];
+    r.policy.producer_watchers = vec![W.into()];
     let (e, notices) = record(s, r, NOW).await;
     assert_eq!(e.sequence, 1);
     assert!(notices.is_empty());
     assert_eq!(cursor(s, W, "global").await, None);
     let mut spawn = req(NewEvent::child_spawned("global", AGENT, W, "r1"));
-    spawn.producer_watchers = vec![W.into()];
+    spawn.policy.producer_watchers = vec![W.into()];
     let (e, notices) = record(s, spawn, NOW).await;
     assert_eq!(e.sequence, 2);
     assert!(notices.is_empty());
@@ -436,11 +436,11 @@ pub async fn invalid_addresses_are_logged_without_cursor_or_notice<S: Store>(h: 
     );
     // An invalid watcher on a valid target, and a spawn naming the child itself as its parent.
     let mut r = req(human(T));
-    r.producer_watchers = vec!["main".into(), "global".into(), T.into()];
+    r.policy.producer_watchers = vec!["main".into(), "global".into(), T.into()];
     let (_, notices) = record(s, r, NOW).await;
     assert!(notices.is_empty());
     let mut spawn = req(NewEvent::child_spawned(T, AGENT, "main", "r2"));
-    spawn.producer_watchers = vec!["main".into(), T.into()];
+    spawn.policy.producer_watchers = vec!["main".into(), T.into()];
     record(s, spawn, NOW).await;
     for w in ["main", "global", T] {
         assert_eq!(cursor(s, w, T).await, None, "{w}");
@@ -794,7 +794,7 @@ pub async fn unwatch_removes_one_cursor<S: Store>(h: &Harness<S>) {
     assert_eq!(cursor(s, W, T).await, None);
     assert!(cursor(s, W, T2).await.is_some());
     let mut r = req(human(T));
-    r.only_if_watched = true;
+    r.policy.only_if_watched = true;
     assert_eq!(append(s, r, NOW).await, AppendOutcome::Unwatched);
 }
 

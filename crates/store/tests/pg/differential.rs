@@ -4,7 +4,8 @@
 
 use crate::{NOW, pg_schema};
 use sessionwatch_core::{
-    Actor, AgentSessionKey, DAY_MS, GoalChange, HOUR_MS, Limit, Millis, NewEvent, Provenance, RunStatus,
+    Actor, AgentSessionKey, DAY_MS, GoalChange, HOUR_MS, Limit, Millis, NewEvent, Provenance, RecordPolicy,
+    RunStatus,
 };
 use sessionwatch_store::{
     AppendRequest, InboxItem, NewMessage, NewSession, RetentionPolicy, RunRow, SessionFilter, SqliteOptions,
@@ -75,8 +76,10 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
             event = event.with_occurred_at(Some(now - r.below(3) as i64 * DAY_MS));
             let req = AppendRequest {
                 event,
-                producer_watchers: if r.chance(30) { vec![k2.to_string()] } else { vec![] },
-                only_if_watched: r.chance(30),
+                policy: RecordPolicy {
+                    producer_watchers: if r.chance(30) { vec![k2.to_string()] } else { vec![] },
+                    only_if_watched: r.chance(30),
+                },
                 watcher_store: store,
                 host_id: None,
             };

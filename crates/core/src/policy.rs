@@ -1,0 +1,214 @@
+//! Every cursor and notice policy a store applies inside its transactions, decided here once.
+//!
+//! Each function takes the rows a store read and answers the cursors to write back and the notices to
+//! deliver; the store only reads and writes (SQLite on its writer thread, PostgreSQL over the network),
+//! so neither backend decides anything itself and both behave the same by construction. A sans-IO "plan"
+//! rather than a transaction trait with callbacks: the SQLite writer is synchronous and PostgreSQL is
+//! asynchronous, and a plan needs neither.
+
+use crate::Millis;
+use crate::cursor::{Claim, Cursor, MaterialDecision, Provenance, check_watch_address, on_material};
+use crate::event::EventKind;
+use crate::key::AgentSessionKey;
+use crate::notice::Notice;
+
+/// Who learns of an appended event besides the registered cursors, and whether it is written when
+/// nobody watches its session.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordPolicy {
+    /// Watchers the producer names (the spawner of a child): a `child_spawned` event seeds their
+    /// cursors at its sequence.
+    pub producer_watchers: Vec<String>,
+    /// Write nothing unless some cursor targets the session.
+    pub only_if_watched: bool,
+}
+
+/// Where a human turn was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HumanTurnSource {
+    /// A turn of a session this gateway hosts, reported over the host API.
+    Gateway,
+    /// A turn typed into another tool's session that was adopted here, seen by its hook or by the file
+    /// monitor (local or on a node).
+    Adopted,
+}
+
+impl RecordPolicy {
+    /// Written whether watched or not; no producer watchers.
+    pub fn always() -> RecordPolicy {
+        RecordPolicy::default()
+    }
+
+    /// A child spawned by `parent`: the parent watches it from this event on.
+    pub fn spawned_by(parent: impl Into<String>) -> RecordPolicy {
+        RecordPolicy { producer_watchers: vec![parent.into()], only_if_watched: false }
+    }
+
+    /// The one rule for recording a human turn.
+    ///
+    /// - A gateway session with a parent (a sub-agent) always records it and names the parent, whose
+    ///   spawn cursor then notices it.
+    /// - A gateway session without a parent records it only when some cursor watches the session: an
+    ///   unwatched human turn writes nothing (most turns of most sessions).
+    /// - An adopted session always records it, watched or not: its hook and its file monitor both see
+    ///   the same turn (one dedupe key), and the monitor may classify it only after a watch was
+    ///   registered; recording it at once puts it before that watch's seed, so it never notifies about
+    ///   a turn older than the watch.
+    pub fn human_turn(source: HumanTurnSource, parent: Option<&str>) -> RecordPolicy {
+        match (source, parent) {
+            (HumanTurnSource::Gateway, Some(parent)) => RecordPolicy::spawned_by(parent),
+            (HumanTurnSource::Gateway, None) => {
+                RecordPolicy { producer_watchers: vec![], only_if_watched: true }
+            }
+            (HumanTurnSource::Adopted, _) => RecordPolicy::always(),
+        }
+    }
+}
+
+/// What an append at `sequence` does to the cursors on its session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppendCursors {
+    /// Nothing: the event is not material.
+    Untouched,
+    /// Write these fresh cursors (watcher, cursor) at the event's sequence: a spawn seeds the
+    /// producer's watchers, so only later changes notify them.
+    Seed(Vec<(String, Cursor)>),
+    /// Read every cursor held on the session and pass them to [`fan_out`].
+    FanOut,
+}
+
+/// Decides what an appended event of `kind` on `target` does to cursors.
+pub fn on_append(
+    kind: EventKind,
+    target: &str,
+    policy: &RecordPolicy,
+    sequence: u64,
+    watcher_store: &str,
+    now: Millis,
+) -> AppendCursors {
+    if kind == EventKind::ChildSpawned {
+        let seeds = policy
+            .producer_watchers
+            .iter()
+            .filter(|w| check_watch_address(w, target).is_ok())
+            .map(|w| (w.clone(), Cursor::seeded(sequence, Provenance::Explicit, watcher_store, now)))
+            .collect();
+        AppendCursors::Seed(seeds)
+    } else if kind.notifies() {
+        AppendCursors::FanOut
+    } else {
+        AppendCursors::Untouched
+    }
+}
+
+/// Cursors to write back and notices to deliver.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FanOut {
+    /// The cursors that moved, as (watcher, cursor).
+    pub moved: Vec<(String, Cursor)>,
+    pub notices: Vec<Notice>,
+}
+
+/// A material event at `sequence` on `target`, caused by `actor_id`, against every cursor held on the
+/// target. A producer's watcher without a cursor is not watching, so only cursor holders count.
+pub fn fan_out(
+    target: &str,
+    actor_id: Option<&str>,
+    sequence: u64,
+    watcher_store: &str,
+    now: Millis,
+    cursors: Vec<(String, Cursor)>,
+) -> FanOut {
+    let mut out = FanOut::default();
+    for (watcher, existing) in cursors {
+        let decision = on_material(Some(&existing), &watcher, target, actor_id, sequence, watcher_store, now);
+        if let MaterialDecision::Notify(cursor) = decision {
+            if let Some(notice) = notice_at(&watcher, target, cursor.last_seen, &cursor) {
+                out.notices.push(notice);
+            }
+            out.moved.push((watcher, cursor));
+        }
+    }
+    out
+}
+
+/// The notice of a cursor at `changesSince since`, when both addresses are valid agent keys.
+fn notice_at(watcher: &str, target: &str, since: u64, cursor: &Cursor) -> Option<Notice> {
+    let (w, t) = (AgentSessionKey::parse(watcher)?, AgentSessionKey::parse(target)?);
+    Some(Notice { watcher: w, target: t, since, queue_only: cursor.queue_only() })
+}
+
+/// The notice a stored cursor has pending, if any: it must be pending (`M > L`), belong to
+/// `watcher_store`, and both stored keys must be exactly the agent keys they parse to (a row written by
+/// hand or by an older version with another spelling is ignored). Text at `changesSince L`.
+pub fn pending_notice(watcher: &str, target: &str, cursor: &Cursor, watcher_store: &str) -> Option<Notice> {
+    if !cursor.is_pending() || !cursor.store_matches(watcher_store) {
+        return None;
+    }
+    let notice = notice_at(watcher, target, cursor.last_seen, cursor)?;
+    (notice.watcher.as_str() == watcher && notice.target.as_str() == target).then_some(notice)
+}
+
+/// What acknowledging drained notices did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Acknowledged {
+    /// The notices claimed, at the cursor's `changesSince` as it was: deliver exactly these.
+    pub delivered: Vec<Notice>,
+    /// Remainders that arrived while a delivered notice was pending: queue them for the next turn.
+    pub reopened: Vec<Notice>,
+}
+
+/// Claims drained notices of `watcher` ([`Cursor::claim`]): `rows` are its cursors on the drained
+/// targets as read inside the transaction (`None`: no cursor). Answers the cursors to write back and
+/// what was delivered and re-opened. A cursor of another store, or with nothing pending, claims nothing.
+pub fn acknowledge(
+    watcher: &AgentSessionKey,
+    rows: Vec<(AgentSessionKey, Option<Cursor>)>,
+    watcher_store: &str,
+    now: Millis,
+) -> (Vec<(AgentSessionKey, Cursor)>, Acknowledged) {
+    let mut writes = vec![];
+    let mut out = Acknowledged::default();
+    for (target, cursor) in rows {
+        let Some(mut cursor) = cursor.filter(|c| c.store_matches(watcher_store)) else { continue };
+        let Some(Claim { since, reopen }) = cursor.claim(now) else { continue };
+        let notice = |since| Notice {
+            watcher: watcher.clone(),
+            target: target.clone(),
+            since,
+            queue_only: cursor.queue_only(),
+        };
+        out.delivered.push(notice(since));
+        if let Some(since) = reopen {
+            out.reopened.push(notice(since));
+        }
+        writes.push((target, cursor));
+    }
+    (writes, out)
+}
+
+/// The start-up sweep over stored cursors (watcher, target, cursor): every pending one of
+/// `watcher_store` re-opens its notice ([`Cursor::sweep`]). Answers the cursors to write back, as
+/// (watcher, target, cursor), and the notices.
+pub fn sweep(
+    rows: Vec<(String, String, Cursor)>,
+    watcher_store: &str,
+    now: Millis,
+) -> (Vec<(String, String, Cursor)>, Vec<Notice>) {
+    let mut writes = vec![];
+    let mut notices = vec![];
+    for (watcher, target, mut cursor) in rows {
+        if pending_notice(&watcher, &target, &cursor, watcher_store).is_none() {
+            continue;
+        }
+        let Some(since) = cursor.sweep(now) else { continue };
+        if let Some(notice) = notice_at(&watcher, &target, since, &cursor) {
+            notices.push(notice);
+        }
+        writes.push((watcher, target, cursor));
+    }
+    (writes, notices)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+use super::*;
+
+const STORE: &str = "default";
+const W: &str = "agent:main:main";
+const T: &str = "agent:main:subagent:t";
+
+fn key(s: &str) -> AgentSessionKey {
+    AgentSessionKey::parse(s).unwrap()
+}
+
+fn cursor(l: u64, n: u64, m: u64) -> Cursor {
+    Cursor { last_seen: l, notified: n, material: m, ..Cursor::seeded(l, Provenance::Explicit, STORE, 0) }
+}
+
+#[test]
+fn the_human_turn_rule() {
+    use HumanTurnSource::*;
+    assert_eq!(
+        RecordPolicy::human_turn(Gateway, Some(W)),
+        RecordPolicy { producer_watchers: vec![W.into()], only_if_watched: false },
+        "a sub-agent's human turn is written and names its parent"
+    );
+    assert_eq!(
+        RecordPolicy::human_turn(Gateway, None),
+        RecordPolicy { producer_watchers: vec![], only_if_watched: true },
+        "an unwatched gateway session's human turn writes nothing"
+    );
+    for parent in [None, Some(W)] {
+        assert_eq!(
+            RecordPolicy::human_turn(Adopted, parent),
+            RecordPolicy::always(),
+            "adopted: always written"
+        );
+    }
+}
+
+#[test]
+fn a_spawn_seeds_its_valid_producer_watchers_at_its_sequence() {
+    let policy =
+        RecordPolicy { producer_watchers: vec![W.into(), "global".into(), T.into()], only_if_watched: false };
+    let AppendCursors::Seed(seeds) = on_append(EventKind::ChildSpawned, T, &policy, 7, STORE, 5) else {
+        panic!("a spawn seeds");
+    };
+    // `global` is not agent-qualified and T cannot watch itself.
+    assert_eq!(seeds, vec![(W.to_string(), Cursor::seeded(7, Provenance::Explicit, STORE, 5))]);
+}
+
+#[test]
+fn material_kinds_fan_out_and_the_rest_touch_nothing() {
+    let policy = RecordPolicy::spawned_by(W);
+    for kind in EventKind::ALL {
+        let step = on_append(kind, T, &policy, 3, STORE, 0);
+        let expected = match kind {
+            EventKind::ChildSpawned => "seed",
+            k if k.notifies() => "fan-out",
+            _ => "untouched",
+        };
+        let got = match step {
+            AppendCursors::Seed(_) => "seed",
+            AppendCursors::FanOut => "fan-out",
+            AppendCursors::Untouched => "untouched",
+        };
+        assert_eq!(got, expected, "{kind:?}");
+    }
+}
+
+#[test]
+fn fan_out_notifies_every_other_watcher_at_its_acknowledged_position() {
+    let other = "agent:main:subagent:o";
+    let cursors = vec![(W.to_string(), cursor(2, 2, 2)), (other.to_string(), cursor(1, 3, 4))];
+    let out = fan_out(T, Some(other), 5, STORE, 9, cursors.clone());
+    // The actor's own cursor does not move; the watcher's notice says changesSince L.
+    assert_eq!(out.moved.len(), 1);
+    assert_eq!(out.moved[0].0, W);
+    assert_eq!((out.moved[0].1.last_seen, out.moved[0].1.notified, out.moved[0].1.material), (2, 5, 5));
+    assert_eq!(out.notices, vec![Notice { watcher: key(W), target: key(T), since: 2, queue_only: false }]);
+    // Pending already: N stays frozen, M moves, the text is the same.
+    let out = fan_out(T, None, 6, STORE, 9, vec![(other.to_string(), cursor(1, 3, 4))]);
+    assert_eq!((out.moved[0].1.notified, out.moved[0].1.material), (3, 6));
+    assert_eq!(out.notices[0].since, 1);
+}
+
+#[test]
+fn a_pending_notice_needs_a_pending_cursor_of_this_store_with_exact_keys() {
+    assert_eq!(
+        pending_notice(W, T, &cursor(2, 4, 4), STORE),
+        Some(Notice { watcher: key(W), target: key(T), since: 2, queue_only: false })
+    );
+    assert_eq!(pending_notice(W, T, &cursor(4, 4, 4), STORE), None, "nothing pending");
+    assert_eq!(pending_notice(W, T, &cursor(2, 4, 4), "other"), None, "another store's cursor");
+    assert_eq!(pending_notice("global", T, &cursor(2, 4, 4), STORE), None, "not agent-qualified");
+    assert_eq!(
+        pending_notice("agent:MAIN:main", T, &cursor(2, 4, 4), STORE),
+        None,
+        "not the canonical spelling"
+    );
+}
+
+#[test]
+fn acknowledging_claims_only_pending_cursors_and_reopens_the_remainder_once() {
+    let (a, b, c, d) =
+        (key("agent:main:a:1"), key("agent:main:b:1"), key("agent:main:c:1"), key("agent:main:d:1"));
+    let rows = vec![
+        (a.clone(), Some(cursor(2, 4, 4))), // pending: delivered, nothing left
+        (b.clone(), Some(cursor(2, 4, 6))), // more arrived while pending: reopened at 4
+        (c.clone(), None),                  // no cursor
+        (d.clone(), Some(cursor(3, 3, 3))), // already settled elsewhere
+    ];
+    let (writes, ack) = acknowledge(&key(W), rows, STORE, 10);
+    let positions: Vec<_> =
+        writes.iter().map(|(t, c)| (t.clone(), c.last_seen, c.notified, c.material)).collect();
+    assert_eq!(positions, vec![(a.clone(), 4, 4, 4), (b.clone(), 4, 6, 6)]);
+    let n =
+        |t: &AgentSessionKey, since| Notice { watcher: key(W), target: t.clone(), since, queue_only: false };
+    assert_eq!(ack.delivered, vec![n(&a, 2), n(&b, 2)]);
+    assert_eq!(ack.reopened, vec![n(&b, 4)]);
+    let (writes, ack) = acknowledge(&key(W), vec![(a, Some(cursor(2, 4, 4)))], "other", 10);
+    assert!(writes.is_empty() && ack == Acknowledged::default(), "another store's cursor claims nothing");
+}
+
+#[test]
+fn the_sweep_reopens_every_pending_cursor_with_n_at_m() {
+    let rows = vec![
+        (W.to_string(), T.to_string(), cursor(2, 3, 5)),
+        (W.to_string(), "agent:main:x:1".to_string(), cursor(5, 5, 5)),
+        ("global".to_string(), T.to_string(), cursor(1, 2, 2)),
+    ];
+    let (writes, notices) = sweep(rows, STORE, 11);
+    assert_eq!(writes.len(), 1);
+    assert_eq!(
+        (writes[0].2.last_seen, writes[0].2.notified, writes[0].2.material, writes[0].2.updated_at),
+        (2, 5, 5, 11)
+    );
+    assert_eq!(notices, vec![Notice { watcher: key(W), target: key(T), since: 2, queue_only: false }]);
+}

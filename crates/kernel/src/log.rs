@@ -1,0 +1,90 @@
+//! Recording events (best effort) and reading the log back.
+
+use crate::{Kernel, Signal};
+use sessionwatch_core::{ChangesPage, Limit, NewEvent, RecordPolicy, StoredEvent};
+use sessionwatch_store::{AppendOutcome, AppendRequest, Head, Store};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+/// The outcome of a best-effort append.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordOutcome {
+    Recorded(StoredEvent),
+    /// The dedupe key was already recorded: the existing row, nothing changed.
+    Duplicate(StoredEvent),
+    /// The policy asked for nothing to be written unless watched, and nobody watches the session.
+    Unwatched,
+    /// The append failed (logged); the caller's turn goes on.
+    NotRecorded(String),
+}
+
+impl RecordOutcome {
+    pub fn event(&self) -> Option<&StoredEvent> {
+        match self {
+            RecordOutcome::Recorded(e) | RecordOutcome::Duplicate(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<S: Store> Kernel<S> {
+    /// Appends an event, best effort, under `policy` (who else learns of it, whether it is written
+    /// when unwatched: [`RecordPolicy`]). Notices it causes are queued (and may wake) before this
+    /// answers.
+    pub async fn record(&self, event: NewEvent, policy: RecordPolicy) -> RecordOutcome {
+        let now = self.now();
+        let kind = event.kind;
+        let key = event.session_key.clone();
+        let req = AppendRequest {
+            event,
+            policy,
+            watcher_store: self.inner.config.store_identity.clone(),
+            host_id: self.inner.config.host_id.clone(),
+        };
+        match self.inner.store.append(req, now).await {
+            Ok(AppendOutcome::Recorded { event, notices }) => {
+                self.inner.metrics.events_recorded.fetch_add(1, Ordering::Relaxed);
+                let _ = self.inner.signals.send(Signal::Changed { session: key, sequence: event.sequence });
+                for notice in &notices {
+                    self.deliver(notice, true);
+                }
+                self.maybe_schedule_prune(now);
+                RecordOutcome::Recorded(event)
+            }
+            Ok(AppendOutcome::Duplicate(e)) => RecordOutcome::Duplicate(e),
+            Ok(AppendOutcome::Unwatched) => RecordOutcome::Unwatched,
+            Err(e) => {
+                self.inner.metrics.events_not_recorded.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, kind = kind.as_str(), session = %key, "event not recorded");
+                RecordOutcome::NotRecorded(e.to_string())
+            }
+        }
+    }
+
+    /// `changesSince`, with the head read in the same read as the page: a read failure answers an empty
+    /// page (head 0), never an error.
+    pub async fn changes_since(&self, key: &str, agent_id: &str, since: u64, limit: Limit) -> ChangesPage {
+        match self.inner.store.changes_since(key.to_string(), agent_id.to_string(), since, limit).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, session = key, "changesSince read failed");
+                ChangesPage::empty()
+            }
+        }
+    }
+
+    /// The session's head (state version) and floor; zeros on a read failure.
+    pub async fn head(&self, key: &str, agent_id: &str) -> Head {
+        self.inner.store.head(key.to_string(), agent_id.to_string()).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, session = key, "head read failed");
+            Head::default()
+        })
+    }
+
+    pub async fn state_versions(&self, sessions: Vec<(String, String)>) -> HashMap<(String, String), u64> {
+        self.inner.store.state_versions(sessions).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "state versions read failed");
+            HashMap::new()
+        })
+    }
+}

@@ -1,0 +1,221 @@
+//! Notices in memory: queueing, the drain of a turn with its durable claim, acknowledgement without a
+//! drain, the start-up sweep and reconciliation from durable cursors.
+
+use crate::{Kernel, Signal};
+use sessionwatch_core::{Acknowledged, AgentSessionKey, Notice, QueuedEvent};
+use sessionwatch_store::Store;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+impl<S: Store> Kernel<S> {
+    /// Re-creates every pending notice from the durable cursors. Answers how many were queued.
+    pub async fn sweep(&self) -> usize {
+        let now = self.now();
+        let store = self.inner.config.store_identity.clone();
+        let swept = match &self.inner.config.host_id {
+            None => self.inner.store.sweep(store, now).await,
+            Some(host) => self.inner.store.sweep_for_host(store, Some(host.clone()), now).await,
+        };
+        match swept {
+            Ok(notices) => {
+                let n = notices.len();
+                for notice in notices {
+                    self.deliver(&notice, false);
+                }
+                n
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "start-up sweep failed");
+                0
+            }
+        }
+    }
+
+    /// Queues the notice for its watcher; wakes a main-session watcher unless coalesced. Answers
+    /// whether the queue changed.
+    pub(crate) fn deliver(&self, notice: &Notice, allow_wake: bool) -> bool {
+        let watcher = notice.watcher.as_str().to_string();
+        let event = QueuedEvent::from(notice);
+        let text = event.text.clone();
+        // A watcher has at most one line per target: a newer text for the same target replaces the old
+        // one in place. (A material event recorded between a drain and its acknowledgement queues a line
+        // with the old `changesSince`; the reopen after the acknowledgement must not add a second one.)
+        let added = self.inner.queues.push(&watcher, event, true);
+        if added {
+            self.inner.metrics.notices_queued.fetch_add(1, Ordering::Relaxed);
+            let _ = self.inner.signals.send(Signal::Notice { session: watcher.clone(), text });
+        }
+        if allow_wake && notice.wakes() {
+            self.wake(&watcher, &format!("session-state:{}", notice.target));
+        }
+        added
+    }
+
+    /// Delivers every pending notice of the watchers hosted here (`host_id`; all watchers without one)
+    /// from the durable cursors. Read-only: a notice already queued is not queued again, and only a
+    /// newly queued notice wakes. Answers how many were newly queued.
+    pub async fn reconcile_hosted(&self) -> usize {
+        self.reconcile(None).await
+    }
+
+    /// [`Kernel::reconcile_hosted`] for one watcher (what a cross-gateway wake-up names).
+    pub async fn reconcile_watcher(&self, watcher: &str) -> usize {
+        self.reconcile(Some(watcher.to_string())).await
+    }
+
+    async fn reconcile(&self, watcher: Option<String>) -> usize {
+        let _guard = self.inner.ack_lock.lock().await;
+        self.inner.metrics.reconciles.fetch_add(1, Ordering::Relaxed);
+        let pending = self
+            .inner
+            .store
+            .pending_notices_for_host(
+                self.inner.config.store_identity.clone(),
+                self.inner.config.host_id.clone(),
+                watcher,
+            )
+            .await;
+        match pending {
+            Ok(notices) => notices.iter().filter(|n| self.deliver_new(n)).count(),
+            Err(e) => {
+                tracing::warn!(error = %e, "reconciling hosted watchers failed");
+                0
+            }
+        }
+    }
+
+    /// Queues the notice; wakes (as usual) only when it was not already queued.
+    fn deliver_new(&self, notice: &Notice) -> bool {
+        let added = self.deliver(notice, false);
+        if added && notice.wakes() {
+            self.wake(notice.watcher.as_str(), &format!("session-state:{}", notice.target));
+        }
+        added
+    }
+
+    /// A gateway serves `key` (an inbound turn, a turn, a stream): records that this gateway hosts it
+    /// (when `host_id` is set) and delivers any notice pending for it, e.g. one pushed to its previous
+    /// host.
+    pub async fn host_session(&self, key: &str, agent_id: &str) {
+        let now = self.now();
+        let host = self.inner.config.host_id.clone();
+        if let Err(e) = self.inner.store.touch_session(key.to_string(), agent_id.to_string(), host, now).await
+        {
+            tracing::warn!(error = %e, session = key, "recording the session's host failed");
+            return;
+        }
+        if self.inner.config.host_id.is_some() {
+            self.reconcile_watcher(key).await;
+        }
+    }
+
+    /// Queues a system event that is not a watch notice (e.g. the Home creation notice). No wake.
+    pub fn enqueue(&self, session: &str, event: QueuedEvent, replace: bool) -> bool {
+        let text = event.text.clone();
+        let added = self.inner.queues.push(session, event, replace);
+        if added {
+            let _ = self.inner.signals.send(Signal::Notice { session: session.to_string(), text });
+        }
+        added
+    }
+
+    /// Drops the session's queued events without acknowledging anything (its incarnation ended).
+    pub fn discard_queue(&self, session: &str) {
+        self.inner.queues.forget(session);
+    }
+
+    /// The session's queued system events, without draining them; a session-state notice carries its
+    /// target and `changesSince` ([`QueuedEvent::notice`]).
+    pub fn peek(&self, session: &str) -> Vec<QueuedEvent> {
+        self.inner.queues.peek(session)
+    }
+
+    pub fn queue_depths(&self) -> Vec<(String, usize)> {
+        self.inner.queues.depths()
+    }
+
+    /// Begins a turn of `session`: drains its queue and claims every drained session-state notice from
+    /// its durable cursor ([`sessionwatch_core::Cursor::claim`]). Only claimed notices are delivered, at
+    /// the cursor's current `changesSince`: one that another gateway already delivered, or whose watch
+    /// is gone, is dropped. A notice whose target changed again meanwhile re-opens exactly once, queued
+    /// for the next turn. Other system events pass through.
+    pub async fn drain(&self, session: &str) -> Vec<QueuedEvent> {
+        let _guard = self.inner.ack_lock.lock().await;
+        let drained = self.inner.queues.drain(session);
+        let targets: Vec<AgentSessionKey> =
+            drained.iter().filter_map(|e| e.notice.as_ref().map(|n| n.target.clone())).collect();
+        let Some(watcher) = AgentSessionKey::parse(session).filter(|_| !targets.is_empty()) else {
+            return drained;
+        };
+        let Some(claimed) = self.claim(&watcher, targets).await else {
+            // Delivered anyway and the cursors stay pending: at least once while the store fails (the
+            // next start-up or material event re-notifies), never lost.
+            return drained;
+        };
+        let mut delivered: HashMap<String, QueuedEvent> =
+            claimed.delivered.iter().map(|n| (n.context_key(), QueuedEvent::from(n))).collect();
+        drained
+            .into_iter()
+            .filter_map(|e| match e.notice {
+                None => Some(e),
+                Some(_) => delivered.remove(&e.context_key),
+            })
+            .collect()
+    }
+
+    /// Acknowledges `watcher`'s notices about `targets` without draining its queue: for a caller that
+    /// showed the agent the change another way. Each is claimed from its durable cursor exactly as a
+    /// drain claims it (and its queued line removed); a remainder re-opens once. Answers the notices
+    /// claimed, at the `changesSince` they were pending at; none when the store fails (they stay
+    /// pending).
+    pub async fn acknowledge(&self, watcher: &AgentSessionKey, targets: &[AgentSessionKey]) -> Vec<Notice> {
+        let _guard = self.inner.ack_lock.lock().await;
+        let taken: Vec<QueuedEvent> = self
+            .inner
+            .queues
+            .peek(watcher.as_str())
+            .into_iter()
+            .filter(|e| e.notice.as_ref().is_some_and(|n| targets.contains(&n.target)))
+            .collect();
+        for e in &taken {
+            self.inner.queues.remove(watcher.as_str(), &e.context_key);
+        }
+        match self.claim(watcher, targets.to_vec()).await {
+            Some(claimed) => claimed.delivered,
+            None => {
+                // Nothing was claimed: the lines go back as they were.
+                for e in taken {
+                    self.inner.queues.push(watcher.as_str(), e, true);
+                }
+                vec![]
+            }
+        }
+    }
+
+    /// The durable claim behind a drain and an acknowledgement (the caller holds `ack_lock`): counts,
+    /// signals and re-queues the remainders. `None` when the store failed (logged).
+    async fn claim(&self, watcher: &AgentSessionKey, targets: Vec<AgentSessionKey>) -> Option<Acknowledged> {
+        let asked = targets.len();
+        let now = self.now();
+        let store = self.inner.config.store_identity.clone();
+        let claimed = match self.inner.store.acknowledge(watcher.clone(), targets, store, now).await {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::warn!(error = %e, session = %watcher, "acknowledging notices failed");
+                return None;
+            }
+        };
+        let m = &self.inner.metrics;
+        m.notices_acknowledged.fetch_add(claimed.delivered.len() as u64, Ordering::Relaxed);
+        m.notices_dropped_stale.fetch_add((asked - claimed.delivered.len()) as u64, Ordering::Relaxed);
+        if !claimed.delivered.is_empty() {
+            let notices = claimed.delivered.len();
+            let _ = self.inner.signals.send(Signal::Acknowledged { session: watcher.to_string(), notices });
+        }
+        for notice in &claimed.reopened {
+            m.notices_reopened.fetch_add(1, Ordering::Relaxed);
+            self.deliver(notice, false);
+        }
+        Some(claimed)
+    }
+}

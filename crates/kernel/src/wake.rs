@@ -1,0 +1,56 @@
+//! Wake coalescing: a main-session watcher is woken at once, then at most once per window, with one
+//! trailing wake when the window ends if it still has something queued.
+
+use crate::{Kernel, Signal};
+use sessionwatch_store::Store;
+use std::sync::atomic::Ordering;
+
+impl<S: Store> Kernel<S> {
+    /// Wakes at once unless the session was woken within the coalescing window; then one trailing wake
+    /// goes out when the window ends, if the session still has something queued by then.
+    pub(crate) fn wake(&self, session: &str, reason: &str) {
+        let now = self.now();
+        let mut last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = last.get(session).copied()
+            && now - at < self.inner.config.wake_coalesce_ms
+        {
+            drop(last);
+            let remaining = (self.inner.config.wake_coalesce_ms - (now - at)).max(0) as u64;
+            self.schedule_trailing_wake(session, reason, remaining);
+            return;
+        }
+        last.insert(session.to_string(), now);
+        drop(last);
+        self.send_wake(session, reason);
+    }
+
+    fn schedule_trailing_wake(&self, session: &str, reason: &str, after_ms: u64) {
+        if !self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).insert(session.to_string()) {
+            return; // one is already scheduled for this window
+        }
+        let kernel = self.clone();
+        let key = session.to_string();
+        let (session, reason) = (session.to_string(), reason.to_string());
+        let started = self.spawn_background(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(after_ms)).await;
+            kernel.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
+            if kernel.inner.queues.peek(&session).is_empty() {
+                return; // a turn drained it meanwhile: nothing to wake for
+            }
+            let now = kernel.now();
+            kernel.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner()).insert(session.clone(), now);
+            kernel.send_wake(&session, &reason);
+        });
+        if !started {
+            self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+        }
+    }
+
+    fn send_wake(&self, session: &str, reason: &str) {
+        self.inner.metrics.wakes.fetch_add(1, Ordering::Relaxed);
+        let _ = self
+            .inner
+            .signals
+            .send(Signal::Wake { session: session.to_string(), reason: reason.to_string() });
+    }
+}

@@ -1,0 +1,168 @@
+//! JSON wire shapes. Domain types are not `Serialize`; this module projects them.
+
+use serde_json::{Map, Value, json};
+use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
+use sessionwatch_store::InboxItem;
+
+mod host;
+mod tools;
+
+pub use host::*;
+
+pub use tools::{
+    EventJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson, StateChangesJson, StatusJson,
+    SystemEventJson, ToolJson, UnwatchJson,
+};
+
+/// An error: `{"type", "message"}` (inside `{"ok": false, "error": …}` over HTTP, as MCP structured content
+/// under `error`).
+pub fn error_detail(kind: &str, message: &str) -> Value {
+    json!({ "type": kind, "message": message })
+}
+
+/// An HTTP error body: `{"ok": false, "error": {"type", "message"}}`.
+pub fn error_body(kind: &str, message: &str) -> Value {
+    json!({ "ok": false, "error": error_detail(kind, message) })
+}
+
+fn to_value(v: impl serde::Serialize) -> Value {
+    serde_json::to_value(v).expect("wire types always serialize")
+}
+
+/// One event of `stateChanges.events`: only the documented fields; the payload keeps only
+/// `outcome`, `channel` and `turns`.
+pub fn event(e: &StoredEvent) -> Value {
+    to_value(EventJson::from(e))
+}
+
+pub fn state_changes(page: &ChangesPage) -> Value {
+    to_value(StateChangesJson::from(page))
+}
+
+pub fn system_event(e: &QueuedEvent) -> Value {
+    to_value(SystemEventJson::from(e))
+}
+
+/// What registering a watch did (`sessionwatch db watch`).
+pub fn watch_outcome(o: &sessionwatch_kernel::WatchOutcome) -> Value {
+    use sessionwatch_kernel::WatchOutcome::*;
+    let (outcome, detail) = match o {
+        Seeded { at } => ("seeded", json!(at)),
+        Kept => ("kept", Value::Null),
+        Upgraded => ("upgraded", Value::Null),
+        Refused(reason) => ("refused", format!("{reason:?}").into()),
+        Failed(why) => ("failed", why.clone().into()),
+    };
+    let mut v = json!({ "watched": o.is_watching(), "outcome": outcome });
+    match o {
+        Seeded { .. } => v["at"] = detail,
+        Refused(_) | Failed(_) => v["reason"] = detail,
+        Kept | Upgraded => {}
+    }
+    v
+}
+
+pub fn inbox_item(i: &InboxItem) -> Value {
+    let mut o = Map::new();
+    o.insert("text".into(), i.text.clone().into());
+    o.insert("createdAt".into(), i.created_at.into());
+    if let Some(r) = &i.run_id {
+        o.insert("runId".into(), r.clone().into());
+    }
+    if let Some(f) = &i.from_session {
+        o.insert("fromSessionKey".into(), f.clone().into());
+    }
+    Value::Object(o)
+}
+
+/// `POST /v1/hooks`: what the hook command prints is rendered from this by the CLI.
+pub fn hook_outcome(o: &crate::gateway::HookOutcome) -> Value {
+    json!({
+        "sessionKey": o.session_key,
+        "additionalContext": o.reply.context,
+        "block": o.reply.block,
+        "recorded": o.recorded,
+    })
+}
+
+/// `/tools/invoke` success, as OpenClaw answers it: the readable text ([`ToolJson::text`]) and the
+/// details.
+pub fn tool_result(result: &ToolJson) -> Value {
+    json!({ "ok": true, "result": { "content": [{ "type": "text", "text": result.text() }], "details": result.to_value() } })
+}
+
+/// `POST /v1/ui/login-links`: a one-time login path (relative to the gateway's URL).
+pub fn login_link(path: &str, expires_in_seconds: u64) -> Value {
+    json!({ "path": path, "expiresInSeconds": expires_in_seconds })
+}
+
+/// `POST /v1/catalog/continue` with a `node`: the adopted remote session.
+#[allow(clippy::too_many_arguments)]
+pub fn remote_adoption(
+    key: &str,
+    session_id: &str,
+    agent_id: &str,
+    catalog: &str,
+    thread: &str,
+    node: &str,
+    created: bool,
+    adopted: bool,
+    link: &str,
+    baseline: &str,
+) -> Value {
+    json!({
+        "sessionKey": key,
+        "sessionId": session_id,
+        "agentId": agent_id,
+        "catalogId": catalog,
+        "threadId": thread,
+        "node": node,
+        "created": created,
+        "adopted": adopted,
+        "linked": true,
+        "link": link,
+        "baseline": baseline,
+    })
+}
+
+/// `GET /v1/nodes`.
+pub fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
+    let rows: Vec<Value> = nodes
+        .iter()
+        .map(|n| {
+            json!({
+                "name": n.name,
+                "createdAt": n.created_at,
+                "lastSeenAt": n.last_seen_at,
+                "sessions": n.sessions,
+                "watchedSessions": n.watched,
+                "monitorLagMs": n.monitor_lag_ms,
+                "catalogSize": n.catalog_size,
+            })
+        })
+        .collect();
+    json!({ "nodes": rows })
+}
+
+/// `POST /v1/nodes`: the new node's token, shown once.
+pub fn node_token(name: &str, token: &str) -> Value {
+    json!({ "name": name, "token": token })
+}
+
+/// `GET /v1/catalog?all=true`: the nodes' sessions, beside the local ones.
+pub fn remote_catalog_entry(
+    node: &str,
+    e: &crate::node_protocol::RemoteEntry,
+    adopted: Option<String>,
+) -> Value {
+    let mut v = json!({
+        "catalogId": e.catalog_id,
+        "threadId": e.thread_id,
+        "updatedAt": e.updated_at,
+        "node": node,
+    });
+    if let Some(k) = adopted {
+        v["adopted"] = k.into();
+    }
+    v
+}

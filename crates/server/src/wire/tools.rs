@@ -1,0 +1,353 @@
+//! The JSON of the six tools' results (`details` of `/tools/invoke`, structured content of MCP), as
+//! types: built from the gateway's [`ToolOutput`], and parsed back by the MCP server that reaches a
+//! gateway over HTTP, so both MCP paths read the same typed values.
+
+use crate::gateway::results::{HistoryOutput, ListOutput, SendOutput, SendStatus, StatusOutput, ToolOutput};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
+use sessionwatch_store::{PayloadJson, SessionRow, TranscriptMessage};
+
+/// One event of `stateChanges.events`: only the documented fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventJson {
+    pub sequence: u64,
+    pub kind: String,
+    pub actor_type: String,
+    pub occurred_at: i64,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub actor_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payload: Option<PayloadJson>,
+}
+
+impl From<&StoredEvent> for EventJson {
+    fn from(e: &StoredEvent) -> EventJson {
+        EventJson {
+            sequence: e.sequence,
+            kind: e.kind.as_str().into(),
+            actor_type: e.actor.kind.as_str().into(),
+            occurred_at: e.occurred_at,
+            summary: e.summary.clone(),
+            actor_id: e.actor.id.clone(),
+            run_id: e.run_id.clone(),
+            payload: PayloadJson::of(&e.payload),
+        }
+    }
+}
+
+/// `stateChanges`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateChangesJson {
+    pub events: Vec<EventJson>,
+    pub truncated: bool,
+    pub earliest_available_sequence: u64,
+    pub history_gap: bool,
+}
+
+impl From<&ChangesPage> for StateChangesJson {
+    fn from(p: &ChangesPage) -> StateChangesJson {
+        StateChangesJson {
+            events: p.events.iter().map(EventJson::from).collect(),
+            truncated: p.truncated,
+            earliest_available_sequence: p.earliest_available_sequence,
+            history_gap: p.history_gap,
+        }
+    }
+}
+
+/// `session_status`. `ok`, `agentId` and `changedModel` as OpenClaw answers them (the model never
+/// changes here).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusJson {
+    pub ok: bool,
+    pub session_key: String,
+    pub agent_id: String,
+    pub changed_model: bool,
+    pub session_id: String,
+    pub kind: String,
+    pub state_version: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub state_changes: Option<StateChangesJson>,
+    pub status_text: String,
+}
+
+/// One row of `sessions_list`, with OpenClaw's row fields (sessions here are never archived or pinned).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRowJson {
+    pub key: String,
+    pub kind: String,
+    pub channel: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub display_name: Option<String>,
+    pub updated_at: i64,
+    pub session_id: String,
+    /// Absent for a session without history.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub state_version: Option<u64>,
+    pub agent_id: String,
+    pub archived: bool,
+    pub pinned: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub parent_session_key: Option<String>,
+}
+
+impl SessionRowJson {
+    pub fn of(s: &SessionRow, state_version: u64) -> SessionRowJson {
+        SessionRowJson {
+            key: s.session_key.clone(),
+            kind: s.kind.clone(),
+            channel: s.channel.clone(),
+            display_name: s.label.clone(),
+            updated_at: s.updated_at,
+            session_id: s.session_id.clone(),
+            state_version: (state_version > 0).then_some(state_version),
+            agent_id: s.agent_id.clone(),
+            archived: false,
+            pinned: false,
+            parent_session_key: s.spawned_by.clone(),
+        }
+    }
+}
+
+/// `sessions_list`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListJson {
+    pub count: usize,
+    pub sessions: Vec<SessionRowJson>,
+    pub has_more: bool,
+    pub limit_applied: u32,
+}
+
+/// A transcript message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageJson {
+    pub role: String,
+    pub text: String,
+    pub created_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub from_session_key: Option<String>,
+}
+
+impl From<&TranscriptMessage> for MessageJson {
+    fn from(m: &TranscriptMessage) -> MessageJson {
+        MessageJson {
+            role: m.role.clone(),
+            text: m.text.clone(),
+            created_at: m.created_at,
+            run_id: m.run_id.clone(),
+            from_session_key: m.from_session.clone(),
+        }
+    }
+}
+
+/// `sessions_history`. Message texts are kept whole and never redacted here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryJson {
+    pub session_key: String,
+    pub messages: Vec<MessageJson>,
+    pub truncated: bool,
+    pub dropped_messages: bool,
+    pub content_truncated: bool,
+    pub content_redacted: bool,
+    /// The size of `messages` as JSON.
+    pub bytes: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryJson {
+    pub status: String,
+    pub mode: String,
+}
+
+/// `sessions_send`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendJson {
+    pub run_id: String,
+    pub status: String,
+    pub session_key: String,
+    pub target_disposition: String,
+    pub delivery: DeliveryJson,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reply: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub watched: Option<bool>,
+}
+
+/// `sessions_spawn`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnJson {
+    pub status: String,
+    pub run_id: String,
+    pub child_session_key: String,
+    pub mode: String,
+    pub expects_completion_message: bool,
+    pub note: String,
+}
+
+/// `sessions_unwatch`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnwatchJson {
+    pub unwatched: bool,
+}
+
+/// A tool's result as JSON, by tool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ToolJson {
+    Status(StatusJson),
+    List(ListJson),
+    History(HistoryJson),
+    Send(SendJson),
+    Spawn(SpawnJson),
+    Unwatch(UnwatchJson),
+}
+
+impl ToolJson {
+    pub fn of(output: &ToolOutput) -> ToolJson {
+        match output {
+            ToolOutput::Status(s) => ToolJson::Status(status(s)),
+            ToolOutput::List(l) => ToolJson::List(list(l)),
+            ToolOutput::History(h) => ToolJson::History(history(h)),
+            ToolOutput::Send(s) => ToolJson::Send(send(s)),
+            ToolOutput::Spawn(s) => ToolJson::Spawn(SpawnJson {
+                status: "accepted".into(),
+                run_id: s.run_id.clone(),
+                child_session_key: s.child_session_key.clone(),
+                mode: "run".into(),
+                expects_completion_message: true,
+                note: "the child runs on its own; its terminal outcome is recorded and announced to you"
+                    .into(),
+            }),
+            ToolOutput::Unwatch { unwatched } => ToolJson::Unwatch(UnwatchJson { unwatched: *unwatched }),
+        }
+    }
+
+    /// Reads `tool`'s result back from the JSON a gateway answered (the MCP server over HTTP).
+    pub fn parse(tool: &str, details: Value) -> Result<ToolJson, serde_json::Error> {
+        use serde::de::Error;
+        Ok(match tool {
+            "session_status" => ToolJson::Status(serde_json::from_value(details)?),
+            "sessions_list" => ToolJson::List(serde_json::from_value(details)?),
+            "sessions_history" => ToolJson::History(serde_json::from_value(details)?),
+            "sessions_send" => ToolJson::Send(serde_json::from_value(details)?),
+            "sessions_spawn" => ToolJson::Spawn(serde_json::from_value(details)?),
+            "sessions_unwatch" => ToolJson::Unwatch(serde_json::from_value(details)?),
+            other => return Err(serde_json::Error::custom(format!("unknown tool {other:?}"))),
+        })
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("tool results always serialize")
+    }
+
+    /// The readable text `/tools/invoke` answers, as OpenClaw does: `statusText` when the tool has one,
+    /// else the details as indented JSON.
+    pub fn text(&self) -> String {
+        match self {
+            ToolJson::Status(s) => s.status_text.clone(),
+            other => serde_json::to_string_pretty(other).expect("tool results always serialize"),
+        }
+    }
+}
+
+fn status(s: &StatusOutput) -> StatusJson {
+    let row = &s.session;
+    let mut text = format!(
+        "Session {} ({}), session id {}, state version {}.",
+        row.session_key, row.kind, row.session_id, s.state_version
+    );
+    if let Some(goal) = &row.goal_objective {
+        text.push_str(&format!("\nGoal: {goal}"));
+        if let Some(st) = &row.goal_status {
+            text.push_str(&format!(" ({st})"));
+        }
+    }
+    let changes = s.changes.as_ref().map(StateChangesJson::from);
+    if let Some(changes) = &changes {
+        let block = serde_json::json!({ "stateVersion": s.state_version, "stateChanges": changes });
+        text.push_str(&format!(
+            "\n\nSession state changes:\n```json\n{}\n```",
+            serde_json::to_string_pretty(&block).expect("changes always serialize")
+        ));
+    }
+    StatusJson {
+        ok: true,
+        session_key: row.session_key.clone(),
+        agent_id: row.agent_id.clone(),
+        changed_model: false,
+        session_id: row.session_id.clone(),
+        kind: row.kind.clone(),
+        state_version: s.state_version,
+        state_changes: changes,
+        status_text: text,
+    }
+}
+
+fn list(l: &ListOutput) -> ListJson {
+    let sessions: Vec<SessionRowJson> = l.sessions.iter().map(|(r, v)| SessionRowJson::of(r, *v)).collect();
+    ListJson { count: sessions.len(), sessions, has_more: l.has_more, limit_applied: l.limit }
+}
+
+fn history(h: &HistoryOutput) -> HistoryJson {
+    let messages: Vec<MessageJson> = h.messages.iter().map(MessageJson::from).collect();
+    let bytes = serde_json::to_vec(&messages).map_or(0, |b| b.len());
+    HistoryJson {
+        session_key: h.session_key.clone(),
+        messages,
+        truncated: h.dropped > 0,
+        dropped_messages: h.dropped > 0,
+        content_truncated: false,
+        content_redacted: false,
+        bytes,
+    }
+}
+
+fn send(s: &SendOutput) -> SendJson {
+    SendJson {
+        run_id: s.run_id.clone(),
+        status: match s.status {
+            SendStatus::Accepted => "accepted",
+            SendStatus::Ok => "ok",
+            SendStatus::Error => "error",
+            SendStatus::Timeout => "timeout",
+        }
+        .into(),
+        session_key: s.session_key.clone(),
+        target_disposition: "queued".into(),
+        delivery: DeliveryJson {
+            status: "queued".into(),
+            mode: if s.waited { "wait" } else { "async" }.into(),
+        },
+        reply: s.reply.clone(),
+        watched: s.watched,
+    }
+}
+
+/// A drained system event: `{text, contextKey}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemEventJson {
+    pub text: String,
+    pub context_key: String,
+}
+
+impl From<&QueuedEvent> for SystemEventJson {
+    fn from(e: &QueuedEvent) -> SystemEventJson {
+        SystemEventJson { text: e.text.clone(), context_key: e.context_key.clone() }
+    }
+}
