@@ -509,7 +509,7 @@ async fn run_result<S: Store>(
 /// `GET /v1/catalog`: adoptable native sessions (Claude Code, Codex, OpenCode, Pi).
 async fn catalog<S: Store>(State(state): State<Shared<S>>, uri: axum::http::Uri) -> Response {
     let all = query_param(&uri, "all").is_some_and(|v| v == "true" || v == "1");
-    host_answer(state.gateway.catalog(all).await)
+    host_answer(state.gateway.catalog(all).await.map(|c| wire::catalog(&c)))
 }
 
 /// `POST /v1/catalog/continue {catalogId, threadId, agentId?}`: adopt one.
@@ -518,7 +518,8 @@ async fn catalog_continue<S: Store>(State(state): State<Shared<S>>, body: Bytes)
         let v = json_body(&body)?;
         let a = Args::new("body", &v, &["catalogId", "threadId", "agentId", "node"])?;
         let (catalog, thread, agent) = (a.str("catalogId")?, a.str("threadId")?, a.opt_str("agentId")?);
-        state.gateway.continue_catalog(catalog, thread, agent, a.opt_str("node")?).await
+        let node = a.opt_str("node")?;
+        state.gateway.continue_catalog(catalog, thread, agent, node).await.map(|a| wire::adoption(&a))
     };
     host_answer(run.await)
 }

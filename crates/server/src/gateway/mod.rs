@@ -10,7 +10,7 @@ pub mod results;
 mod tool_args;
 pub mod tool_spec;
 mod tools;
-mod upstream;
+pub mod upstream;
 
 pub use hooks::HookOutcome;
 pub use host::{InboundTurn, NewSessionRequest};

@@ -9,7 +9,7 @@
 //! move (the second compare-and-set fails). An unreachable node reports nothing, which is never
 //! evidence of deletion: only three consecutive definite `Missing` reports remove a link.
 
-use super::upstream::{OWN_TEXT_LIMIT, TickReport, Work};
+use super::upstream::{Adopted, OWN_TEXT_LIMIT, RemoteAdoption, TickReport, Work};
 use super::{DEFAULT_AGENT, Gateway, SessionRef};
 use crate::error::{ApiError, ApiResult};
 use crate::node_protocol::{
@@ -312,7 +312,7 @@ impl<S: Store> Gateway<S> {
         thread: &str,
         agent: &str,
         node: &str,
-    ) -> ApiResult<serde_json::Value> {
+    ) -> ApiResult<Adopted> {
         if !valid_thread_id(thread) {
             return Err(ApiError::invalid(format!("threadId {thread:?} is not a thread id")));
         }
@@ -350,18 +350,17 @@ impl<S: Store> Gateway<S> {
             }
         };
         tracing::info!(session = %r.key, node, catalog = catalog.as_str(), link, "remote session adopted");
-        Ok(crate::wire::remote_adoption(
-            &r.key,
-            &row.session_id,
-            &r.agent_id,
-            catalog.as_str(),
-            thread,
-            node,
+        Ok(Adopted {
+            session_key: r.key,
+            session_id: row.session_id,
+            agent_id: r.agent_id,
+            catalog,
+            thread_id: thread.to_string(),
             created,
-            matches!(recorded, sessionwatch_kernel::RecordOutcome::Recorded(_)),
+            adopted: matches!(recorded, sessionwatch_kernel::RecordOutcome::Recorded(_)),
             link,
-            baseline,
-        ))
+            remote: Some(RemoteAdoption { node: node.to_string(), baseline }),
+        })
     }
 }
 

@@ -1,5 +1,6 @@
 //! JSON wire shapes. Domain types are not `Serialize`; this module projects them.
 
+use crate::gateway::upstream::{Adopted, CatalogListing};
 use serde_json::{Map, Value, json};
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 use sessionwatch_store::InboxItem;
@@ -96,33 +97,49 @@ pub fn login_link(path: &str, expires_in_seconds: u64) -> Value {
     json!({ "path": path, "expiresInSeconds": expires_in_seconds })
 }
 
-/// `POST /v1/catalog/continue` with a `node`: the adopted remote session.
-#[allow(clippy::too_many_arguments)]
-pub fn remote_adoption(
-    key: &str,
-    session_id: &str,
-    agent_id: &str,
-    catalog: &str,
-    thread: &str,
-    node: &str,
-    created: bool,
-    adopted: bool,
-    link: &str,
-    baseline: &str,
-) -> Value {
-    json!({
-        "sessionKey": key,
-        "sessionId": session_id,
-        "agentId": agent_id,
-        "catalogId": catalog,
-        "threadId": thread,
-        "node": node,
-        "created": created,
-        "adopted": adopted,
+/// `POST /v1/catalog/continue`: the adopted session (with `node` and `baseline` for a remote one).
+pub fn adoption(a: &Adopted) -> Value {
+    let mut v = json!({
+        "sessionKey": a.session_key,
+        "sessionId": a.session_id,
+        "agentId": a.agent_id,
+        "catalogId": a.catalog.as_str(),
+        "threadId": a.thread_id,
+        "created": a.created,
+        "adopted": a.adopted,
         "linked": true,
-        "link": link,
-        "baseline": baseline,
-    })
+        "link": a.link,
+    });
+    if let Some(r) = &a.remote {
+        v["node"] = r.node.clone().into();
+        v["baseline"] = r.baseline.into();
+    }
+    v
+}
+
+/// `GET /v1/catalog`: the local sessions, then (with `all=true`) the nodes'.
+pub fn catalog(c: &CatalogListing) -> Value {
+    let mut sessions: Vec<Value> = c
+        .local
+        .iter()
+        .map(|(e, adopted)| {
+            let mut v = json!({
+                "catalogId": e.catalog_id.as_str(),
+                "threadId": e.thread_id,
+                "title": e.title,
+                "cwd": e.cwd,
+                "updatedAt": e.updated_at_ms,
+                "location": e.location,
+            });
+            if let Some(k) = adopted {
+                v["adopted"] = k.clone().into();
+            }
+            v
+        })
+        .collect();
+    sessions
+        .extend(c.remote.iter().map(|(node, e, adopted)| remote_catalog_entry(node, e, adopted.as_deref())));
+    json!({ "sessions": sessions })
 }
 
 /// `GET /v1/nodes`.
@@ -150,11 +167,7 @@ pub fn node_token(name: &str, token: &str) -> Value {
 }
 
 /// `GET /v1/catalog?all=true`: the nodes' sessions, beside the local ones.
-pub fn remote_catalog_entry(
-    node: &str,
-    e: &crate::node_protocol::RemoteEntry,
-    adopted: Option<String>,
-) -> Value {
+fn remote_catalog_entry(node: &str, e: &crate::node_protocol::RemoteEntry, adopted: Option<&str>) -> Value {
     let mut v = json!({
         "catalogId": e.catalog_id,
         "threadId": e.thread_id,

@@ -1,99 +1,15 @@
-//! Upstream awareness: the session catalog (Claude Code, Codex, OpenCode, Pi), adoption of a native
-//! session, and the monitor that turns direct human activity upstream into `human_direct_message`
-//! events (and a vanished source into `upstream_missing`).
-//!
-//! **Adopted session keys** are agent-qualified: `agent:<agentId>:<catalogId>:<threadId lowercased>`
-//! (agent `main` by default), e.g. `agent:main:claude:dabdface-a74f-47e7-a565-02a8eb260f31`. The key
-//! names its one owning agent; the link row keeps the thread id in its original case.
-//!
-//! The classifiers live in `sessionwatch-upstream` and are synchronous: every tick runs them on the
-//! blocking pool, one task per catalog, each bounded by [`Gateway::monitor_source_timeout`]. A source
-//! that times out affects only its own catalog and is not evidence of anything.
+//! The monitor: ticks over every watched local link, and applying one outcome (record first, then
+//! advance the marker), which remote nodes' reports share.
 
-use super::{Gateway, SessionRef, SessionSpec};
-use crate::error::{ApiError, ApiResult};
-use serde::Serialize;
-use serde_json::{Value, json};
-use sessionwatch_core::{Actor, AgentSessionKey, NewEvent};
-use sessionwatch_core::{HumanTurnSource, RecordPolicy};
+use super::{MISSING_THRESHOLD, TickReport, source_key};
+use crate::gateway::{Gateway, SessionRef, nodes};
+use sessionwatch_core::{HumanTurnSource, NewEvent, RecordPolicy};
 use sessionwatch_kernel::RecordOutcome;
-use sessionwatch_store::{LinkUpsert, Store, UpstreamLinkRow};
-use sessionwatch_upstream::{CatalogEntry, CatalogId, CheckOutcome, Homes, UpstreamError};
-use sha2::{Digest, Sha256};
+use sessionwatch_store::{Store, UpstreamLinkRow};
+use sessionwatch_upstream::{CatalogId, CheckOutcome};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-/// The host every local source lives on (part of the source key, so it must be stable).
-pub const LOCAL_HOST_ID: &str = "gateway:local";
-/// Consecutive definitive "gone" checks before `upstream_missing`.
-pub const MISSING_THRESHOLD: u32 = 3;
-/// Gateway-side user messages that count as our own (self-echo filter).
-pub const OWN_TEXT_LIMIT: usize = 10;
-/// Default bound on one catalog's classifiers per tick.
-pub const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(45);
-/// Transcript messages read to find the last [`OWN_TEXT_LIMIT`] user messages.
-const OWN_TEXT_SCAN: u32 = 200;
-
-/// What one monitor tick did (`POST /v1/monitor/tick`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TickReport {
-    /// Another tick was running: this one did nothing.
-    pub skipped: bool,
-    /// Watched links found.
-    pub links: usize,
-    /// Links skipped because their key is linked under several agents.
-    pub ambiguous: usize,
-    /// Links whose source was checked and answered.
-    pub checked: usize,
-    /// Human turns recorded (sum of `turns`).
-    pub human_turns: u64,
-    /// `human_direct_message` events recorded (new or deduplicated).
-    pub events: usize,
-    /// Markers advanced.
-    pub advanced: usize,
-    pub no_change: usize,
-    /// Checks that could not tell (read errors, busy database, bad reference).
-    pub inconclusive: usize,
-    /// Checks that found the source definitively gone.
-    pub missing: usize,
-    /// `upstream_missing` recorded and the link removed.
-    pub removed: usize,
-    /// Catalogs whose classifiers ran past the per-source bound.
-    pub timed_out: Vec<String>,
-    /// Links whose outcome could not be applied (store or record failure, link changed meanwhile).
-    pub deferred: usize,
-    pub duration_ms: u64,
-}
-
-/// `sha256(hostId \0 threadId \0 referenceJson)`, first 16 hex characters.
-pub fn source_key(host_id: &str, thread_id: &str, reference_json: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(host_id.as_bytes());
-    h.update([0u8]);
-    h.update(thread_id.as_bytes());
-    h.update([0u8]);
-    h.update(reference_json.as_bytes());
-    let d = h.finalize();
-    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-/// The adopted session key for a catalog thread under `agent_id`.
-pub fn adopted_key(agent_id: &str, catalog: CatalogId, thread_id: &str) -> String {
-    format!("agent:{agent_id}:{}:{}", catalog.as_str(), thread_id.to_ascii_lowercase())
-}
-
-/// What adopting did to the session.
-pub(super) struct AdoptedSession {
-    pub session_id: String,
-    pub created: bool,
-    /// `adopted` was recorded now (the first adoption of this key).
-    pub adopted: bool,
-}
-
-/// `created`, `kept` or `rebaselined`.
-pub(super) struct LinkOutcome(pub &'static str);
 
 /// Clears the single-flight flag when a tick ends (also on panic or cancellation).
 struct TickGuard<'a>(&'a std::sync::atomic::AtomicBool);
@@ -105,232 +21,14 @@ impl Drop for TickGuard<'_> {
 }
 
 /// One link prepared for a tick.
-pub(super) struct Work {
+pub(in crate::gateway) struct Work {
     pub link: UpstreamLinkRow,
     pub catalog: CatalogId,
     pub session_id: String,
     pub own: Vec<String>,
 }
 
-fn catalog_entry_json(e: &CatalogEntry, adopted: Option<String>) -> Value {
-    let mut v = json!({
-        "catalogId": e.catalog_id.as_str(),
-        "threadId": e.thread_id,
-        "title": e.title,
-        "cwd": e.cwd,
-        "updatedAt": e.updated_at_ms,
-        "location": e.location,
-    });
-    if let Some(k) = adopted {
-        v["adopted"] = k.into();
-    }
-    v
-}
-
-fn upstream_error(e: UpstreamError) -> ApiError {
-    match e {
-        UpstreamError::NotFound { .. } => ApiError::NotFound(e.to_string()),
-        UpstreamError::InvalidThreadId(_) => ApiError::invalid(e.to_string()),
-        UpstreamError::Io { .. } | UpstreamError::Sqlite { .. } => {
-            tracing::warn!(error = %e, "upstream read failed during adoption");
-            ApiError::Internal(format!("the upstream store could not be read: {e}"))
-        }
-    }
-}
-
 impl<S: Store> Gateway<S> {
-    /// Where the native stores live (from the environment at start; tests point it elsewhere).
-    pub fn homes(&self) -> Homes {
-        self.homes.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Points discovery, adoption and monitoring at other native stores.
-    pub fn set_homes(&self, homes: Homes) {
-        *self.homes.lock().unwrap_or_else(|p| p.into_inner()) = homes;
-    }
-
-    /// The bound on one catalog's classifiers per tick.
-    pub fn monitor_source_timeout(&self) -> Duration {
-        Duration::from_millis(self.monitor_source_timeout_ms.load(Ordering::Relaxed))
-    }
-
-    pub fn set_monitor_source_timeout(&self, d: Duration) {
-        self.monitor_source_timeout_ms.store(d.as_millis().max(1) as u64, Ordering::Relaxed);
-    }
-
-    /// `GET /v1/catalog`: every native session on this machine, newest first, with the key of the
-    /// adopted session when it is linked (under any agent's default key `agent:main:…`).
-    pub async fn catalog(&self, with_nodes: bool) -> ApiResult<Value> {
-        let homes = self.homes();
-        let entries =
-            tokio::task::spawn_blocking(move || sessionwatch_upstream::discover(&homes, &mut |_, _| {}))
-                .await
-                .map_err(|e| ApiError::Internal(format!("catalog discovery failed: {e}")))?;
-        let store = self.kernel.store();
-        let mut sessions = Vec::with_capacity(entries.len());
-        for e in &entries {
-            let key = adopted_key(super::DEFAULT_AGENT, e.catalog_id, &e.thread_id);
-            let linked = store.get_link(key.clone(), super::DEFAULT_AGENT.to_string()).await?;
-            sessions.push(catalog_entry_json(e, linked.map(|_| key)));
-        }
-        if with_nodes {
-            for (node, e) in self.remote_catalog() {
-                let Some(catalog) = CatalogId::parse(&e.catalog_id) else { continue };
-                let key = super::nodes::remote_key(super::DEFAULT_AGENT, catalog, &node, &e.thread_id);
-                let linked = store.get_link(key.clone(), super::DEFAULT_AGENT.to_string()).await?;
-                sessions.push(crate::wire::remote_catalog_entry(&node, &e, linked.map(|_| key)));
-            }
-        }
-        Ok(json!({ "sessions": sessions }))
-    }
-
-    /// `POST /v1/catalog/continue`: adopts a native session. Creates the session (`created_via:
-    /// "catalog"`), records `adopted` (once per key) and upserts the upstream link with a baseline
-    /// marker at the source's current end: the same source keeps its marker, a changed one is
-    /// re-baselined.
-    pub async fn continue_catalog(
-        &self,
-        catalog_id: &str,
-        thread_id: &str,
-        agent_id: Option<&str>,
-        node: Option<&str>,
-    ) -> ApiResult<Value> {
-        let catalog = CatalogId::parse(catalog_id).ok_or_else(|| {
-            ApiError::invalid(format!(
-                "unknown catalogId {catalog_id:?}: expected claude, codex, opencode or pi"
-            ))
-        })?;
-        let agent = super::nodes::adoption_agent(agent_id)?;
-        let thread = thread_id.trim().to_string();
-        if let Some(node) = node {
-            return self.continue_on_node(catalog, &thread, &agent, node).await;
-        }
-        let homes = self.homes();
-        let t = thread.clone();
-        let adoption = tokio::task::spawn_blocking(move || sessionwatch_upstream::adopt(&homes, catalog, &t))
-            .await
-            .map_err(|e| ApiError::Internal(format!("adoption failed: {e}")))?
-            .map_err(upstream_error)?;
-        let (r, created, link) = self.link_adoption(&agent, catalog, &thread, &adoption).await?;
-        tracing::info!(session = %r.key, catalog = catalog.as_str(), thread = %thread, link = link.0, "catalog session adopted");
-        Ok(json!({
-            "sessionKey": r.key,
-            "sessionId": created.session_id,
-            "agentId": r.agent_id,
-            "catalogId": catalog.as_str(),
-            "threadId": adoption.entry.thread_id,
-            "created": created.created,
-            "adopted": created.adopted,
-            "linked": true,
-            "link": link.0,
-        }))
-    }
-
-    /// The session of an adopted native thread: `agent:<agent>:<catalog>:<thread>` on this machine,
-    /// `agent:<agent>:<catalog>@<node>:<thread>` on a remote node.
-    pub(super) fn adopted_ref(
-        &self,
-        agent: &str,
-        catalog: CatalogId,
-        thread: &str,
-        node: Option<&str>,
-    ) -> ApiResult<SessionRef> {
-        let raw_key = match node {
-            None => adopted_key(agent, catalog, thread),
-            Some(n) => super::nodes::remote_key(agent, catalog, n, thread),
-        };
-        let key = AgentSessionKey::parse(&raw_key).ok_or_else(|| {
-            ApiError::invalid(format!("thread id {thread:?} does not make a valid session key"))
-        })?;
-        Ok(SessionRef { key: key.as_str().to_string(), agent_id: agent.to_string() })
-    }
-
-    /// Creates the adopted session (`created_via: "catalog"`) if needed and records `adopted` (once per
-    /// key: the event is deduplicated). Answers the row, whether it was created, and the record.
-    pub(super) async fn adopted_session(
-        &self,
-        r: &SessionRef,
-        catalog: CatalogId,
-        label: Option<&str>,
-    ) -> ApiResult<(sessionwatch_store::SessionRow, bool, RecordOutcome)> {
-        let (row, created) = self
-            .ensure_session(
-                r,
-                SessionSpec {
-                    channel: Some(catalog.as_str()),
-                    label,
-                    created_via: Some("catalog"),
-                    creator: Some(Actor::system()),
-                    creator_label: Some(catalog.as_str()),
-                    ..SessionSpec::default()
-                },
-            )
-            .await?;
-        let adopted = NewEvent::adopted(&r.key, &r.agent_id, catalog.as_str(), Actor::system())
-            .with_session_id(Some(row.session_id.clone()));
-        let recorded = self.kernel.record(adopted, RecordPolicy::always()).await;
-        Ok((row, created, recorded))
-    }
-
-    /// Creates the adopted session (`created_via: "catalog"`), records `adopted` once per key and
-    /// upserts the link: the same source keeps its marker, a changed one is re-baselined.
-    pub(super) async fn link_adoption(
-        &self,
-        agent: &str,
-        catalog: CatalogId,
-        thread: &str,
-        adoption: &sessionwatch_upstream::Adoption,
-    ) -> ApiResult<(SessionRef, AdoptedSession, LinkOutcome)> {
-        let r = self.adopted_ref(agent, catalog, thread, None)?;
-        let (row, created, recorded) =
-            self.adopted_session(&r, catalog, adoption.entry.title.as_deref()).await?;
-        let now = self.now();
-        let outcome = self
-            .kernel
-            .store()
-            .upsert_link(UpstreamLinkRow {
-                session_key: r.key.clone(),
-                agent_id: r.agent_id.clone(),
-                catalog_id: catalog.as_str().to_string(),
-                host_id: LOCAL_HOST_ID.to_string(),
-                thread_id: adoption.entry.thread_id.clone(),
-                upstream_kind: adoption.link.upstream_kind.to_string(),
-                reference_json: adoption.link.reference_json.clone(),
-                marker_json: adoption.link.marker_json.clone(),
-                last_scanned_at: None,
-                missing_streak: 0,
-                created_at: now,
-                updated_at: now,
-            })
-            .await?;
-        let link = match outcome {
-            LinkUpsert::Created => "created",
-            LinkUpsert::Kept => "kept",
-            LinkUpsert::Rebaselined => "rebaselined",
-        };
-        let adopted = AdoptedSession {
-            session_id: row.session_id,
-            created,
-            adopted: matches!(recorded, RecordOutcome::Recorded(_)),
-        };
-        Ok((r, adopted, LinkOutcome(link)))
-    }
-
-    /// The session's last [`OWN_TEXT_LIMIT`] user messages that the gateway itself delivered: a
-    /// native prompt with one of these texts is our echo, not a human.
-    pub(super) async fn own_user_texts(&self, r: &SessionRef) -> ApiResult<Vec<String>> {
-        let msgs = self.kernel.store().messages(r.key.clone(), r.agent_id.clone(), OWN_TEXT_SCAN).await?;
-        let mut texts: Vec<String> = msgs
-            .into_iter()
-            .rev()
-            .filter(|m| m.role == "user")
-            .take(OWN_TEXT_LIMIT)
-            .map(|m| m.text)
-            .collect();
-        texts.reverse();
-        Ok(texts)
-    }
-
     /// Starts the background monitor: the first tick after `first_tick`, then one every `interval`.
     /// Ticks never overlap; the task ends when the gateway is dropped.
     pub fn spawn_monitor(&self, first_tick: Duration, interval: Duration) -> tokio::task::JoinHandle<()> {
@@ -368,7 +66,7 @@ impl<S: Store> Gateway<S> {
                 return report;
             }
         };
-        report.links = links.iter().filter(|l| !super::nodes::is_node_host(&l.host_id)).count();
+        report.links = links.iter().filter(|l| !nodes::is_node_host(&l.host_id)).count();
         let work = self.prepare(links, &mut report).await;
 
         // Run each catalog's classifiers on the blocking pool, concurrently, each bounded.
@@ -425,7 +123,7 @@ impl<S: Store> Gateway<S> {
         let mut out = Vec::new();
         for link in links {
             // A remote node checks its own sources (`sessionwatch node`); the gateway cannot read them.
-            if super::nodes::is_node_host(&link.host_id) {
+            if nodes::is_node_host(&link.host_id) {
                 continue;
             }
             if ambiguous.contains(&link.session_key) {
@@ -470,7 +168,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Applies one outcome: record first, then advance; count missing streaks durably.
-    pub(super) async fn apply(&self, w: Work, outcome: CheckOutcome, report: &mut TickReport) {
+    pub(in crate::gateway) async fn apply(&self, w: Work, outcome: CheckOutcome, report: &mut TickReport) {
         let store = self.kernel.store();
         let link = &w.link;
         let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
