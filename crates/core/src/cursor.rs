@@ -154,6 +154,11 @@ pub fn check_watch_address(watcher: &str, target: &str) -> Result<(), SkipReason
     Ok(())
 }
 
+/// Whether an event whose actor is `actor_id` was caused by `watcher` itself (it never notifies it).
+pub fn is_self_caused(actor_id: Option<&str>, watcher: &str) -> bool {
+    actor_id.is_some_and(|a| AgentSessionKey::parse(a).is_some_and(|a| a.as_str() == watcher) || a == watcher)
+}
+
 /// A material event at `sequence` on `target`, caused by `actor_id`, for one watcher.
 pub fn on_material(
     existing: Option<&Cursor>,
@@ -167,9 +172,7 @@ pub fn on_material(
     if let Err(reason) = check_watch_address(watcher, target) {
         return MaterialDecision::Skip(reason);
     }
-    if actor_id
-        .is_some_and(|a| AgentSessionKey::parse(a).is_some_and(|a| a.as_str() == watcher) || a == watcher)
-    {
+    if is_self_caused(actor_id, watcher) {
         return MaterialDecision::Skip(SkipReason::SelfCaused);
     }
     let cursor = match existing {

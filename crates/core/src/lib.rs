@@ -16,7 +16,7 @@ pub mod queue;
 pub use changes::{ChangesPage, Limit, LimitError, MAX_CHANGES_LIMIT};
 pub use cursor::{
     Claim, Cursor, MaterialDecision, Provenance, RegisterDecision, SkipReason, check_watch_address,
-    decide_registration, on_material,
+    decide_registration, is_self_caused, on_material,
 };
 pub use event::{
     Actor, ActorType, EventKind, GoalChange, MAX_OCCURRED_AT_SKEW_MS, NewEvent, Payload, RunOutcome,

@@ -7,7 +7,9 @@
 //! asynchronous, and a plan needs neither.
 
 use crate::Millis;
-use crate::cursor::{Claim, Cursor, MaterialDecision, Provenance, check_watch_address, on_material};
+use crate::cursor::{
+    Claim, Cursor, MaterialDecision, Provenance, check_watch_address, is_self_caused, on_material,
+};
 use crate::event::EventKind;
 use crate::key::AgentSessionKey;
 use crate::notice::Notice;
@@ -111,6 +113,12 @@ pub struct FanOut {
 
 /// A material event at `sequence` on `target`, caused by `actor_id`, against every cursor held on the
 /// target. A producer's watcher without a cursor is not watching, so only cursor holders count.
+///
+/// Fan-out is paid per burst, not per event: only a cursor that had nothing pending moves (it becomes
+/// pending, N frozen at this event). A cursor whose notice is already pending is not written again:
+/// its M is derived from the log when it is next read ([`settle_material`]), so a burst of changes to
+/// a target with many watchers writes cursors once, on the transition to pending. Its (byte-identical)
+/// notice is still answered, so the queue dedupes it and wake coalescing sees it as before.
 pub fn fan_out(
     target: &str,
     actor_id: Option<&str>,
@@ -126,10 +134,46 @@ pub fn fan_out(
             if let Some(notice) = notice_at(&watcher, target, cursor.last_seen, &cursor) {
                 out.notices.push(notice);
             }
-            out.moved.push((watcher, cursor));
+            if !existing.is_pending() {
+                out.moved.push((watcher, cursor));
+            }
         }
     }
     out
+}
+
+/// One event of a target, newest first, as [`settle_material`] reads them: sequence, kind, actor id,
+/// and when it was recorded.
+pub type LoggedEvent = (u64, EventKind, Option<String>, Millis);
+
+/// The cursor as the L/N/M machine has it: a pending cursor's stored M stops moving (appends do not
+/// write it, see [`fan_out`]), so its M is the newest material event on the target after the stored M
+/// that `watcher` did not cause, and its `updated_at` that event's time. `newer` are the target's events
+/// after the stored M, newest first (read lazily: the first that counts ends the read). Answers `None`
+/// when nothing changes: not pending, no such event, or a legacy cursor (no store: appends never move
+/// it).
+pub fn settle_material(
+    cursor: &Cursor,
+    watcher: &str,
+    newer: impl IntoIterator<Item = LoggedEvent>,
+) -> Option<Cursor> {
+    if !needs_settling(cursor) {
+        return None;
+    }
+    let (sequence, _, _, at) = newer.into_iter().find(|(seq, kind, actor, _)| {
+        *seq > cursor.material && kind.notifies() && !is_self_caused(actor.as_deref(), watcher)
+    })?;
+    Some(Cursor { material: sequence, updated_at: cursor.updated_at.max(at), ..cursor.clone() })
+}
+
+/// Whether [`settle_material`] could change the cursor (so a store reads the log for it).
+pub fn needs_settling(cursor: &Cursor) -> bool {
+    cursor.is_pending() && cursor.store_path.is_some()
+}
+
+/// The kinds [`settle_material`] looks for, as stored (`kind` column values).
+pub fn material_kinds() -> Vec<&'static str> {
+    EventKind::ALL.into_iter().filter(|k| k.notifies()).map(EventKind::as_str).collect()
 }
 
 /// The notice of a cursor at `changesSince since`, when both addresses are valid agent keys.

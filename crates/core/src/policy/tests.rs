@@ -1,4 +1,5 @@
 use super::*;
+use crate::cursor::{MaterialDecision, on_material};
 
 const STORE: &str = "default";
 const W: &str = "agent:main:main";
@@ -67,17 +68,49 @@ fn material_kinds_fan_out_and_the_rest_touch_nothing() {
 #[test]
 fn fan_out_notifies_every_other_watcher_at_its_acknowledged_position() {
     let other = "agent:main:subagent:o";
-    let cursors = vec![(W.to_string(), cursor(2, 2, 2)), (other.to_string(), cursor(1, 3, 4))];
-    let out = fan_out(T, Some(other), 5, STORE, 9, cursors.clone());
+    let cursors = vec![(W.to_string(), cursor(2, 2, 2)), (other.to_string(), cursor(1, 1, 1))];
+    let out = fan_out(T, Some(other), 5, STORE, 9, cursors);
     // The actor's own cursor does not move; the watcher's notice says changesSince L.
     assert_eq!(out.moved.len(), 1);
     assert_eq!(out.moved[0].0, W);
     assert_eq!((out.moved[0].1.last_seen, out.moved[0].1.notified, out.moved[0].1.material), (2, 5, 5));
     assert_eq!(out.notices, vec![Notice { watcher: key(W), target: key(T), since: 2, queue_only: false }]);
-    // Pending already: N stays frozen, M moves, the text is the same.
-    let out = fan_out(T, None, 6, STORE, 9, vec![(other.to_string(), cursor(1, 3, 4))]);
-    assert_eq!((out.moved[0].1.notified, out.moved[0].1.material), (3, 6));
-    assert_eq!(out.notices[0].since, 1);
+}
+
+#[test]
+fn a_pending_cursor_is_not_written_again_but_its_notice_is_answered() {
+    let out = fan_out(T, None, 6, STORE, 9, vec![(W.to_string(), cursor(1, 3, 4))]);
+    assert!(out.moved.is_empty(), "one write per burst: on the transition to pending only");
+    assert_eq!(out.notices, vec![Notice { watcher: key(W), target: key(T), since: 1, queue_only: false }]);
+}
+
+#[test]
+fn settling_derives_m_from_the_newest_material_event_the_watcher_did_not_cause() {
+    let human = |seq, at| (seq, EventKind::HumanDirectMessage, None, at);
+    let by = |seq, who: &str| (seq, EventKind::GoalChanged, Some(who.to_string()), 50);
+    let log = |seq| (seq, EventKind::RunCompleted, None, 50);
+    let c = cursor(1, 3, 4);
+    // Newest first: 9 (not material), 8 (the watcher itself), 7 (counts).
+    let settled = settle_material(&c, W, vec![log(9), by(8, W), human(7, 70), human(6, 60)]).unwrap();
+    assert_eq!((settled.last_seen, settled.notified, settled.material, settled.updated_at), (1, 3, 7, 70));
+    // Another agent's change counts; the watcher's spelled in capitals is still the watcher.
+    assert_eq!(settle_material(&c, W, vec![by(8, "agent:main:other")]).unwrap().material, 8);
+    assert_eq!(settle_material(&c, W, vec![by(8, "AGENT:MAIN:MAIN")]), None);
+    assert_eq!(settle_material(&c, W, vec![log(9)]), None, "nothing material after M");
+    assert_eq!(settle_material(&cursor(4, 4, 4), W, vec![human(7, 70)]), None, "a settled cursor is exact");
+    // Equivalent to moving M on every event: the same L/N/M as on_material would have written.
+    let mut eager = c.clone();
+    for seq in [6, 7] {
+        eager = match on_material(Some(&eager), W, T, None, seq, STORE, 0) {
+            MaterialDecision::Notify(c) => c,
+            other => panic!("{other:?}"),
+        };
+    }
+    let lazy = settle_material(&c, W, vec![human(7, 0), human(6, 0)]).unwrap();
+    assert_eq!(
+        (lazy.last_seen, lazy.notified, lazy.material),
+        (eager.last_seen, eager.notified, eager.material)
+    );
 }
 
 #[test]

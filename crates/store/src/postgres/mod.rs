@@ -335,7 +335,10 @@ impl Store for PostgresStore {
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
         let client = self.client().await?;
-        watch::load_cursor(&client, &watcher, &target, false).await
+        match watch::load_cursor(&client, &watcher, &target, false).await? {
+            Some(c) => Ok(Some(watch::settle(&client, &watcher, &target, c).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn cursors_of_watcher(&self, watcher: String) -> Result<Vec<(String, Cursor)>> {

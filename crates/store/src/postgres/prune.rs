@@ -20,6 +20,8 @@ impl PostgresStore {
             tx.rollback().await?;
             return Ok(report);
         }
+        // The derived M of pending cursors is written before the history it is derived from goes.
+        super::watch::settle_pending(&tx).await?;
         let cutoff = now.saturating_sub(policy.max_age_ms);
         let by_age = floors(
             &tx,

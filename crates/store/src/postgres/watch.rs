@@ -6,7 +6,8 @@ use super::{PostgresStore, execute, i, query, query_opt, u};
 use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
-    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration, policy,
+    AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, decide_registration,
+    policy,
 };
 use tokio_postgres::Row;
 
@@ -46,6 +47,78 @@ pub(crate) async fn load_cursor<C: GenericClient + Sync>(
     .await?
     .map(|r| cursor_from_row(&r, 0))
     .transpose()
+}
+
+/// The cursor as the L/N/M machine has it: a pending cursor's M is derived from the log
+/// ([`policy::settle_material`]; appends do not write a pending cursor). Reads the newest material
+/// events after the stored M, a page at a time, until one counts.
+pub(crate) async fn settle<C: GenericClient + Sync>(
+    c: &C,
+    watcher: &str,
+    target: &str,
+    cursor: Cursor,
+) -> Result<Cursor> {
+    const PAGE: i64 = 64;
+    if !policy::needs_settling(&cursor) {
+        return Ok(cursor);
+    }
+    let Some(agent) = AgentSessionKey::parse(target).map(|k| k.agent_id().to_string()) else {
+        return Ok(cursor);
+    };
+    let kinds: Vec<&str> = policy::material_kinds();
+    let mut below = i64::MAX;
+    loop {
+        let rows = query(
+            c,
+            "SELECT sequence, kind, actor_id, occurred_at FROM session_state_events \
+             WHERE session_key = $1 AND agent_id = $2 AND sequence > $3 AND sequence < $4 AND kind = ANY($5) \
+             ORDER BY sequence DESC LIMIT $6",
+            &[&target, &agent, &i(cursor.material), &below, &kinds, &PAGE],
+        )
+        .await?;
+        let newer: Vec<_> = rows
+            .iter()
+            .filter_map(|r| {
+                let kind = EventKind::parse(r.get::<_, &str>(1))?;
+                Some((u(r.get(0)), kind, r.get::<_, Option<String>>(2), r.get::<_, i64>(3)))
+            })
+            .collect();
+        if let Some(settled) = policy::settle_material(&cursor, watcher, newer) {
+            return Ok(settled);
+        }
+        if (rows.len() as i64) < PAGE {
+            return Ok(cursor);
+        }
+        below = rows.last().map_or(0, |r| r.get::<_, i64>(0));
+    }
+}
+
+/// Inside the prune transaction, before history is deleted: writes the derived M of every pending
+/// cursor whose target moved past its stored M. Per target, its head row is locked before its cursors,
+/// the order appends take.
+pub(crate) async fn settle_pending<C: GenericClient + Sync>(c: &C) -> Result<()> {
+    let targets: Vec<String> = query(
+        c,
+        "SELECT DISTINCT c.target_session_key FROM session_watch_cursors c \
+         JOIN session_state_heads h ON h.session_key = c.target_session_key \
+         WHERE c.material_sequence > c.last_seen_sequence AND h.head > c.material_sequence \
+         ORDER BY 1",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
+    for target in targets {
+        query(c, "SELECT 1 FROM session_state_heads WHERE session_key = $1 FOR UPDATE", &[&target]).await?;
+        for (watcher, cursor) in lock_cursors_on(c, &target).await? {
+            let settled = settle(c, &watcher, &target, cursor.clone()).await?;
+            if settled != cursor {
+                save_cursor(c, &watcher, &target, &settled).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(crate) async fn save_cursor<C: GenericClient + Sync>(
@@ -261,7 +334,10 @@ impl PostgresStore {
         // then finds it settled and delivers nothing.
         let mut rows = Vec::with_capacity(targets.len());
         for target in targets {
-            let cursor = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await?;
+            let cursor = match load_cursor(&tx, watcher.as_str(), target.as_str(), true).await? {
+                Some(c) => Some(settle(&tx, watcher.as_str(), target.as_str(), c).await?),
+                None => None,
+            };
             rows.push((target, cursor));
         }
         let (writes, out) = policy::acknowledge(watcher, rows, store, now);
@@ -287,7 +363,11 @@ impl PostgresStore {
             .await?;
         }
         let tx = client.transaction().await?;
-        let (writes, notices) = policy::sweep(pending_cursors(&tx, host, None, true).await?, store, now);
+        let mut pending = pending_cursors(&tx, host, None, true).await?;
+        for (watcher, target, cursor) in &mut pending {
+            *cursor = settle(&tx, watcher, target, cursor.clone()).await?;
+        }
+        let (writes, notices) = policy::sweep(pending, store, now);
         for (watcher, target, cursor) in &writes {
             save_cursor(&tx, watcher, target, cursor).await?;
         }
@@ -297,7 +377,7 @@ impl PostgresStore {
 
     pub(crate) async fn cursors_of_watcher_pg(&self, watcher: &str) -> Result<Vec<(String, Cursor)>> {
         let client = self.client().await?;
-        query(
+        let rows = query(
             &client,
             &format!(
                 "SELECT target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
@@ -307,13 +387,19 @@ impl PostgresStore {
         )
         .await?
         .iter()
-        .map(|r| Ok((r.get(0), cursor_from_row(r, 1)?)))
-        .collect()
+        .map(|r| Ok((r.get::<_, String>(0), cursor_from_row(r, 1)?)))
+        .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (target, cursor) in rows {
+            let cursor = settle(&client, watcher, &target, cursor).await?;
+            out.push((target, cursor));
+        }
+        Ok(out)
     }
 
     pub(crate) async fn watch_edges_pg(&self, keys: &[String], limit: u32) -> Result<Vec<WatchEdge>> {
         let client = self.client().await?;
-        query(
+        let edges = query(
             &client,
             &format!(
                 "SELECT c.watcher_session_key, c.target_session_key, {EDGE_CURSOR_COLUMNS}, \
@@ -335,7 +421,13 @@ impl PostgresStore {
                 spawned: r.get(8),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(edges.len());
+        for e in edges {
+            let cursor = settle(&client, &e.watcher, &e.target, e.cursor.clone()).await?;
+            out.push(WatchEdge { cursor, ..e });
+        }
+        Ok(out)
     }
 
     pub(crate) async fn clear_watcher_pg(&self, watcher: &str) -> Result<Vec<String>> {

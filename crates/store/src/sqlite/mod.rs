@@ -368,7 +368,14 @@ impl Store for SqliteStore {
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
-        self.blocking(move |s| s.read(|c| watch::load_cursor(c, &watcher, &target))).await
+        self.blocking(move |s| {
+            s.read(|c| {
+                watch::load_cursor(c, &watcher, &target)?
+                    .map(|cur| watch::settle(c, &watcher, &target, cur))
+                    .transpose()
+            })
+        })
+        .await
     }
 
     async fn cursors_of_watcher(&self, watcher: String) -> Result<Vec<(String, Cursor)>> {

@@ -8,6 +8,7 @@ use sessionwatch_core::Millis;
 impl SqliteStore {
     pub(crate) fn prune_op(tx: &Connection, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
         let mut report = PruneReport::default();
+        super::watch::settle_pending(tx)?;
         let cutoff = now.saturating_sub(policy.max_age_ms);
         let by_age: Vec<(String, String, i64)> = tx
             .prepare(

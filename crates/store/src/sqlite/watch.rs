@@ -4,7 +4,8 @@ use super::SqliteStore;
 use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::{
-    AgentSessionKey, Cursor, Millis, Notice, Provenance, RegisterDecision, decide_registration, policy,
+    AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, decide_registration,
+    policy,
 };
 
 const CURSOR_COLUMNS: &str =
@@ -36,6 +37,75 @@ pub(crate) fn load_cursor(c: &Connection, watcher: &str, target: &str) -> Result
     ))?
     .query_row(params![watcher, target], |r| cursor_from_row(r, 0))
     .optional()?)
+}
+
+/// The cursor as the L/N/M machine has it: a pending cursor's M is derived from the log
+/// ([`policy::settle_material`]; appends do not write a pending cursor). One descending range scan
+/// that stops at the first event that counts.
+pub(crate) fn settle(c: &Connection, watcher: &str, target: &str, cursor: Cursor) -> Result<Cursor> {
+    if !policy::needs_settling(&cursor) {
+        return Ok(cursor);
+    }
+    let Some(agent) = AgentSessionKey::parse(target).map(|k| k.agent_id().to_string()) else {
+        return Ok(cursor);
+    };
+    let kinds = policy::material_kinds().iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT sequence, kind, actor_id, occurred_at FROM session_state_events \
+         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 AND kind IN ({kinds}) ORDER BY sequence DESC"
+    ))?;
+    let mut rows = stmt.query(params![target, agent, cursor.material as i64])?;
+    let mut failed = None;
+    let newer = std::iter::from_fn(|| {
+        loop {
+            let row = match rows.next() {
+                Ok(Some(row)) => row,
+                Ok(None) => return None,
+                Err(e) => {
+                    failed = Some(e);
+                    return None;
+                }
+            };
+            let event = (|| -> rusqlite::Result<_> {
+                Ok((row.get::<_, i64>(0)? as u64, row.get::<_, String>(1)?, row.get(2)?, row.get(3)?))
+            })();
+            match event {
+                Ok((seq, kind, actor, at)) => match EventKind::parse(&kind) {
+                    Some(kind) => return Some((seq, kind, actor, at)),
+                    None => continue,
+                },
+                Err(e) => {
+                    failed = Some(e);
+                    return None;
+                }
+            }
+        }
+    });
+    let settled = policy::settle_material(&cursor, watcher, newer);
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    Ok(settled.unwrap_or(cursor))
+}
+
+/// Writes the derived M of every pending cursor whose target moved past its stored M (retention is
+/// about to delete the events it is derived from).
+pub(crate) fn settle_pending(c: &Connection) -> Result<()> {
+    let pending: Vec<(String, String, Cursor)> = c
+        .prepare(&format!(
+            "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
+             WHERE material_sequence > last_seen_sequence AND EXISTS (SELECT 1 FROM session_state_heads h \
+             WHERE h.session_key = c.target_session_key AND h.head > c.material_sequence)"
+        ))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (watcher, target, cursor) in pending {
+        let settled = settle(c, &watcher, &target, cursor.clone())?;
+        if settled != cursor {
+            save_cursor(c, &watcher, &target, &settled)?;
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn save_cursor(c: &Connection, watcher: &str, target: &str, cur: &Cursor) -> Result<()> {
@@ -153,7 +223,10 @@ impl SqliteStore {
     ) -> Result<Acknowledged> {
         let mut rows = Vec::with_capacity(targets.len());
         for target in targets {
-            rows.push((target.clone(), load_cursor(tx, watcher.as_str(), target.as_str())?));
+            let cursor = load_cursor(tx, watcher.as_str(), target.as_str())?
+                .map(|c| settle(tx, watcher.as_str(), target.as_str(), c))
+                .transpose()?;
+            rows.push((target.clone(), cursor));
         }
         let (writes, out) = policy::acknowledge(watcher, rows, store, now);
         for (target, cursor) in &writes {
@@ -171,7 +244,11 @@ impl SqliteStore {
         if let Some(host) = host {
             claim_unhosted_watchers(tx, host)?;
         }
-        let (writes, notices) = policy::sweep(pending_cursors(tx, host, None)?, store, now);
+        let mut pending = pending_cursors(tx, host, None)?;
+        for (watcher, target, cursor) in &mut pending {
+            *cursor = settle(tx, watcher, target, cursor.clone())?;
+        }
+        let (writes, notices) = policy::sweep(pending, store, now);
         for (watcher, target, cursor) in &writes {
             save_cursor(tx, watcher, target, cursor)?;
         }
@@ -194,12 +271,15 @@ impl SqliteStore {
 
     pub(crate) fn cursors_of_watcher_sync(&self, watcher: &str) -> Result<Vec<(String, Cursor)>> {
         self.read(|c| {
-            Ok(c.prepare_cached(&format!(
+            c.prepare_cached(&format!(
                 "SELECT target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
                  WHERE watcher_session_key = ?1 ORDER BY target_session_key"
             ))?
-            .query_map([watcher], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
-            .collect::<rusqlite::Result<_>>()?)
+            .query_map([watcher], |r| Ok((r.get::<_, String>(0)?, cursor_from_row(r, 1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .map(|(target, cursor)| Ok((target.clone(), settle(c, watcher, &target, cursor)?)))
+            .collect()
         })
     }
 
@@ -233,7 +313,11 @@ impl SqliteStore {
                     }
                 }
             }
-            Ok(edges.into_values().take(limit as usize).collect())
+            edges
+                .into_values()
+                .take(limit as usize)
+                .map(|e| Ok(WatchEdge { cursor: settle(c, &e.watcher, &e.target, e.cursor.clone())?, ..e }))
+                .collect()
         })
     }
 

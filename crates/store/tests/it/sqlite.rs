@@ -100,3 +100,59 @@ fn a_second_gateway_lock_on_one_database_is_refused() {
     drop(first);
     GatewayLock::acquire(&path).expect("free again once the holder is gone");
 }
+
+/// Fan-out per burst: a burst of changes to a target with many watchers writes each watcher's cursor once,
+/// on the transition to pending (the stored M stays at that event); every read answers the M the L/N/M
+/// machine has (the newest material event by another actor), and the acknowledgement reopens exactly as
+/// if M had been written on every event.
+#[tokio::test]
+async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
+    use crate::conformance::req;
+    use sessionwatch_core::{Actor, AgentSessionKey, GoalChange, NewEvent, Provenance};
+    use sessionwatch_store::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).expect("open");
+    let target = "agent:main:subagent:t";
+    let watchers: Vec<String> = (0..50).map(|i| format!("agent:w{i}:main")).collect();
+    for w in &watchers {
+        let (w, t) = (AgentSessionKey::parse(w).unwrap(), AgentSessionKey::parse(target).unwrap());
+        s.register_watch(w, t, Provenance::Explicit, "store".into(), 1).await.unwrap();
+    }
+    let append = |e: NewEvent| {
+        let mut r = req(e);
+        r.watcher_store = "store".into();
+        s.append(r, 10)
+    };
+    for _ in 0..20 {
+        append(NewEvent::human_message(target, "main", "telegram", None)).await.unwrap();
+    }
+    // The last change is the first watcher's own: it does not count for that watcher.
+    append(NewEvent::goal_changed(target, "main", &GoalChange::Updated, Actor::agent(watchers[0].clone())))
+        .await
+        .unwrap();
+    let raw = rusqlite::Connection::open(s.path()).unwrap();
+    let stored: Vec<(i64, i64, i64)> = raw
+        .prepare("SELECT last_seen_sequence, notified_sequence, material_sequence FROM session_watch_cursors")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(stored.len(), 50);
+    assert!(stored.iter().all(|lnm| *lnm == (0, 1, 1)), "written once, at the first event: {stored:?}");
+    let lnm = |c: sessionwatch_core::Cursor| (c.last_seen, c.notified, c.material);
+    assert_eq!(lnm(s.cursor(watchers[0].clone(), target.into()).await.unwrap().unwrap()), (0, 1, 20));
+    assert_eq!(lnm(s.cursor(watchers[1].clone(), target.into()).await.unwrap().unwrap()), (0, 1, 21));
+    let ack = s
+        .acknowledge(
+            AgentSessionKey::parse(&watchers[1]).unwrap(),
+            vec![AgentSessionKey::parse(target).unwrap()],
+            "store".into(),
+            20,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ack.delivered.iter().map(|n| n.since).collect::<Vec<_>>(), vec![0]);
+    assert_eq!(ack.reopened.iter().map(|n| n.since).collect::<Vec<_>>(), vec![1], "one reopen for 2..=21");
+    assert_eq!(lnm(s.cursor(watchers[1].clone(), target.into()).await.unwrap().unwrap()), (1, 21, 21));
+}
