@@ -42,10 +42,12 @@ pub fn notice_text(target: &AgentSessionKey, since: u64) -> String {
 
 /// `session-state:` + lowercase hex of the target key's UTF-8 bytes.
 pub fn context_key(target: &AgentSessionKey) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(CONTEXT_PREFIX.len() + target.as_str().len() * 2);
     out.push_str(CONTEXT_PREFIX);
     for b in target.as_str().bytes() {
-        out.push_str(&format!("{b:02x}"));
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 0xf) as usize] as char);
     }
     out
 }

@@ -115,10 +115,12 @@ pub struct FanOut {
 /// target. A producer's watcher without a cursor is not watching, so only cursor holders count.
 ///
 /// Fan-out is paid per burst, not per event: only a cursor that had nothing pending moves (it becomes
-/// pending, N frozen at this event). A cursor whose notice is already pending is not written again:
-/// its M is derived from the log when it is next read ([`settle_material`]), so a burst of changes to
-/// a target with many watchers writes cursors once, on the transition to pending. Its (byte-identical)
-/// notice is still answered, so the queue dedupes it and wake coalescing sees it as before.
+/// pending, N frozen at this event) and answers a notice. A cursor whose notice is already pending is
+/// neither written nor notified again: its M is derived from the log when it is next read
+/// ([`settle_material`]), and its notice, byte-identical, is already queued (the kernel reminds a
+/// watcher holding one with a coalesced wake). So a burst of changes to a target with many watchers
+/// writes each cursor once, on the transition to pending, and a store need not even read the pending
+/// ones (SQLite does not; PostgreSQL locks them, to order the append with a concurrent claim).
 pub fn fan_out(
     target: &str,
     actor_id: Option<&str>,
@@ -129,14 +131,15 @@ pub fn fan_out(
 ) -> FanOut {
     let mut out = FanOut::default();
     for (watcher, existing) in cursors {
+        if existing.is_pending() {
+            continue; // not written again; its notice is already queued (see the doc above)
+        }
         let decision = on_material(Some(&existing), &watcher, target, actor_id, sequence, watcher_store, now);
         if let MaterialDecision::Notify(cursor) = decision {
             if let Some(notice) = notice_at(&watcher, target, cursor.last_seen, &cursor) {
                 out.notices.push(notice);
             }
-            if !existing.is_pending() {
-                out.moved.push((watcher, cursor));
-            }
+            out.moved.push((watcher, cursor));
         }
     }
     out

@@ -20,6 +20,8 @@ pub struct QueuedEvent {
 pub struct NoticeRef {
     pub target: AgentSessionKey,
     pub since: u64,
+    /// Whether the notice wakes its watcher ([`Notice::wakes`]).
+    pub wakes: bool,
 }
 
 impl QueuedEvent {
@@ -34,7 +36,7 @@ impl From<&Notice> for QueuedEvent {
         QueuedEvent {
             text: n.text(),
             context_key: n.context_key(),
-            notice: Some(NoticeRef { target: n.target.clone(), since: n.since }),
+            notice: Some(NoticeRef { target: n.target.clone(), since: n.since, wakes: n.wakes() }),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Recording events (best effort) and reading the log back.
 
 use crate::{Kernel, Signal};
-use sessionwatch_core::{ChangesPage, Limit, NewEvent, RecordPolicy, StoredEvent};
+use sessionwatch_core::{AgentSessionKey, ChangesPage, Limit, NewEvent, RecordPolicy, StoredEvent};
 use sessionwatch_store::{AppendOutcome, AppendRequest, Head, Store};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -47,6 +47,11 @@ impl<S: Store> Kernel<S> {
                 let _ = self.inner.signals.send(Signal::Changed { session: key, sequence: event.sequence });
                 for notice in &notices {
                     self.deliver(notice, true);
+                }
+                if kind.notifies()
+                    && let Some(target) = AgentSessionKey::parse(&event.session_key)
+                {
+                    self.remind(&target, event.actor.id.as_deref(), &notices);
                 }
                 self.maybe_schedule_prune(now);
                 RecordOutcome::Recorded(event)

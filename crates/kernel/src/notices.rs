@@ -2,7 +2,7 @@
 //! drain, the start-up sweep and reconciliation from durable cursors.
 
 use crate::{Kernel, Signal};
-use sessionwatch_core::{Acknowledged, AgentSessionKey, Notice, QueuedEvent};
+use sessionwatch_core::{Acknowledged, AgentSessionKey, Notice, QueuedEvent, is_self_caused};
 use sessionwatch_store::Store;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -34,21 +34,70 @@ impl<S: Store> Kernel<S> {
     /// Queues the notice for its watcher; wakes a main-session watcher unless coalesced. Answers
     /// whether the queue changed.
     pub(crate) fn deliver(&self, notice: &Notice, allow_wake: bool) -> bool {
-        let watcher = notice.watcher.as_str().to_string();
-        let event = QueuedEvent::from(notice);
-        let text = event.text.clone();
         // A watcher has at most one line per target: a newer text for the same target replaces the old
         // one in place. (A material event recorded between a drain and its acknowledgement queues a line
         // with the old `changesSince`; the reopen after the acknowledgement must not add a second one.)
-        let added = self.inner.queues.push(&watcher, event, true);
-        if added {
+        let added = self.inner.queues.push_notice(notice);
+        if let Some(text) = &added {
             self.inner.metrics.notices_queued.fetch_add(1, Ordering::Relaxed);
-            let _ = self.inner.signals.send(Signal::Notice { session: watcher.clone(), text });
+            let session = notice.watcher.as_str().to_string();
+            let _ = self.inner.signals.send(Signal::Notice { session, text: text.clone() });
         }
+        self.inner
+            .queued_on
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(notice.target.as_str().to_string())
+            .or_default()
+            .insert(notice.watcher.as_str().to_string());
         if allow_wake && notice.wakes() {
-            self.wake(&watcher, &format!("session-state:{}", notice.target));
+            self.wake(notice.watcher.as_str(), &notice.target);
         }
-        added
+        added.is_some()
+    }
+
+    /// `watcher` no longer has a notice about `target` queued (taken by a turn, or its watch gone).
+    pub(crate) fn forget_queued(&self, watcher: &str, target: &str) {
+        let mut map = self.inner.queued_on.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = map.get_mut(target) {
+            set.remove(watcher);
+            if set.is_empty() {
+                map.remove(target);
+            }
+        }
+    }
+
+    /// A material change of `target` by `actor` that notified nobody anew (`notified`: the watchers
+    /// it did notify): every other watcher that still has a notice about it queued is reminded with a
+    /// coalesced wake, as a repeated delivery of the same notice would do.
+    pub(crate) fn remind(&self, target: &AgentSessionKey, actor: Option<&str>, notified: &[Notice]) {
+        let watchers: Vec<String> =
+            match self.inner.queued_on.lock().unwrap_or_else(|p| p.into_inner()).get(target.as_str()) {
+                Some(w) => w.iter().cloned().collect(),
+                None => return,
+            };
+        let mut gone = vec![];
+        for watcher in watchers {
+            if notified.iter().any(|n| n.watcher.as_str() == watcher) || is_self_caused(actor, &watcher) {
+                continue;
+            }
+            match self.inner.queues.notice_about(&watcher, target.as_str()) {
+                Some(n) if n.wakes => self.wake(&watcher, target),
+                Some(_) => {}
+                None => gone.push(watcher),
+            }
+        }
+        if !gone.is_empty() {
+            let mut map = self.inner.queued_on.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(set) = map.get_mut(target.as_str()) {
+                for w in &gone {
+                    set.remove(w);
+                }
+                if set.is_empty() {
+                    map.remove(target.as_str());
+                }
+            }
+        }
     }
 
     /// Delivers every pending notice of the watchers hosted here (`host_id`; all watchers without one)
@@ -88,7 +137,7 @@ impl<S: Store> Kernel<S> {
     fn deliver_new(&self, notice: &Notice) -> bool {
         let added = self.deliver(notice, false);
         if added && notice.wakes() {
-            self.wake(notice.watcher.as_str(), &format!("session-state:{}", notice.target));
+            self.wake(notice.watcher.as_str(), &notice.target);
         }
         added
     }
@@ -211,6 +260,9 @@ impl<S: Store> Kernel<S> {
         if !claimed.delivered.is_empty() {
             let notices = claimed.delivered.len();
             let _ = self.inner.signals.send(Signal::Acknowledged { session: watcher.to_string(), notices });
+        }
+        for notice in &claimed.delivered {
+            self.forget_queued(notice.watcher.as_str(), notice.target.as_str());
         }
         for notice in &claimed.reopened {
             m.notices_reopened.fetch_add(1, Ordering::Relaxed);

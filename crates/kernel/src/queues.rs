@@ -1,6 +1,6 @@
 //! Every session's bounded system-event queue, in memory.
 
-use sessionwatch_core::{PushOutcome, QueuedEvent, SystemEventQueue};
+use sessionwatch_core::{Notice, NoticeRef, PushOutcome, QueuedEvent, SystemEventQueue};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -16,6 +16,39 @@ impl Queues {
     pub fn push(&self, session: &str, event: QueuedEvent, replace: bool) -> bool {
         self.with(|m| m.entry(session.to_string()).or_default().push(event, replace))
             != PushOutcome::Duplicate
+    }
+
+    /// Queues a session-state notice unless the same one (target and `changesSince`) is queued, which is
+    /// checked before its text is built; a newer one for the same target replaces the old in place.
+    /// Answers the text when the queue changed.
+    pub fn push_notice(&self, notice: &Notice) -> Option<String> {
+        self.with(|m| {
+            let session = notice.watcher.as_str();
+            let queued = m.get(session).is_some_and(|q| {
+                q.iter().any(|e| {
+                    e.notice.as_ref().is_some_and(|n| n.since == notice.since && n.target == notice.target)
+                })
+            });
+            if queued {
+                return None;
+            }
+            let event = QueuedEvent::from(notice);
+            let text = event.text.clone();
+            let q = match m.get_mut(session) {
+                Some(q) => q,
+                None => m.entry(session.to_string()).or_default(),
+            };
+            (q.push(event, true) != PushOutcome::Duplicate).then_some(text)
+        })
+    }
+
+    /// The session-state notice about `target` queued for `session`, if any.
+    pub fn notice_about(&self, session: &str, target: &str) -> Option<NoticeRef> {
+        self.with(|m| {
+            m.get(session)?
+                .iter()
+                .find_map(|e| e.notice.as_ref().filter(|n| n.target.as_str() == target).cloned())
+        })
     }
 
     pub fn drain(&self, session: &str) -> Vec<QueuedEvent> {

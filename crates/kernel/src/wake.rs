@@ -2,13 +2,15 @@
 //! trailing wake when the window ends if it still has something queued.
 
 use crate::{Kernel, Signal};
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_store::Store;
 use std::sync::atomic::Ordering;
 
 impl<S: Store> Kernel<S> {
     /// Wakes at once unless the session was woken within the coalescing window; then one trailing wake
     /// goes out when the window ends, if the session still has something queued by then.
-    pub(crate) fn wake(&self, session: &str, reason: &str) {
+    /// The reason a wake gives is `session-state:<target>`.
+    pub(crate) fn wake(&self, session: &str, target: &AgentSessionKey) {
         let now = self.now();
         let mut last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(at) = last.get(session).copied()
@@ -16,21 +18,26 @@ impl<S: Store> Kernel<S> {
         {
             drop(last);
             let remaining = (self.inner.config.wake_coalesce_ms - (now - at)).max(0) as u64;
-            self.schedule_trailing_wake(session, reason, remaining);
+            self.schedule_trailing_wake(session, target, remaining);
             return;
         }
         last.insert(session.to_string(), now);
         drop(last);
-        self.send_wake(session, reason);
+        self.send_wake(session, &reason(target));
     }
 
-    fn schedule_trailing_wake(&self, session: &str, reason: &str, after_ms: u64) {
-        if !self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).insert(session.to_string()) {
-            return; // one is already scheduled for this window
+    fn schedule_trailing_wake(&self, session: &str, target: &AgentSessionKey, after_ms: u64) {
+        {
+            let mut scheduled = self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner());
+            if scheduled.contains(session) {
+                return; // one is already scheduled for this window (the common case in a burst)
+            }
+            scheduled.insert(session.to_string());
         }
+        let reason = reason(target);
         let kernel = self.clone();
         let key = session.to_string();
-        let (session, reason) = (session.to_string(), reason.to_string());
+        let session = session.to_string();
         let started = self.spawn_background(async move {
             tokio::time::sleep(std::time::Duration::from_millis(after_ms)).await;
             kernel.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
@@ -53,4 +60,8 @@ impl<S: Store> Kernel<S> {
             .signals
             .send(Signal::Wake { session: session.to_string(), reason: reason.to_string() });
     }
+}
+
+fn reason(target: &AgentSessionKey) -> String {
+    format!("session-state:{target}")
 }

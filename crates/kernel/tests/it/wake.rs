@@ -146,3 +146,37 @@ async fn appends_and_acknowledgements_are_signalled() {
         vec![format!("changed {TARGET} 1"), format!("changed {TARGET} 2"), format!("ack {MAIN} 1")]
     );
 }
+
+/// A change while the watcher's notice is still pending notifies nobody anew (one notice per burst), but
+/// the watcher is reminded: one trailing wake at the end of the window, as a repeated delivery would do.
+/// Not for the actor itself.
+#[tokio::test(start_paused = true)]
+async fn a_pending_watcher_is_reminded_once_per_window() {
+    let env = Env::new();
+    let k = env.start().await;
+    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
+    let mut signals = k.subscribe();
+    let change = |actor: Option<&str>| {
+        let mut e = NewEvent::human_message(TARGET, "main", "telegram", None);
+        if let Some(a) = actor {
+            e.actor = sessionwatch_core::Actor::agent(a.to_string());
+        }
+        k.record(e, RecordPolicy::always())
+    };
+    change(None).await;
+    assert_eq!(wakes_of(&mut signals), 1, "the first change wakes at once");
+    env.clock.advance(1_000);
+    change(Some(MAIN)).await; // the watcher's own change: no reminder
+    tokio::time::sleep(std::time::Duration::from_secs(21)).await;
+    assert_eq!(wakes_of(&mut signals), 0);
+    env.clock.advance(25_000);
+    change(None).await; // outside the window: wakes at once
+    env.clock.advance(1_000);
+    for _ in 0..5 {
+        change(None).await;
+    }
+    assert_eq!(wakes_of(&mut signals), 1, "the reminder is coalesced");
+    tokio::time::sleep(std::time::Duration::from_secs(21)).await;
+    assert_eq!(wakes_of(&mut signals), 1, "one trailing wake for the pending notice");
+    assert_eq!(k.peek(MAIN).len(), 1, "still one line");
+}

@@ -126,7 +126,7 @@ impl SqliteStore {
                 vec![]
             }
             AppendCursors::FanOut => {
-                let cursors = watch::cursors_on(tx, &e.session_key)?;
+                let cursors = watch::settled_cursors_on(tx, &e.session_key)?;
                 let out = fan_out(
                     &e.session_key,
                     e.actor.id.as_deref(),

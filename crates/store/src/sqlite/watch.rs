@@ -136,10 +136,13 @@ pub(crate) fn is_watched(c: &Connection, target: &str) -> Result<bool> {
         .query_row([target], |r| r.get(0))?)
 }
 
-/// Every cursor held on `target` (in no particular order: the single writer needs no lock order).
-pub(crate) fn cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
+/// The cursors held on `target` with nothing pending (`M = L`), the only ones an append moves
+/// ([`policy::fan_out`]); in no particular order: the single writer needs no lock order, and it orders
+/// every append with every claim, so the pending ones need not be read.
+pub(crate) fn settled_cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
     Ok(c.prepare_cached(&format!(
-        "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors WHERE target_session_key = ?1"
+        "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+         WHERE target_session_key = ?1 AND material_sequence <= last_seen_sequence"
     ))?
     .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
     .collect::<rusqlite::Result<_>>()?)
