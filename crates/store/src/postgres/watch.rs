@@ -93,6 +93,85 @@ pub(crate) async fn settle<C: GenericClient + Sync>(
     }
 }
 
+/// [`settle`] for many cursors at once (the start-up sweep): one query reads, per cursor that needs it,
+/// the newest material events after its stored M (up to a page each); a cursor whose page held only
+/// events it caused itself falls back to [`settle`].
+pub(crate) async fn settle_many<C: GenericClient + Sync>(
+    c: &C,
+    rows: &mut [(String, String, Cursor)],
+) -> Result<()> {
+    const PAGE: i64 = 8;
+    let mut at = vec![];
+    let (mut targets, mut agents, mut materials) = (vec![], vec![], vec![]);
+    for (n, (_, target, cursor)) in rows.iter().enumerate() {
+        let Some(agent) = AgentSessionKey::parse(target).map(|k| k.agent_id().to_string()) else { continue };
+        if policy::needs_settling(cursor) {
+            at.push(n);
+            targets.push(target.as_str());
+            agents.push(agent);
+            materials.push(i(cursor.material));
+        }
+    }
+    if at.is_empty() {
+        return Ok(());
+    }
+    let kinds: Vec<&str> = policy::material_kinds();
+    let found = query(
+        c,
+        "SELECT v.n, e.sequence, e.kind, e.actor_id, e.occurred_at \
+         FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS v(target, agent, material, n) \
+         CROSS JOIN LATERAL (SELECT sequence, kind, actor_id, occurred_at FROM session_state_events e \
+             WHERE e.session_key = v.target AND e.agent_id = v.agent AND e.sequence > v.material \
+             AND e.kind = ANY($4) ORDER BY e.sequence DESC LIMIT $5) e \
+         ORDER BY v.n, e.sequence DESC",
+        &[&targets, &agents, &materials, &kinds, &PAGE],
+    )
+    .await?;
+    let mut newer: std::collections::BTreeMap<usize, Vec<policy::LoggedEvent>> = Default::default();
+    for r in &found {
+        let Some(kind) = EventKind::parse(r.get::<_, &str>(2)) else { continue };
+        let slot = at[(r.get::<_, i64>(0) - 1) as usize];
+        newer.entry(slot).or_default().push((u(r.get(1)), kind, r.get(3), r.get(4)));
+    }
+    for (slot, events) in newer {
+        let (watcher, target, cursor) = &rows[slot];
+        let full_page = events.len() as i64 == PAGE;
+        let settled = match policy::settle_material(cursor, watcher, events) {
+            Some(s) => s,
+            None if full_page => settle(c, watcher, target, cursor.clone()).await?,
+            None => continue,
+        };
+        rows[slot].2 = settled;
+    }
+    Ok(())
+}
+
+/// Writes many cursors' positions in one statement.
+pub(crate) async fn save_many<C: GenericClient + Sync>(
+    c: &C,
+    writes: &[(String, String, Cursor)],
+) -> Result<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let watchers: Vec<&str> = writes.iter().map(|(w, _, _)| w.as_str()).collect();
+    let targets: Vec<&str> = writes.iter().map(|(_, t, _)| t.as_str()).collect();
+    let last_seen: Vec<i64> = writes.iter().map(|(_, _, c)| i(c.last_seen)).collect();
+    let notified: Vec<i64> = writes.iter().map(|(_, _, c)| i(c.notified)).collect();
+    let material: Vec<i64> = writes.iter().map(|(_, _, c)| i(c.material)).collect();
+    let updated: Vec<i64> = writes.iter().map(|(_, _, c)| c.updated_at).collect();
+    execute(
+        c,
+        "UPDATE session_watch_cursors AS c SET last_seen_sequence = v.l, notified_sequence = v.n, \
+         material_sequence = v.m, updated_at = v.u \
+         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[]) \
+         AS v(w, t, l, n, m, u) WHERE c.watcher_session_key = v.w AND c.target_session_key = v.t",
+        &[&watchers, &targets, &last_seen, &notified, &material, &updated],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Inside the prune transaction, before history is deleted: writes the derived M of every pending
 /// cursor whose target moved past its stored M. Per target, its head row is locked before its cursors,
 /// the order appends take.
@@ -363,14 +442,11 @@ impl PostgresStore {
             .await?;
         }
         let tx = client.transaction().await?;
+        // A handful of round trips however many cursors: lock, settle, write back at once.
         let mut pending = pending_cursors(&tx, host, None, true).await?;
-        for (watcher, target, cursor) in &mut pending {
-            *cursor = settle(&tx, watcher, target, cursor.clone()).await?;
-        }
+        settle_many(&tx, &mut pending).await?;
         let (writes, notices) = policy::sweep(pending, store, now);
-        for (watcher, target, cursor) in &writes {
-            save_cursor(&tx, watcher, target, cursor).await?;
-        }
+        save_many(&tx, &writes).await?;
         tx.commit().await?;
         Ok(notices)
     }
