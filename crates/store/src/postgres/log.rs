@@ -133,31 +133,7 @@ impl PostgresStore {
         )
         .await?;
 
-        let notices =
-            match on_append(e.kind, &e.session_key, &req.policy, sequence as u64, &req.watcher_store, now) {
-                AppendCursors::Untouched => vec![],
-                AppendCursors::Seed(seeds) => {
-                    for (watcher, seeded) in &seeds {
-                        watch::save_cursor(&tx, watcher, &e.session_key, seeded).await?;
-                    }
-                    vec![]
-                }
-                AppendCursors::FanOut => {
-                    // Lock every cursor on the target at once (in watcher order), decide, write the moved ones
-                    // back at once: one round trip each however many watchers there are.
-                    let cursors = watch::lock_cursors_on(&tx, &e.session_key).await?;
-                    let out = fan_out(
-                        &e.session_key,
-                        e.actor.id.as_deref(),
-                        sequence as u64,
-                        &req.watcher_store,
-                        now,
-                        cursors,
-                    );
-                    watch::save_positions(&tx, &e.session_key, &out.moved).await?;
-                    out.notices
-                }
-            };
+        let notices = move_cursors(&tx, &req, sequence as u64, now).await?;
         let notices = match &req.host_id {
             Some(me) if !notices.is_empty() => self.route_notices(&tx, me, notices).await?,
             _ => notices,
@@ -321,4 +297,35 @@ async fn watcher_host(
     )
     .await?
     .and_then(|r| r.get(0)))
+}
+
+/// Inside the append transaction: what the event at `sequence` does to the cursors on its session
+/// ([`on_append`]); answers the notices.
+async fn move_cursors(
+    tx: &deadpool_postgres::Transaction<'_>,
+    req: &AppendRequest,
+    sequence: u64,
+    now: Millis,
+) -> Result<Vec<Notice>> {
+    let e = &req.event;
+    Ok(match on_append(e.kind, &e.session_key, &req.policy, sequence, &req.watcher_store, now) {
+        AppendCursors::Untouched => vec![],
+        AppendCursors::Seed(seeds) => {
+            for (watcher, seeded) in &seeds {
+                watch::save_cursor(tx, watcher, &e.session_key, seeded).await?;
+            }
+            vec![]
+        }
+        AppendCursors::FanOut => {
+            // Lock every cursor on the target at once (in watcher order), decide, write the moved ones back
+            // at once: one round trip each however many watchers there are. The pending ones are locked
+            // too, though nothing is written to them: a concurrent claim (which derives M from the log)
+            // must see this event or wait for it.
+            let cursors = watch::lock_cursors_on(tx, &e.session_key).await?;
+            let out =
+                fan_out(&e.session_key, e.actor.id.as_deref(), sequence, &req.watcher_store, now, cursors);
+            watch::save_positions(tx, &e.session_key, &out.moved).await?;
+            out.notices
+        }
+    })
 }

@@ -169,150 +169,168 @@ impl<S: Store> Gateway<S> {
 
     /// Applies one outcome: record first, then advance; count missing streaks durably.
     pub(in crate::gateway) async fn apply(&self, w: Work, outcome: CheckOutcome, report: &mut TickReport) {
-        let store = self.kernel.store();
-        let link = &w.link;
-        let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
         match outcome {
-            CheckOutcome::NoChange | CheckOutcome::Inconclusive(_) => {
-                if let CheckOutcome::Inconclusive(why) = &outcome {
-                    report.inconclusive += 1;
-                    tracing::debug!(session = %link.session_key, reason = %why, "upstream check inconclusive");
-                } else {
-                    report.no_change += 1;
-                }
-                // Not a definitive "gone": the streak of consecutive missing checks is broken.
-                if link.missing_streak > 0
-                    && let Err(e) = store
-                        .set_link_missing_streak(
-                            link.session_key.clone(),
-                            link.agent_id.clone(),
-                            link.updated_at,
-                            0,
-                        )
-                        .await
-                {
-                    tracing::warn!(error = %e, session = %link.session_key, "resetting the missing streak failed");
-                }
+            CheckOutcome::NoChange => {
+                report.no_change += 1;
+                self.break_missing_streak(&w).await;
+            }
+            CheckOutcome::Inconclusive(why) => {
+                report.inconclusive += 1;
+                tracing::debug!(session = %w.link.session_key, reason = %why, "upstream check inconclusive");
+                self.break_missing_streak(&w).await;
             }
             CheckOutcome::Activity { human_turns, next_marker_json, occurred_at_ms, dedupe_id, turn_id } => {
-                if human_turns > 0 {
-                    let dedupe = match &turn_id {
-                        Some(t) => NewEvent::human_turn_dedupe_key(&link.session_key, t),
-                        None => format!("upstream:{}:{source}:{dedupe_id}", link.session_key),
-                    };
-                    let event =
-                        NewEvent::human_message(&link.session_key, &link.agent_id, &link.catalog_id, None)
-                            .with_turns(human_turns)
-                            .with_session_id(Some(w.session_id.clone()))
-                            .with_occurred_at(occurred_at_ms)
-                            .with_dedupe_key(Some(dedupe));
-                    let policy = RecordPolicy::human_turn(HumanTurnSource::Adopted, None);
-                    match self.kernel.record(event, policy).await {
-                        RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
-                            report.events += 1;
-                            report.human_turns += u64::from(human_turns);
-                        }
-                        other => {
-                            // The marker stays: the same rows are classified again next tick.
-                            tracing::warn!(session = %link.session_key, ?other, "upstream human turn not recorded");
-                            report.deferred += 1;
-                            return;
-                        }
-                    }
-                }
-                match store
-                    .advance_link_marker(
-                        link.session_key.clone(),
-                        link.agent_id.clone(),
-                        link.updated_at,
-                        next_marker_json,
-                        self.now(),
-                    )
-                    .await
-                {
-                    Ok(true) => report.advanced += 1,
-                    Ok(false) => {
-                        tracing::debug!(session = %link.session_key, "upstream link changed during the tick");
-                        report.deferred += 1;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, session = %link.session_key, "advancing the upstream marker failed");
-                        report.deferred += 1;
-                    }
-                }
+                let activity = Activity { human_turns, next_marker_json, occurred_at_ms, dedupe_id, turn_id };
+                self.apply_activity(&w, activity, report).await;
             }
-            CheckOutcome::Missing => {
-                report.missing += 1;
-                // The link must be the one we checked: same update time and same source.
-                let current = match store.get_link(link.session_key.clone(), link.agent_id.clone()).await {
-                    Ok(Some(c)) => c,
-                    Ok(None) => return,
-                    Err(e) => {
-                        tracing::warn!(error = %e, session = %link.session_key, "upstream link read failed");
-                        report.deferred += 1;
-                        return;
-                    }
-                };
-                if current.updated_at != link.updated_at
-                    || source_key(&current.host_id, &current.thread_id, &current.reference_json) != source
-                {
+            CheckOutcome::Missing => self.apply_missing(&w, report).await,
+        }
+    }
+
+    /// Not a definitive "gone": the streak of consecutive missing checks is broken.
+    async fn break_missing_streak(&self, w: &Work) {
+        let link = &w.link;
+        if link.missing_streak > 0
+            && let Err(e) = self
+                .kernel
+                .store()
+                .set_link_missing_streak(link.session_key.clone(), link.agent_id.clone(), link.updated_at, 0)
+                .await
+        {
+            tracing::warn!(error = %e, session = %link.session_key, "resetting the missing streak failed");
+        }
+    }
+
+    /// Human turns are recorded first (deduplicated), then the marker advances (compare-and-set on the
+    /// link's version): a failure in between classifies the same rows again next tick, once.
+    async fn apply_activity(&self, w: &Work, a: Activity, report: &mut TickReport) {
+        let link = &w.link;
+        if a.human_turns > 0 {
+            let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
+            let dedupe = match &a.turn_id {
+                Some(t) => NewEvent::human_turn_dedupe_key(&link.session_key, t),
+                None => format!("upstream:{}:{source}:{}", link.session_key, a.dedupe_id),
+            };
+            let event = NewEvent::human_message(&link.session_key, &link.agent_id, &link.catalog_id, None)
+                .with_turns(a.human_turns)
+                .with_session_id(Some(w.session_id.clone()))
+                .with_occurred_at(a.occurred_at_ms)
+                .with_dedupe_key(Some(dedupe));
+            let policy = RecordPolicy::human_turn(HumanTurnSource::Adopted, None);
+            match self.kernel.record(event, policy).await {
+                RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
+                    report.events += 1;
+                    report.human_turns += u64::from(a.human_turns);
+                }
+                other => {
+                    // The marker stays: the same rows are classified again next tick.
+                    tracing::warn!(session = %link.session_key, ?other, "upstream human turn not recorded");
                     report.deferred += 1;
                     return;
                 }
-                let streak = (current.missing_streak + 1).min(MISSING_THRESHOLD);
-                if streak < MISSING_THRESHOLD {
-                    match store
-                        .set_link_missing_streak(
-                            link.session_key.clone(),
-                            link.agent_id.clone(),
-                            link.updated_at,
-                            streak,
-                        )
-                        .await
-                    {
-                        Ok(true) => {}
-                        Ok(false) => report.deferred += 1,
-                        Err(e) => {
-                            tracing::warn!(error = %e, session = %link.session_key, "storing the missing streak failed");
-                            report.deferred += 1;
-                        }
-                    }
-                    return;
+            }
+        }
+        let advanced = self
+            .kernel
+            .store()
+            .advance_link_marker(
+                link.session_key.clone(),
+                link.agent_id.clone(),
+                link.updated_at,
+                a.next_marker_json,
+                self.now(),
+            )
+            .await;
+        match advanced {
+            Ok(true) => report.advanced += 1,
+            Ok(false) => {
+                tracing::debug!(session = %link.session_key, "upstream link changed during the tick");
+                report.deferred += 1;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, session = %link.session_key, "advancing the upstream marker failed");
+                report.deferred += 1;
+            }
+        }
+    }
+
+    /// A definitive "gone": the durable streak grows; at [`MISSING_THRESHOLD`] `upstream_missing` is
+    /// recorded (once: deduplicated per link version) and the link removed.
+    async fn apply_missing(&self, w: &Work, report: &mut TickReport) {
+        let store = self.kernel.store();
+        let link = &w.link;
+        let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
+        report.missing += 1;
+        // The link must be the one we checked: same update time and same source.
+        let current = match store.get_link(link.session_key.clone(), link.agent_id.clone()).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, session = %link.session_key, "upstream link read failed");
+                report.deferred += 1;
+                return;
+            }
+        };
+        if current.updated_at != link.updated_at
+            || source_key(&current.host_id, &current.thread_id, &current.reference_json) != source
+        {
+            report.deferred += 1;
+            return;
+        }
+        let streak = (current.missing_streak + 1).min(MISSING_THRESHOLD);
+        let set_streak = |streak| {
+            store.set_link_missing_streak(
+                link.session_key.clone(),
+                link.agent_id.clone(),
+                link.updated_at,
+                streak,
+            )
+        };
+        if streak < MISSING_THRESHOLD {
+            match set_streak(streak).await {
+                Ok(true) => {}
+                Ok(false) => report.deferred += 1,
+                Err(e) => {
+                    tracing::warn!(error = %e, session = %link.session_key, "storing the missing streak failed");
+                    report.deferred += 1;
                 }
-                let event = NewEvent::upstream_missing(&link.session_key, &link.agent_id, &link.catalog_id)
-                    .with_session_id(Some(w.session_id.clone()))
-                    .with_dedupe_key(Some(format!(
-                        "upstream-missing:{}:{source}:{}",
-                        link.session_key, link.updated_at
-                    )));
-                match self.kernel.record(event, RecordPolicy::always()).await {
-                    RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
-                        match store.delete_link(link.session_key.clone(), link.agent_id.clone()).await {
-                            Ok(_) => {
-                                report.removed += 1;
-                                tracing::info!(session = %link.session_key, catalog = %link.catalog_id, "upstream source gone: link removed");
-                            }
-                            Err(e) => {
-                                // The event is deduplicated: the next tick retries the removal.
-                                tracing::warn!(error = %e, session = %link.session_key, "removing the upstream link failed");
-                                report.deferred += 1;
-                            }
-                        }
+            }
+            return;
+        }
+        let event = NewEvent::upstream_missing(&link.session_key, &link.agent_id, &link.catalog_id)
+            .with_session_id(Some(w.session_id.clone()))
+            .with_dedupe_key(Some(format!(
+                "upstream-missing:{}:{source}:{}",
+                link.session_key, link.updated_at
+            )));
+        match self.kernel.record(event, RecordPolicy::always()).await {
+            RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
+                match store.delete_link(link.session_key.clone(), link.agent_id.clone()).await {
+                    Ok(_) => {
+                        report.removed += 1;
+                        tracing::info!(session = %link.session_key, catalog = %link.catalog_id, "upstream source gone: link removed");
                     }
-                    other => {
-                        tracing::warn!(session = %link.session_key, ?other, "upstream_missing not recorded");
-                        let _ = store
-                            .set_link_missing_streak(
-                                link.session_key.clone(),
-                                link.agent_id.clone(),
-                                link.updated_at,
-                                MISSING_THRESHOLD - 1,
-                            )
-                            .await;
+                    Err(e) => {
+                        // The event is deduplicated: the next tick retries the removal.
+                        tracing::warn!(error = %e, session = %link.session_key, "removing the upstream link failed");
                         report.deferred += 1;
                     }
                 }
             }
+            other => {
+                tracing::warn!(session = %link.session_key, ?other, "upstream_missing not recorded");
+                let _ = set_streak(MISSING_THRESHOLD - 1).await;
+                report.deferred += 1;
+            }
         }
     }
+}
+
+/// What a check found new in a source (the fields of [`CheckOutcome::Activity`]).
+struct Activity {
+    human_turns: u32,
+    next_marker_json: String,
+    occurred_at_ms: Option<i64>,
+    dedupe_id: String,
+    turn_id: Option<String>,
 }
