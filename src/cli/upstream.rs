@@ -24,14 +24,7 @@ pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
 }
 
 fn entry_json(e: &CatalogEntry) -> Value {
-    json!({
-        "catalogId": e.catalog_id.as_str(),
-        "threadId": e.thread_id,
-        "title": e.title,
-        "cwd": e.cwd,
-        "updatedAt": e.updated_at_ms,
-        "location": e.location,
-    })
+    sessionwatch_server::wire::catalog_entry(e, None)
 }
 
 /// `sessionwatch catalog`: the native sessions on this machine (read-only; no gateway needed).

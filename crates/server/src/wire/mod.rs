@@ -117,26 +117,27 @@ pub fn adoption(a: &Adopted) -> Value {
     v
 }
 
+/// A native session of this machine (`GET /v1/catalog`, `sessionwatch catalog --json`), with the key of
+/// its adopted session when linked.
+pub fn catalog_entry(e: &sessionwatch_upstream::CatalogEntry, adopted: Option<&str>) -> Value {
+    let mut v = json!({
+        "catalogId": e.catalog_id.as_str(),
+        "threadId": e.thread_id,
+        "title": e.title,
+        "cwd": e.cwd,
+        "updatedAt": e.updated_at_ms,
+        "location": e.location,
+    });
+    if let Some(k) = adopted {
+        v["adopted"] = k.into();
+    }
+    v
+}
+
 /// `GET /v1/catalog`: the local sessions, then (with `all=true`) the nodes'.
 pub fn catalog(c: &CatalogListing) -> Value {
-    let mut sessions: Vec<Value> = c
-        .local
-        .iter()
-        .map(|(e, adopted)| {
-            let mut v = json!({
-                "catalogId": e.catalog_id.as_str(),
-                "threadId": e.thread_id,
-                "title": e.title,
-                "cwd": e.cwd,
-                "updatedAt": e.updated_at_ms,
-                "location": e.location,
-            });
-            if let Some(k) = adopted {
-                v["adopted"] = k.clone().into();
-            }
-            v
-        })
-        .collect();
+    let mut sessions: Vec<Value> =
+        c.local.iter().map(|(e, adopted)| catalog_entry(e, adopted.as_deref())).collect();
     sessions
         .extend(c.remote.iter().map(|(node, e, adopted)| remote_catalog_entry(node, e, adopted.as_deref())));
     json!({ "sessions": sessions })
