@@ -1,6 +1,7 @@
 //! Reconciliation pages: limits, truncation and exact gap arithmetic from the durable floor.
 
 use crate::event::StoredEvent;
+use std::sync::Arc;
 
 pub const MAX_CHANGES_LIMIT: u32 = 200;
 
@@ -28,7 +29,8 @@ impl Limit {
 pub struct ChangesPage {
     /// The session's head (state version) in the same read as the events.
     pub head: u64,
-    pub events: Vec<StoredEvent>,
+    /// Shared, not copied: a recent page is served from the stores' in-memory tail.
+    pub events: Vec<Arc<StoredEvent>>,
     /// More events exist past this page.
     pub truncated: bool,
     pub earliest_available_sequence: u64,
@@ -40,7 +42,7 @@ impl ChangesPage {
     /// Builds a page from the rows after `since` in ascending order, fetched with `limit + 1` so
     /// truncation is known without a count. `head` and `floor` come from the durable head row.
     pub fn assemble(
-        mut rows: Vec<StoredEvent>,
+        mut rows: Vec<Arc<StoredEvent>>,
         limit: Limit,
         since: u64,
         head: u64,
@@ -118,7 +120,7 @@ mod tests {
 
     #[test]
     fn truncation_and_gap() {
-        let rows: Vec<_> = (6..=9).map(ev).collect();
+        let rows: Vec<_> = (6..=9).map(|s| Arc::new(ev(s))).collect();
         let p = ChangesPage::assemble(rows.clone(), Limit::new(3).unwrap(), 5, 9, 5);
         assert_eq!(p.events.len(), 3);
         assert!(p.truncated);

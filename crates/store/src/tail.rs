@@ -10,6 +10,7 @@
 
 use sessionwatch_core::{ChangesPage, Limit, Millis, StoredEvent};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard};
 
 /// Events kept per session: a full page (200) plus the one that tells truncation, with room to spare.
@@ -28,7 +29,7 @@ pub(crate) struct HeadRow {
 struct SessionTail {
     row: HeadRow,
     /// Contiguous sequences ending at `row.head`.
-    events: VecDeque<StoredEvent>,
+    events: VecDeque<Arc<StoredEvent>>,
 }
 
 /// Keyed by agent, then session key, so a lookup by `&str` needs no allocation.
@@ -50,7 +51,7 @@ impl Tail {
             && t.row.head + 1 == event.sequence
             && t.row.floor == row.floor
         {
-            t.events.push_back(event.clone());
+            t.events.push_back(Arc::new(event.clone()));
             if t.events.len() > EVENTS_PER_SESSION {
                 t.events.pop_front();
             }
@@ -59,7 +60,7 @@ impl Tail {
         }
         // New, or not the continuation of what is held (e.g. after another process's writes): start over
         // from this one event, which is exactly the log's tail.
-        let fresh = SessionTail { row, events: VecDeque::from([event.clone()]) };
+        let fresh = SessionTail { row, events: VecDeque::from([Arc::new(event.clone())]) };
         if sessions.insert(event.session_key.clone(), fresh).is_none() {
             let total: usize = agents.values().map(HashMap::len).sum();
             if total > SESSIONS {

@@ -82,7 +82,7 @@ pub struct PendingNotice {
 
 pub struct Timeline {
     /// Newest first.
-    pub events: Vec<StoredEvent>,
+    pub events: Vec<std::sync::Arc<StoredEvent>>,
     /// `before` for the next older page, when there is one.
     pub older: Option<u64>,
     /// `before` for the next newer page, when this is not the newest.

@@ -53,7 +53,7 @@ pub struct StateChangesJson {
 impl From<&ChangesPage> for StateChangesJson {
     fn from(p: &ChangesPage) -> StateChangesJson {
         StateChangesJson {
-            events: p.events.iter().map(EventJson::from).collect(),
+            events: p.events.iter().map(|e| EventJson::from(&**e)).collect(),
             truncated: p.truncated,
             earliest_available_sequence: p.earliest_available_sequence,
             history_gap: p.history_gap,

@@ -10,6 +10,7 @@ use sessionwatch_core::{
     Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, StoredEvent,
 };
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use tokio_postgres::Row;
 
 const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id, \
@@ -213,7 +214,7 @@ impl PostgresStore {
         )
         .await?;
         tx.commit().await?;
-        let rows = rows.iter().map(event_from_row).collect::<Result<Vec<_>>>()?;
+        let rows = rows.iter().map(|r| event_from_row(r).map(Arc::new)).collect::<Result<Vec<_>>>()?;
         Ok(ChangesPage::assemble(rows, limit, since, h.head, h.floor))
     }
 

@@ -9,6 +9,7 @@ use sessionwatch_core::{
     Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, StoredEvent,
 };
 use std::collections::HashMap;
+use std::sync::Arc;
 
 const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id, \
      occurred_at, summary, payload_json, dedupe_key";
@@ -154,19 +155,26 @@ impl SqliteStore {
     ) -> Result<ChangesPage> {
         let tail = &self.inner.tail;
         self.read(|c| {
+            // A recent window: one read of the durable head row decides whether the tail holds exactly
+            // the log's tail.
+            if tail.holds(key, agent)
+                && let Some(page) = tail.page(key, agent, since, limit, head_row(c, key, agent)?)
+            {
+                return Ok(page);
+            }
             // One read transaction so the head, floor and rows agree.
             c.prepare_cached("BEGIN")?.execute([])?;
             let out = (|| {
                 let row = head_row(c, key, agent)?;
-                if let Some(page) = tail.page(key, agent, since, limit, row) {
-                    return Ok(page);
-                }
                 let rows = c
                     .prepare_cached(&format!(
                         "SELECT {EVENT_COLUMNS} FROM session_state_events \
                          WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
                     ))?
-                    .query_map(params![key, agent, since.min(i64::MAX as u64) as i64, limit.get() as i64 + 1], event_from_row)?
+                    .query_map(
+                        params![key, agent, since.min(i64::MAX as u64) as i64, limit.get() as i64 + 1],
+                        |r| event_from_row(r).map(Arc::new),
+                    )?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
                 Ok(ChangesPage::assemble(rows, limit, since, row.head, row.floor))
             })();

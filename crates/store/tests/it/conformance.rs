@@ -163,7 +163,7 @@ async fn all_events<S: Store>(s: &S, k: &str, agent: &str) -> Vec<StoredEvent> {
     loop {
         let page = s.changes_since(k.into(), agent.into(), since, Limit::MAX).await.expect("changes");
         since = page.next_since(since);
-        out.extend(page.events);
+        out.extend(page.events.iter().map(|e| (**e).clone()));
         if !page.truncated {
             return out;
         }
