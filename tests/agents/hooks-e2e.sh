@@ -3,6 +3,7 @@
 # model (fake_llm.py), `sessionwatch serve`, and the hooks installed by `sessionwatch hooks install`.
 #
 #   SESSIONWATCH_BIN=target/debug/sessionwatch tests/agents/hooks-e2e.sh [claude|codex|all]
+#   tests/agents/hooks-e2e.sh installed    # only answers whether the CLIs are there (0, or 77)
 #
 # The CLIs come from tests/agents/install.sh (SESSIONWATCH_AGENTS_DIR, default ~/.cache/sessionwatch/agents).
 # Exit 0: every check passed; 1: a check failed; 77: the CLIs are not installed (skipped).
@@ -16,12 +17,13 @@ only="${1:-all}"
 agents="${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}"
 CLAUDE_BIN="$agents/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 CODEX_BIN="$agents/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-SW="${SESSIONWATCH_BIN:-$here/../../target/debug/sessionwatch}"
-SW="$(cd "$(dirname "$SW")" && pwd)/$(basename "$SW")"
 if [ ! -x "$CLAUDE_BIN" ] || [ ! -x "$CODEX_BIN" ]; then
   echo "SKIPPED: the agent CLIs are not installed in $agents (run tests/agents/install.sh)"
   exit 77
 fi
+[ "$only" = installed ] && exit 0
+SW="${SESSIONWATCH_BIN:-$here/../../target/debug/sessionwatch}"
+SW="$(cd "$(dirname "$SW")" && pwd)/$(basename "$SW")"
 
 # Loopback only: re-run inside a private network namespace (the CLIs cannot reach anything else).
 if [ -z "${SW_E2E_IN_NETNS:-}" ]; then

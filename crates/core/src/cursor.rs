@@ -56,6 +56,18 @@ pub enum SkipReason {
     NotWatching,
 }
 
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::InvalidAddress => "invalid-address",
+            SkipReason::SelfCaused => "self-caused",
+            SkipReason::SelfWatch => "self-watch",
+            SkipReason::StoreReplaced => "store-replaced",
+            SkipReason::NotWatching => "not-watching",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MaterialDecision {
     Skip(SkipReason),

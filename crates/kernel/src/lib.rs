@@ -121,10 +121,6 @@ struct Inner<S> {
     pruning: AtomicBool,
     last_wake: Mutex<HashMap<String, Millis>>,
     trailing_wakes: Mutex<HashSet<String>>,
-    /// The watchers a session-state notice about each target was queued for (target → watchers): a
-    /// later change of the target reminds them (a coalesced wake), since the store does not answer a
-    /// notice again while one is pending. A hint: stale entries are dropped when found.
-    queued_on: Mutex<HashMap<String, HashSet<String>>>,
     metrics: Metrics,
     /// Held while draining+acknowledging and while reconciling, so a reconcile never re-queues a notice
     /// that a drain is acknowledging.
@@ -160,7 +156,6 @@ impl<S: Store> Kernel<S> {
                 pruning: AtomicBool::new(false),
                 last_wake: Mutex::new(HashMap::new()),
                 trailing_wakes: Mutex::new(HashSet::new()),
-                queued_on: Mutex::new(HashMap::new()),
                 metrics: Metrics::default(),
                 ack_lock: tokio::sync::Mutex::new(()),
                 tasks: Mutex::new(Some(JoinSet::new())),

@@ -43,59 +43,20 @@ impl<S: Store> Kernel<S> {
             let session = notice.watcher.as_str().to_string();
             let _ = self.inner.signals.send(Signal::Notice { session, text: text.clone() });
         }
-        self.inner
-            .queued_on
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(notice.target.as_str().to_string())
-            .or_default()
-            .insert(notice.watcher.as_str().to_string());
         if allow_wake && notice.wakes() {
             self.wake(notice.watcher.as_str(), &notice.target);
         }
         added.is_some()
     }
 
-    /// `watcher` no longer has a notice about `target` queued (taken by a turn, or its watch gone).
-    pub(crate) fn forget_queued(&self, watcher: &str, target: &str) {
-        let mut map = self.inner.queued_on.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(set) = map.get_mut(target) {
-            set.remove(watcher);
-            if set.is_empty() {
-                map.remove(target);
-            }
-        }
-    }
-
-    /// A material change of `target` by `actor` that notified nobody anew (`notified`: the watchers
-    /// it did notify): every other watcher that still has a notice about it queued is reminded with a
+    /// After a material change of `target` by `actor` (`notified`: the watchers it notified anew):
+    /// every other watcher that still holds a queued notice about the target is reminded with a
     /// coalesced wake, as a repeated delivery of the same notice would do.
     pub(crate) fn remind(&self, target: &AgentSessionKey, actor: Option<&str>, notified: &[Notice]) {
-        let watchers: Vec<String> =
-            match self.inner.queued_on.lock().unwrap_or_else(|p| p.into_inner()).get(target.as_str()) {
-                Some(w) => w.iter().cloned().collect(),
-                None => return,
-            };
-        let mut gone = vec![];
-        for watcher in watchers {
-            if notified.iter().any(|n| n.watcher.as_str() == watcher) || is_self_caused(actor, &watcher) {
-                continue;
-            }
-            match self.inner.queues.notice_about(&watcher, target.as_str()) {
-                Some(n) if n.wakes => self.wake(&watcher, target),
-                Some(_) => {}
-                None => gone.push(watcher),
-            }
-        }
-        if !gone.is_empty() {
-            let mut map = self.inner.queued_on.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(set) = map.get_mut(target.as_str()) {
-                for w in &gone {
-                    set.remove(w);
-                }
-                if set.is_empty() {
-                    map.remove(target.as_str());
-                }
+        for (watcher, notice) in self.inner.queues.notice_holders(target.as_str()) {
+            let told = notified.iter().any(|n| n.watcher.as_str() == watcher);
+            if notice.wakes && !told && !is_self_caused(actor, &watcher) {
+                self.wake(&watcher, target);
             }
         }
     }
@@ -260,9 +221,6 @@ impl<S: Store> Kernel<S> {
         if !claimed.delivered.is_empty() {
             let notices = claimed.delivered.len();
             let _ = self.inner.signals.send(Signal::Acknowledged { session: watcher.to_string(), notices });
-        }
-        for notice in &claimed.delivered {
-            self.forget_queued(notice.watcher.as_str(), notice.target.as_str());
         }
         for notice in &claimed.reopened {
             m.notices_reopened.fetch_add(1, Ordering::Relaxed);

@@ -77,7 +77,6 @@ impl<S: Store> Kernel<S> {
             return false;
         };
         self.inner.queues.remove(w.as_str(), &context_key(&t));
-        self.forget_queued(w.as_str(), t.as_str());
         match self.inner.store.unwatch(w.as_str().to_string(), t.as_str().to_string()).await {
             Ok(existed) => existed,
             Err(e) => {
@@ -93,7 +92,6 @@ impl<S: Store> Kernel<S> {
         for t in &targets {
             if let Some(t) = AgentSessionKey::parse(t) {
                 self.inner.queues.remove(watcher, &context_key(&t));
-                self.forget_queued(watcher, t.as_str());
             }
         }
         Ok(targets.len())
@@ -105,7 +103,6 @@ impl<S: Store> Kernel<S> {
         self.inner.queues.forget(key);
         if let Some(t) = AgentSessionKey::parse(key) {
             self.inner.queues.remove_everywhere(&context_key(&t));
-            self.inner.queued_on.lock().unwrap_or_else(|p| p.into_inner()).remove(t.as_str());
         }
         Ok(())
     }

@@ -51,7 +51,7 @@ pub fn watch_outcome(o: &sessionwatch_kernel::WatchOutcome) -> Value {
         Seeded { at } => ("seeded", json!(at)),
         Kept => ("kept", Value::Null),
         Upgraded => ("upgraded", Value::Null),
-        Refused(reason) => ("refused", format!("{reason:?}").into()),
+        Refused(reason) => ("refused", reason.as_str().into()),
         Failed(why) => ("failed", why.clone().into()),
     };
     let mut v = json!({ "watched": o.is_watching(), "outcome": outcome });

@@ -76,13 +76,7 @@ pub(crate) async fn settle<C: GenericClient + Sync>(
             &[&target, &agent, &i(cursor.material), &below, &kinds, &PAGE],
         )
         .await?;
-        let newer: Vec<_> = rows
-            .iter()
-            .filter_map(|r| {
-                let kind = EventKind::parse(r.get::<_, &str>(1))?;
-                Some((u(r.get(0)), kind, r.get::<_, Option<String>>(2), r.get::<_, i64>(3)))
-            })
-            .collect();
+        let newer: Vec<_> = rows.iter().filter_map(|r| logged_event(r, 0)).collect();
         if let Some(settled) = policy::settle_material(&cursor, watcher, newer) {
             return Ok(settled);
         }
@@ -91,6 +85,12 @@ pub(crate) async fn settle<C: GenericClient + Sync>(
         }
         below = rows.last().map_or(0, |r| r.get::<_, i64>(0));
     }
+}
+
+/// `sequence, kind, actor_id, occurred_at` from column `at` on; `None` for a kind this version does not know.
+fn logged_event(r: &Row, at: usize) -> Option<policy::LoggedEvent> {
+    let kind = EventKind::parse(r.get::<_, &str>(at + 1))?;
+    Some((u(r.get(at)), kind, r.get(at + 2), r.get(at + 3)))
 }
 
 /// [`settle`] for many cursors at once (the start-up sweep): one query reads, per cursor that needs it,
@@ -129,9 +129,9 @@ pub(crate) async fn settle_many<C: GenericClient + Sync>(
     .await?;
     let mut newer: std::collections::BTreeMap<usize, Vec<policy::LoggedEvent>> = Default::default();
     for r in &found {
-        let Some(kind) = EventKind::parse(r.get::<_, &str>(2)) else { continue };
+        let Some(event) = logged_event(r, 1) else { continue };
         let slot = at[(r.get::<_, i64>(0) - 1) as usize];
-        newer.entry(slot).or_default().push((u(r.get(1)), kind, r.get(3), r.get(4)));
+        newer.entry(slot).or_default().push(event);
     }
     for (slot, events) in newer {
         let (watcher, target, cursor) = &rows[slot];

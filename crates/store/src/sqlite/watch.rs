@@ -49,44 +49,31 @@ pub(crate) fn settle(c: &Connection, watcher: &str, target: &str, cursor: Cursor
     let Some(agent) = AgentSessionKey::parse(target).map(|k| k.agent_id().to_string()) else {
         return Ok(cursor);
     };
-    let kinds = policy::material_kinds().iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT sequence, kind, actor_id, occurred_at FROM session_state_events \
-         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 AND kind IN ({kinds}) ORDER BY sequence DESC"
-    ))?;
-    let mut rows = stmt.query(params![target, agent, cursor.material as i64])?;
+    let mut stmt = c.prepare_cached(&SETTLE_SQL)?;
     let mut failed = None;
-    let newer = std::iter::from_fn(|| {
-        loop {
-            let row = match rows.next() {
-                Ok(Some(row)) => row,
-                Ok(None) => return None,
-                Err(e) => {
-                    failed = Some(e);
-                    return None;
-                }
-            };
-            let event = (|| -> rusqlite::Result<_> {
-                Ok((row.get::<_, i64>(0)? as u64, row.get::<_, String>(1)?, row.get(2)?, row.get(3)?))
-            })();
-            match event {
-                Ok((seq, kind, actor, at)) => match EventKind::parse(&kind) {
-                    Some(kind) => return Some((seq, kind, actor, at)),
-                    None => continue,
-                },
-                Err(e) => {
-                    failed = Some(e);
-                    return None;
-                }
-            }
-        }
-    });
+    // Newest first and lazily: the first event that counts ends the scan.
+    let newer = stmt
+        .query_map(params![target, agent, cursor.material as i64], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?))
+        })?
+        .map_while(|row| row.map_err(|e| failed = Some(e)).ok())
+        .filter_map(|(seq, kind, actor, at)| Some((seq, EventKind::parse(&kind)?, actor, at)));
     let settled = policy::settle_material(&cursor, watcher, newer);
     if let Some(e) = failed {
         return Err(e.into());
     }
     Ok(settled.unwrap_or(cursor))
 }
+
+/// The target's material events after a position, newest first ([`settle`]).
+static SETTLE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let kinds: Vec<String> = policy::material_kinds().iter().map(|k| format!("'{k}'")).collect();
+    format!(
+        "SELECT sequence, kind, actor_id, occurred_at FROM session_state_events \
+         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 AND kind IN ({}) ORDER BY sequence DESC",
+        kinds.join(", ")
+    )
+});
 
 /// Writes the derived M of every pending cursor whose target moved past its stored M (retention is
 /// about to delete the events it is derived from).

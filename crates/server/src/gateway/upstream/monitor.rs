@@ -179,10 +179,7 @@ impl<S: Store> Gateway<S> {
                 tracing::debug!(session = %w.link.session_key, reason = %why, "upstream check inconclusive");
                 self.break_missing_streak(&w).await;
             }
-            CheckOutcome::Activity { human_turns, next_marker_json, occurred_at_ms, dedupe_id, turn_id } => {
-                let activity = Activity { human_turns, next_marker_json, occurred_at_ms, dedupe_id, turn_id };
-                self.apply_activity(&w, activity, report).await;
-            }
+            activity @ CheckOutcome::Activity { .. } => self.apply_activity(&w, activity, report).await,
             CheckOutcome::Missing => self.apply_missing(&w, report).await,
         }
     }
@@ -203,24 +200,29 @@ impl<S: Store> Gateway<S> {
 
     /// Human turns are recorded first (deduplicated), then the marker advances (compare-and-set on the
     /// link's version): a failure in between classifies the same rows again next tick, once.
-    async fn apply_activity(&self, w: &Work, a: Activity, report: &mut TickReport) {
+    async fn apply_activity(&self, w: &Work, activity: CheckOutcome, report: &mut TickReport) {
+        let CheckOutcome::Activity { human_turns, next_marker_json, occurred_at_ms, dedupe_id, turn_id } =
+            activity
+        else {
+            return; // `apply` passes only activity
+        };
         let link = &w.link;
-        if a.human_turns > 0 {
+        if human_turns > 0 {
             let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
-            let dedupe = match &a.turn_id {
+            let dedupe = match &turn_id {
                 Some(t) => NewEvent::human_turn_dedupe_key(&link.session_key, t),
-                None => format!("upstream:{}:{source}:{}", link.session_key, a.dedupe_id),
+                None => format!("upstream:{}:{source}:{dedupe_id}", link.session_key),
             };
             let event = NewEvent::human_message(&link.session_key, &link.agent_id, &link.catalog_id, None)
-                .with_turns(a.human_turns)
+                .with_turns(human_turns)
                 .with_session_id(Some(w.session_id.clone()))
-                .with_occurred_at(a.occurred_at_ms)
+                .with_occurred_at(occurred_at_ms)
                 .with_dedupe_key(Some(dedupe));
             let policy = RecordPolicy::human_turn(HumanTurnSource::Adopted, None);
             match self.kernel.record(event, policy).await {
                 RecordOutcome::Recorded(_) | RecordOutcome::Duplicate(_) => {
                     report.events += 1;
-                    report.human_turns += u64::from(a.human_turns);
+                    report.human_turns += u64::from(human_turns);
                 }
                 other => {
                     // The marker stays: the same rows are classified again next tick.
@@ -237,7 +239,7 @@ impl<S: Store> Gateway<S> {
                 link.session_key.clone(),
                 link.agent_id.clone(),
                 link.updated_at,
-                a.next_marker_json,
+                next_marker_json,
                 self.now(),
             )
             .await;
@@ -324,13 +326,4 @@ impl<S: Store> Gateway<S> {
             }
         }
     }
-}
-
-/// What a check found new in a source (the fields of [`CheckOutcome::Activity`]).
-struct Activity {
-    human_turns: u32,
-    next_marker_json: String,
-    occurred_at_ms: Option<i64>,
-    dedupe_id: String,
-    turn_id: Option<String>,
 }
