@@ -148,9 +148,9 @@ impl PostgresStore {
     /// Inside the append transaction: notices of watchers hosted by another gateway are pushed to it
     /// (NOTIFY, delivered at commit; the payload is only the watcher key) and dropped from the answer.
     /// A watcher no gateway hosts yet is claimed for `me`; one without a session row stays local.
-    async fn route_notices(
+    pub(crate) async fn route_notices<C: GenericClient + Sync>(
         &self,
-        tx: &deadpool_postgres::Transaction<'_>,
+        tx: &C,
         me: &str,
         notices: Vec<Notice>,
     ) -> Result<Vec<Notice>> {
@@ -249,8 +249,8 @@ impl PostgresStore {
 /// The gateway hosting `watcher`; claims it for `me` when it has a session row and no host yet.
 /// The hosts of the notices' watchers: one read for all of them; only a watcher no gateway hosts yet
 /// takes the per-watcher claim below.
-async fn watcher_hosts(
-    tx: &deadpool_postgres::Transaction<'_>,
+async fn watcher_hosts<C: GenericClient + Sync>(
+    tx: &C,
     notices: &[Notice],
     me: &str,
 ) -> Result<HashMap<String, String>> {
@@ -276,8 +276,8 @@ async fn watcher_hosts(
     Ok(hosts)
 }
 
-async fn watcher_host(
-    tx: &deadpool_postgres::Transaction<'_>,
+async fn watcher_host<C: GenericClient + Sync>(
+    tx: &C,
     watcher: &str,
     me: &str,
 ) -> Result<Option<String>> {

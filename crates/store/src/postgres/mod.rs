@@ -7,6 +7,7 @@
 //! at a time, the others skip). Cross-gateway push uses LISTEN/NOTIFY as a wake-up only (see
 //! [`listen`](PostgresStore::listen)).
 
+mod batch;
 #[cfg(feature = "bench")]
 pub mod bench;
 mod links;
@@ -71,6 +72,8 @@ struct Inner {
     /// Recent events of active sessions (`tail.rs`), each page served only while the durable head row
     /// still says what the entry says, so another gateway's writes are never hidden.
     tail: crate::tail::Tail,
+    /// Appends waiting for the next group commit (`batch.rs`).
+    appends: batch::AppendQueue,
 }
 
 /// Cheap to clone: clones share the pool.
@@ -146,6 +149,7 @@ impl PostgresStore {
                 identity,
                 application_name: options.application_name,
                 tail: crate::tail::Tail::default(),
+                appends: batch::AppendQueue::default(),
             }),
         })
     }
@@ -246,7 +250,7 @@ pub(crate) fn i(v: u64) -> i64 {
 
 impl Store for PostgresStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
-        self.append_pg(req, now).await
+        if batch::batchable(&req) { self.append_batched(req, now).await } else { self.append_pg(req, now).await }
     }
 
     async fn register_watch(

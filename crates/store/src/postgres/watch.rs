@@ -235,23 +235,25 @@ pub(crate) async fn is_watched<C: GenericClient + Sync>(c: &C, target: &str) -> 
         .is_some())
 }
 
-/// Every cursor on `target`, locked, in watcher order (the lock order every writer uses): one round trip.
+/// Every cursor on `$1`, locked, in watcher order (the lock order every writer uses).
+pub(crate) fn lock_cursors_sql() -> String {
+    format!(
+        "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+         WHERE target_session_key = $1 ORDER BY watcher_session_key COLLATE \"C\" FOR UPDATE"
+    )
+}
+
+/// The rows of [`lock_cursors_sql`].
+pub(crate) fn cursors_from_rows(rows: &[Row]) -> Result<Vec<(String, Cursor)>> {
+    rows.iter().map(|r| Ok((r.try_get(0)?, cursor_from_row(r, 1)?))).collect()
+}
+
+/// Every cursor on `target`, locked, in watcher order: one round trip.
 pub(crate) async fn lock_cursors_on<C: GenericClient + Sync>(
     c: &C,
     target: &str,
 ) -> Result<Vec<(String, Cursor)>> {
-    query(
-        c,
-        &format!(
-            "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-             WHERE target_session_key = $1 ORDER BY watcher_session_key COLLATE \"C\" FOR UPDATE"
-        ),
-        &[&target],
-    )
-    .await?
-    .iter()
-    .map(|r| Ok((r.try_get(0)?, cursor_from_row(r, 1)?)))
-    .collect()
+    cursors_from_rows(&query(c, &lock_cursors_sql(), &[&target]).await?)
 }
 
 /// Writes the positions of many existing cursors on `target` in one statement.

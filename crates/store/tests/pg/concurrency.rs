@@ -39,6 +39,51 @@ async fn concurrent_appends_from_two_pools_are_contiguous() {
     assert_eq!(a.head(T.into(), AGENT.into()).await.unwrap(), Head { head: n, floor: 0 });
 }
 
+/// Concurrent appends share group commits (`postgres/batch.rs`): within a batch each event's fan-out
+/// sees the cursors the events before it moved, so a burst to a watched target from two gateways still
+/// notifies each watcher exactly once, at the first event, and leaves it pending over the whole burst.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_burst_notifies_each_watcher_once() {
+    let schema = pg_schema!("a_concurrent_burst_notifies_each_watcher_once");
+    let (a, b) = (schema.store().await, schema.store().await);
+    let watchers: Vec<String> = (0..5).map(|i| format!("agent:w{i}:main")).collect();
+    for w in &watchers {
+        a.register_watch(key(w), key(T), Provenance::Explicit, STORE.into(), NOW).await.unwrap();
+    }
+    // Eight appends queued before the driver runs: they share the first batch.
+    let r = || async { record(&a, req(human(T)), NOW).await };
+    let first = tokio::join!(r(), r(), r(), r(), r(), r(), r(), r());
+    let mut notified: Vec<(String, u64)> = vec![];
+    for (event, n) in [first.0, first.1, first.2, first.3, first.4, first.5, first.6, first.7] {
+        notified.extend(n.into_iter().map(|n| (n.watcher.as_str().to_string(), event.sequence)));
+    }
+    let mut tasks = vec![];
+    for s in [a.clone(), b.clone()] {
+        for _ in 0..8 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut notices = vec![];
+                for _ in 0..10 {
+                    let (event, n) = record(&s, req(human(T)), NOW).await;
+                    notices.extend(n.into_iter().map(|n| (n.watcher.as_str().to_string(), event.sequence)));
+                }
+                notices
+            }));
+        }
+    }
+    for t in tasks {
+        notified.extend(t.await.unwrap());
+    }
+    notified.sort();
+    let first: Vec<(String, u64)> = watchers.iter().map(|w| (w.clone(), 1)).collect();
+    assert_eq!(notified, first, "one notice per watcher, at the first event of the burst");
+    assert_eq!(seqs(&a, T).await, (1..=168).collect::<Vec<_>>());
+    for w in &watchers {
+        let c = b.cursor(w.clone(), T.into()).await.unwrap().expect("cursor");
+        assert_eq!((c.last_seen, c.notified, c.material), (0, 1, 168), "{w}: pending since 1, M derived");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_duplicates_record_once() {
     let schema = pg_schema!("concurrent_duplicates_record_once");
@@ -226,4 +271,42 @@ async fn the_tail_cache_never_hides_another_gateways_writes() {
     let gone = page(&a, 0).await;
     assert!(gone.events.is_empty(), "{gone:?}");
     assert_eq!(a.head(T.into(), AGENT.into()).await.unwrap(), Head::default());
+}
+
+/// A batch in which one append fails commits nothing; each append then runs alone, so only the failing
+/// one is not recorded and its neighbours are, in order. (A trigger stands in for whatever makes one
+/// append fail: a deadlock with another gateway, a dedupe race, bad data.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_failing_append_does_not_cost_its_batch() {
+    let schema = pg_schema!("one_failing_append_does_not_cost_its_batch");
+    let a = schema.store().await;
+    let admin = sessionwatch_store::postgres::testing::admin_client(schema.url()).await.unwrap();
+    admin
+        .batch_execute(&format!(
+            "CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
+             CREATE TRIGGER refuse BEFORE INSERT ON {s}.session_state_events FOR EACH ROW \
+             WHEN (NEW.session_key = 'agent:main:subagent:bad') EXECUTE FUNCTION {s}.refuse();",
+            s = schema.schema()
+        ))
+        .await
+        .unwrap();
+    const BAD: &str = "agent:main:subagent:bad";
+    let append = |k: &'static str| {
+        let a = a.clone();
+        async move { a.append(req(human(k)), NOW).await }
+    };
+    // Queued together, before the driver runs: one batch.
+    let (x, y, bad, z) = tokio::join!(append(T), append(T), append(BAD), append(W));
+    assert!(bad.is_err(), "the refused append fails: {bad:?}");
+    for (outcome, want) in [(x, 1), (y, 2)] {
+        match outcome.unwrap() {
+            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, want),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(matches!(z.unwrap(), AppendOutcome::Recorded { .. }));
+    assert_eq!(seqs(&a, T).await, vec![1, 2]);
+    assert_eq!(seqs(&a, W).await, vec![1]);
+    assert_eq!(a.head(BAD.into(), AGENT.into()).await.unwrap(), Head { head: 0, floor: 0 }, "nothing of it");
 }
