@@ -5,8 +5,8 @@
 //! One driver at a time takes every append queued so far (up to [`MAX_BATCH`]), sorted by session so
 //! every gateway locks head rows in the same order, and runs them in one transaction:
 //!
-//! 1. one round trip: `BEGIN`, per append one statement that takes the next sequence under the head row
-//!    lock and inserts the event, and per notified target one `SELECT … FOR UPDATE` of its cursors
+//! 1. one round trip: `BEGIN`, one statement that takes every event's sequence under its head row lock
+//!    and inserts the events, and one `SELECT … FOR UPDATE` of the cursors on the notified targets
 //!    (pipelined after the appends, so it reads after the head rows are locked, as a single append does);
 //! 2. in memory: [`fan_out`] per event in sequence order over the locked cursors (a cursor one event of
 //!    the batch made pending is pending for the next);
@@ -23,14 +23,13 @@
 //! seed cursors (a spawn) take the single path.
 
 use super::{PostgresStore, watch};
-use deadpool_postgres::Object;
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Result, StoreError, payload};
+use deadpool_postgres::Object;
 use futures_util::future::{join, join_all};
 use sessionwatch_core::policy::fan_out;
 use sessionwatch_core::{Cursor, EventKind, Millis, Notice, StoredEvent};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
@@ -38,19 +37,47 @@ use tokio_postgres::types::ToSql;
 /// At most this many appends share one transaction, so its locks are held briefly.
 const MAX_BATCH: usize = 256;
 
-/// Takes the next sequence under the head row lock (creating the row) and inserts the event: one
-/// statement, so an append is one pipelined round trip.
-const APPEND: &str = "WITH h AS ( \
-       INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
+/// One append: the next sequence under the head row lock (the row created if new), and the event.
+/// Cheaper than [`APPEND_MANY`] for the lone append of a sequential writer. Answers as it does.
+const APPEND_ONE: &str = "WITH h AS ( \
+       INSERT INTO session_state_heads AS t (session_key, agent_id, head, floor, updated_at) \
        VALUES ($1, $2, 1, 0, $3) \
-       ON CONFLICT (session_key, agent_id) DO UPDATE SET head = session_state_heads.head + 1, updated_at = $3 \
-       RETURNING head, floor), \
+       ON CONFLICT (session_key, agent_id) DO UPDATE SET head = t.head + 1, updated_at = $3 \
+       RETURNING head, floor, updated_at), \
      e AS ( \
        INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
          actor_id, run_id, occurred_at, summary, payload_json) \
-       SELECT $1, $2, h.head, $4::text, $5::text, $6::text, $7::text, $8::text, $9::bigint, $10::text, $11::text \
-       FROM h) \
-     SELECT head, floor FROM h";
+       SELECT $1, $2, h.head, $4::text, $5::text, $6::text, $7::text, $8::text, $9::bigint, $10::text, \
+         $11::text FROM h) \
+     SELECT head, floor, updated_at FROM h";
+
+/// Every append of the batch in one statement (one execution however many events): the events, as
+/// parallel arrays in batch order, take their sessions' next sequences under the head row locks (each
+/// head row created if new and moved once, by its number of events, in session order), and are
+/// inserted in batch order. Answers, in batch order, each event's sequence, its session's floor and the
+/// head row's `updated_at` after the batch.
+const APPEND_MANY: &str = "WITH j AS ( \
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], \
+         $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[]) WITH ORDINALITY \
+         AS j(session_key, agent_id, now, session_id, kind, actor_type, actor_id, run_id, occurred_at, \
+         summary, payload_json, ord)), \
+     n AS (SELECT session_key, agent_id, count(*) AS n, max(now) AS now FROM j GROUP BY session_key, agent_id), \
+     h AS ( \
+       INSERT INTO session_state_heads AS t (session_key, agent_id, head, floor, updated_at) \
+       SELECT session_key, agent_id, n, 0, now FROM n ORDER BY session_key COLLATE \"C\", agent_id COLLATE \"C\" \
+       ON CONFLICT (session_key, agent_id) \
+       DO UPDATE SET head = t.head + excluded.head, updated_at = excluded.updated_at \
+       RETURNING session_key, agent_id, head, floor, updated_at), \
+     s AS ( \
+       SELECT j.*, h.head - n.n + row_number() OVER (PARTITION BY j.session_key, j.agent_id ORDER BY j.ord) \
+         AS sequence, h.floor, h.updated_at \
+       FROM j JOIN n USING (session_key, agent_id) JOIN h USING (session_key, agent_id)), \
+     e AS ( \
+       INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
+         actor_id, run_id, occurred_at, summary, payload_json) \
+       SELECT session_key, agent_id, sequence, session_id, kind, actor_type, actor_id, run_id, occurred_at, \
+         summary, payload_json FROM s ORDER BY ord) \
+     SELECT sequence, floor, updated_at FROM s ORDER BY ord";
 
 /// Whether `req` may share a group commit (see the module doc for the others).
 pub(crate) fn batchable(req: &AppendRequest) -> bool {
@@ -63,16 +90,53 @@ struct Job {
     done: oneshot::Sender<Result<AppendOutcome>>,
 }
 
+/// Batches in flight at once: while one waits for its commit to be flushed, the next runs its
+/// statements (PostgreSQL flushes concurrent commits together). Two batches touching one session are
+/// ordered by its head row lock.
+const DRIVERS: usize = 1;
+
 #[derive(Default)]
 pub(crate) struct AppendQueue {
-    pending: Mutex<Vec<Job>>,
-    /// A driver has been started and has not yet seen an empty queue.
-    scheduled: AtomicBool,
+    state: Mutex<QueueState>,
+}
+
+#[derive(Default)]
+struct QueueState {
+    jobs: Vec<Job>,
+    /// Drivers running; each runs batches until it finds the queue empty.
+    drivers: usize,
 }
 
 impl AppendQueue {
-    fn lock(&self) -> MutexGuard<'_, Vec<Job>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `job`; answers whether a driver should be started for it.
+    fn push(&self, job: Job) -> bool {
+        let mut state = self.lock();
+        state.jobs.push(job);
+        let start = state.drivers < DRIVERS;
+        if start {
+            state.drivers += 1;
+        }
+        start
+    }
+
+    /// The next batch, or `None` (and one driver fewer) when the queue is empty.
+    fn next_batch(&self) -> Option<Vec<Job>> {
+        let mut state = self.lock();
+        if state.jobs.is_empty() {
+            state.drivers -= 1;
+            return None;
+        }
+        let n = state.jobs.len().min(MAX_BATCH);
+        Some(state.jobs.drain(..n).collect())
+    }
+
+    /// A driver stopped before it found the queue empty (its task was dropped).
+    fn driver_lost(&self) {
+        self.lock().drivers -= 1;
     }
 }
 
@@ -95,39 +159,18 @@ impl PostgresStore {
     /// Appends `req` in the next group commit; answers after that commit.
     pub(crate) async fn append_batched(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let (done, answer) = oneshot::channel();
-        self.inner.appends.lock().push(Job { req, now, done });
-        self.schedule_appends();
+        if self.inner.appends.push(Job { req, now, done }) {
+            tokio::spawn(Driver { store: self.clone(), finished: false }.run());
+        }
         answer.await.unwrap_or_else(|_| Err(StoreError::Task("the append was not executed".into())))
     }
 
-    /// Starts a driver unless one is running; it commits batches until the queue is empty.
-    fn schedule_appends(&self) {
-        if self.inner.appends.scheduled.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        tokio::spawn(Driver { store: self.clone(), finished: false }.run());
-    }
-
     async fn drive_appends(&self) {
-        let queue = &self.inner.appends;
-        loop {
-            loop {
-                let jobs: Vec<Job> = {
-                    let mut pending = queue.lock();
-                    let n = pending.len().min(MAX_BATCH);
-                    pending.drain(..n).collect()
-                };
-                if jobs.is_empty() {
-                    break;
-                }
-                self.run_batch(jobs).await;
-            }
-            queue.scheduled.store(false, Ordering::Release);
-            // A job queued after the queue looked empty, but before the flag dropped, started no
-            // driver: take it over (unless another driver already did).
-            if queue.lock().is_empty() || queue.scheduled.swap(true, Ordering::AcqRel) {
-                return;
-            }
+        while let Some(jobs) = self.inner.appends.next_batch() {
+            self.run_batch(jobs).await;
+            // The callers just answered append again at once: let them queue before the next batch is
+            // taken, so it holds them instead of leaving them to the one after.
+            tokio::task::yield_now().await;
         }
     }
 
@@ -135,7 +178,8 @@ impl PostgresStore {
         // One lock order for every gateway's batches: by session (stable, so a session's appends keep
         // their submission order).
         jobs.sort_by(|a, b| {
-            (&a.req.event.session_key, &a.req.event.agent_id).cmp(&(&b.req.event.session_key, &b.req.event.agent_id))
+            (&a.req.event.session_key, &a.req.event.agent_id)
+                .cmp(&(&b.req.event.session_key, &b.req.event.agent_id))
         });
         match self.commit_batch(&jobs).await {
             Ok(appended) => {
@@ -181,34 +225,47 @@ impl PostgresStore {
 
     /// Everything of the batch's transaction up to (not including) `COMMIT`.
     async fn stage(&self, client: &Object, jobs: &[Job]) -> Result<Vec<Appended>> {
-        let append = client.prepare_cached(APPEND).await?;
-        let lock = client.prepare_cached(&watch::lock_cursors_sql()).await?;
+        let append = client.prepare_cached(if jobs.len() == 1 { APPEND_ONE } else { APPEND_MANY }).await?;
+        let lock = client.prepare_cached(&watch::lock_cursors_of_many_sql()).await?;
         // The targets whose cursors the batch's events may move, each once.
-        let mut targets: Vec<&str> =
-            jobs.iter().filter(|j| j.req.event.kind.notifies()).map(|j| j.req.event.session_key.as_str()).collect();
+        let mut targets: Vec<&str> = jobs
+            .iter()
+            .filter(|j| j.req.event.kind.notifies())
+            .map(|j| j.req.event.session_key.as_str())
+            .collect();
         targets.dedup(); // sorted by session already
 
-        // Round trip 1: BEGIN, the appends, the cursor locks (pipelined, answered in order).
-        let columns: Vec<EventColumns<'_>> = jobs.iter().map(EventColumns::of).collect();
-        let append_params: Vec<_> = columns.iter().map(EventColumns::params).collect();
-        let lock_params: Vec<[&(dyn ToSql + Sync); 1]> = targets.iter().map(|t| [t as _]).collect();
-        let appends = join_all(append_params.iter().map(|p| client.query_one(&append, p)));
-        let locks = join_all(lock_params.iter().map(|p| client.query(&lock, p)));
-        let (begun, (heads, locked)) = join(client.batch_execute("BEGIN"), join(appends, locks)).await;
+        // Round trip 1: BEGIN, the appends, the cursor locks (pipelined; the locks are taken after the
+        // head rows, as a single append takes them).
+        let columns = Columns::of(jobs);
+        let (begun, (heads, locked)) = join(
+            client.batch_execute("BEGIN"),
+            join(client.query(&append, &columns.params(jobs.len() == 1)), client.query(&lock, &[&targets])),
+        )
+        .await;
         begun?;
-        let mut cursors: HashMap<&str, Vec<(String, Cursor)>> = HashMap::with_capacity(targets.len());
-        for (target, rows) in targets.iter().zip(locked) {
-            cursors.insert(target, watch::cursors_from_rows(&rows?)?);
+        let heads = heads?;
+        if heads.len() != jobs.len() {
+            return Err(StoreError::InvalidData(format!(
+                "{} appends answered {} rows",
+                jobs.len(),
+                heads.len()
+            )));
+        }
+        let mut cursors: HashMap<String, Vec<(String, Cursor)>> = HashMap::with_capacity(targets.len());
+        for (target, cursor) in watch::target_cursors_from_rows(&locked?)? {
+            cursors.entry(target).or_default().push(cursor);
         }
 
         // In memory: each event's fan-out, in sequence order.
         let mut moved: HashMap<&str, Vec<(String, Cursor)>> = HashMap::new();
         let mut appended = Vec::with_capacity(jobs.len());
-        for ((job, head), columns) in jobs.iter().zip(heads).zip(&columns) {
-            let head = head?;
-            let (sequence, floor) = (super::u(head.try_get(0)?), super::u(head.try_get(1)?));
+        for ((job, head), stored) in jobs.iter().zip(heads).zip(columns.stored) {
+            let sequence = super::u(head.try_get(0)?);
+            let row =
+                HeadRow { head: sequence, floor: super::u(head.try_get(1)?), updated_at: head.try_get(2)? };
             let e = &job.req.event;
-            let event = StoredEvent { sequence, ..columns.stored.clone() };
+            let event = StoredEvent { sequence, ..stored };
             let mut notices = vec![];
             if let Some(held) = cursors.get_mut(e.session_key.as_str()) {
                 let out = fan_out(
@@ -231,12 +288,14 @@ impl PostgresStore {
                 }
                 notices = out.notices;
             }
-            appended.push(Appended { event, row: HeadRow { head: sequence, floor, updated_at: job.now }, notices });
+            appended.push(Appended { event, row, notices });
         }
 
         // Round trip 2 (only if a cursor moved): their positions, every target at once.
         if !moved.is_empty() {
-            let saves = join_all(moved.iter().map(|(target, cursors)| watch::save_positions(client, target, cursors)));
+            let saves = join_all(
+                moved.iter().map(|(target, cursors)| watch::save_positions(client, target, cursors)),
+            );
             for saved in saves.await {
                 saved?;
             }
@@ -253,48 +312,77 @@ impl PostgresStore {
     }
 }
 
-/// An event as it is stored (its sequence still to be taken), with the values the wire needs converted.
-struct EventColumns<'a> {
-    now: &'a Millis,
-    stored: StoredEvent,
-    kind: &'static str,
-    actor_type: &'static str,
-    payload_json: Option<String>,
+/// The batch's events as they are stored (their sequences still to be taken), and as the parallel
+/// arrays [`APPEND_MANY`] reads.
+struct Columns {
+    stored: Vec<StoredEvent>,
+    session_key: Vec<String>,
+    agent_id: Vec<String>,
+    now: Vec<Millis>,
+    session_id: Vec<Option<String>>,
+    kind: Vec<&'static str>,
+    actor_type: Vec<&'static str>,
+    actor_id: Vec<Option<String>>,
+    run_id: Vec<Option<String>>,
+    occurred_at: Vec<Millis>,
+    summary: Vec<String>,
+    payload_json: Vec<Option<String>>,
 }
 
-impl<'a> EventColumns<'a> {
-    fn of(job: &'a Job) -> EventColumns<'a> {
-        let stored = job.req.event.stored(0, job.now);
-        EventColumns {
-            now: &job.now,
-            kind: stored.kind.as_str(),
-            actor_type: stored.actor.kind.as_str(),
-            payload_json: payload::encode(&stored.payload),
+impl Columns {
+    fn of(jobs: &[Job]) -> Columns {
+        let stored: Vec<StoredEvent> = jobs.iter().map(|j| j.req.event.stored(0, j.now)).collect();
+        Columns {
+            session_key: stored.iter().map(|e| e.session_key.clone()).collect(),
+            agent_id: stored.iter().map(|e| e.agent_id.clone()).collect(),
+            now: jobs.iter().map(|j| j.now).collect(),
+            session_id: stored.iter().map(|e| e.session_id.clone()).collect(),
+            kind: stored.iter().map(|e| e.kind.as_str()).collect(),
+            actor_type: stored.iter().map(|e| e.actor.kind.as_str()).collect(),
+            actor_id: stored.iter().map(|e| e.actor.id.clone()).collect(),
+            run_id: stored.iter().map(|e| e.run_id.clone()).collect(),
+            occurred_at: stored.iter().map(|e| e.occurred_at).collect(),
+            summary: stored.iter().map(|e| e.summary.clone()).collect(),
+            payload_json: stored.iter().map(|e| payload::encode(&e.payload)).collect(),
             stored,
         }
     }
 
-    /// The parameters of [`APPEND`].
-    fn params(&self) -> [&(dyn ToSql + Sync); 11] {
-        let e = &self.stored;
+    /// The parameters of [`APPEND_MANY`], or of [`APPEND_ONE`] for a `lone` event.
+    fn params(&self, lone: bool) -> [&(dyn ToSql + Sync); 11] {
+        if lone {
+            return [
+                &self.session_key[0],
+                &self.agent_id[0],
+                &self.now[0],
+                &self.session_id[0],
+                &self.kind[0],
+                &self.actor_type[0],
+                &self.actor_id[0],
+                &self.run_id[0],
+                &self.occurred_at[0],
+                &self.summary[0],
+                &self.payload_json[0],
+            ];
+        }
         [
-            &e.session_key,
-            &e.agent_id,
-            self.now,
-            &e.session_id,
+            &self.session_key,
+            &self.agent_id,
+            &self.now,
+            &self.session_id,
             &self.kind,
             &self.actor_type,
-            &e.actor.id,
-            &e.run_id,
-            &e.occurred_at,
-            &e.summary,
+            &self.actor_id,
+            &self.run_id,
+            &self.occurred_at,
+            &self.summary,
             &self.payload_json,
         ]
     }
 }
 
-/// A scheduled driver. If its task is dropped before the queue was seen empty (the runtime shut down),
-/// the next append starts a new one instead of finding the queue marked as driven forever.
+/// A running driver. If its task is dropped before it found the queue empty (the runtime shut down), it
+/// is counted out, so the queue is never left without a driver it counts as running.
 struct Driver {
     store: PostgresStore,
     finished: bool,
@@ -310,7 +398,7 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         if !self.finished {
-            self.store.inner.appends.scheduled.store(false, Ordering::Release);
+            self.store.inner.appends.driver_lost();
         }
     }
 }

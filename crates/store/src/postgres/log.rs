@@ -276,11 +276,7 @@ async fn watcher_hosts<C: GenericClient + Sync>(
     Ok(hosts)
 }
 
-async fn watcher_host<C: GenericClient + Sync>(
-    tx: &C,
-    watcher: &str,
-    me: &str,
-) -> Result<Option<String>> {
+async fn watcher_host<C: GenericClient + Sync>(tx: &C, watcher: &str, me: &str) -> Result<Option<String>> {
     let claimed = query(
         tx,
         "UPDATE sessions SET host_id = $2 WHERE session_key = $1 AND host_id IS NULL RETURNING host_id",

@@ -250,7 +250,11 @@ pub(crate) fn i(v: u64) -> i64 {
 
 impl Store for PostgresStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
-        if batch::batchable(&req) { self.append_batched(req, now).await } else { self.append_pg(req, now).await }
+        if batch::batchable(&req) {
+            self.append_batched(req, now).await
+        } else {
+            self.append_pg(req, now).await
+        }
     }
 
     async fn register_watch(

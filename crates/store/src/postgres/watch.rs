@@ -248,6 +248,21 @@ pub(crate) fn cursors_from_rows(rows: &[Row]) -> Result<Vec<(String, Cursor)>> {
     rows.iter().map(|r| Ok((r.try_get(0)?, cursor_from_row(r, 1)?))).collect()
 }
 
+/// Every cursor on the targets `$1` (an array), locked, by target then watcher (the lock order every
+/// writer uses), with its target first.
+pub(crate) fn lock_cursors_of_many_sql() -> String {
+    format!(
+        "SELECT target_session_key, watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+         WHERE target_session_key = ANY($1) \
+         ORDER BY target_session_key COLLATE \"C\", watcher_session_key COLLATE \"C\" FOR UPDATE"
+    )
+}
+
+/// The rows of [`lock_cursors_of_many_sql`], as (target, (watcher, cursor)).
+pub(crate) fn target_cursors_from_rows(rows: &[Row]) -> Result<Vec<(String, (String, Cursor))>> {
+    rows.iter().map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, cursor_from_row(r, 2)?)))).collect()
+}
+
 /// Every cursor on `target`, locked, in watcher order: one round trip.
 pub(crate) async fn lock_cursors_on<C: GenericClient + Sync>(
     c: &C,
