@@ -146,6 +146,28 @@ impl SqliteStore {
         Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 
+    /// A recent window answered on the calling thread, without the hop to the blocking pool (which
+    /// costs more than the read): one point read of the durable head row on a reader that never waits
+    /// (busy timeout 0) validates the tail page. `None` sends the caller to [`changes_since_sync`]
+    /// (Self::changes_since_sync): nothing held, every probe in use, the database busy or locked, or
+    /// the tail not matching the durable row.
+    pub(crate) fn tail_page_now(
+        &self,
+        key: &str,
+        agent: &str,
+        since: u64,
+        limit: Limit,
+    ) -> Option<ChangesPage> {
+        let tail = &self.inner.tail;
+        if !tail.holds(key, agent) {
+            return None;
+        }
+        let probe = self.inner.probes.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
+        let row = head_row(&probe, key, agent);
+        self.inner.probes.lock().unwrap_or_else(|p| p.into_inner()).push(probe);
+        tail.page(key, agent, since, limit, row.ok()?)
+    }
+
     pub(crate) fn changes_since_sync(
         &self,
         key: &str,
@@ -207,5 +229,33 @@ impl SqliteStore {
             }
             Ok(out)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{AppendRequest, SqliteOptions, SqliteStore, Store};
+    use sessionwatch_core::{Limit, NewEvent};
+
+    /// The tail page read on the caller's thread: served for a session this store wrote, `None` (the
+    /// blocking path) for one it holds nothing of; and its readers never wait for a lock.
+    #[tokio::test]
+    async fn a_recent_window_is_answered_on_the_calling_thread_by_readers_that_never_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
+        let key = "agent:main:a";
+        for i in 0..3 {
+            let req = AppendRequest::new(NewEvent::human_message(key, "main", "telegram", None), "s");
+            store.append(req, 1_000 + i).await.unwrap();
+        }
+        let limit = Limit::new(200).unwrap();
+        let page = store.tail_page_now(key, "main", 1, limit).expect("served from the tail");
+        assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(page, store.changes_since_sync(key, "main", 1, limit).unwrap(), "the log's page");
+        assert!(store.tail_page_now("agent:main:other", "main", 0, limit).is_none());
+        for probe in store.inner.probes.lock().unwrap().iter() {
+            let wait: i64 = probe.query_row("PRAGMA busy_timeout", [], |r| r.get(0)).unwrap();
+            assert_eq!(wait, 0, "a probe never waits for a lock");
+        }
     }
 }

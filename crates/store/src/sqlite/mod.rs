@@ -62,6 +62,9 @@ struct Inner {
     path: PathBuf,
     writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
+    /// Readers that never wait (busy timeout 0), for the one read done on the caller's thread: the
+    /// head row that validates a tail page (`log.rs`, `tail_page_now`).
+    probes: Mutex<Vec<Connection>>,
     options: SqliteOptions,
     /// Shared with write completions, which must not hold the store itself: a completion runs while
     /// the writer connection is held, and dropping the last handle there would close it in place.
@@ -137,11 +140,18 @@ impl SqliteStore {
         for _ in 0..options.readers {
             readers.push(open_reader(&path, &options)?);
         }
+        let mut probes = Vec::with_capacity(PROBES);
+        for _ in 0..PROBES {
+            let probe = open_reader(&path, &options)?;
+            probe.busy_timeout(std::time::Duration::ZERO)?;
+            probes.push(probe);
+        }
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
                 writer: Arc::new(writer::Writer::new(writer)),
                 readers: Mutex::new(readers),
+                probes: Mutex::new(probes),
                 options,
                 tail: Default::default(),
             }),
@@ -240,6 +250,9 @@ fn restrict_to_owner(db: &Path) {
         }
     }
 }
+
+/// Never-waiting readers kept for tail pages (more callers at once take the blocking path).
+const PROBES: usize = 2;
 
 /// Reads map the file (no read syscall per page, one shared page cache in the OS) and keep prepared
 /// statements.
@@ -349,6 +362,9 @@ impl Store for SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Result<ChangesPage> {
+        if let Some(page) = self.tail_page_now(&session_key, &agent_id, since, limit) {
+            return Ok(page);
+        }
         self.blocking(move |s| s.changes_since_sync(&session_key, &agent_id, since, limit)).await
     }
 
