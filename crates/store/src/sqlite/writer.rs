@@ -12,6 +12,7 @@ use crate::{Result, StoreError};
 use rusqlite::Connection;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Told once the batch's commit outcome is known: `None` when it committed.
 type Completion = Box<dyn FnOnce(Option<&StoreError>) + Send>;
@@ -19,6 +20,9 @@ type Job = Box<dyn FnOnce(&Connection) -> Completion + Send>;
 
 /// At most this many jobs share one commit, so a single transaction stays short.
 const MAX_BATCH: usize = 512;
+
+/// How long an idle driver waits for the next job before it stops ([`Writer::linger`]).
+const LINGER: Duration = Duration::from_micros(50);
 
 pub(crate) struct Writer {
     /// `None` once the store is closed.
@@ -79,6 +83,9 @@ impl Writer {
     fn drive_scheduled(&self) {
         loop {
             self.drive();
+            if self.linger() {
+                continue;
+            }
             self.scheduled.store(false, Ordering::Release);
             // A job queued after `drive` saw the queue empty, but before the flag dropped, found the flag
             // still set and started no driver: take it over (unless another driver already did).
@@ -86,6 +93,20 @@ impl Writer {
                 return;
             }
         }
+    }
+
+    /// Waits briefly for another job before the driver stops: a caller that was just answered usually
+    /// submits its next write within microseconds, and catching it here saves waking a blocking-pool
+    /// thread for it (two context switches, more than the write itself costs). Answers whether a job came.
+    fn linger(&self) -> bool {
+        let until = Instant::now() + LINGER;
+        while Instant::now() < until {
+            if !self.lock_pending().is_empty() {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        false
     }
 
     /// Runs queued jobs until the queue is empty, waiting for the connection while an exclusive write
