@@ -146,11 +146,10 @@ impl SqliteStore {
         Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 
-    /// A recent window answered on the calling thread, without the hop to the blocking pool (which
-    /// costs more than the read): one point read of the durable head row on a reader that never waits
-    /// (busy timeout 0) validates the tail page. `None` sends the caller to [`changes_since_sync`]
-    /// (Self::changes_since_sync): nothing held, every probe in use, the database busy or locked, or
-    /// the tail not matching the durable row.
+    /// A recent window answered on the calling thread ([`read_now`](SqliteStore::read_now)): the
+    /// durable head row validates the tail page. `None` sends the caller to
+    /// [`changes_since_sync`](Self::changes_since_sync): nothing held, no probe free, the database busy,
+    /// or the tail not matching the durable row.
     pub(crate) fn tail_page_now(
         &self,
         key: &str,
@@ -162,10 +161,7 @@ impl SqliteStore {
         if !tail.holds(key, agent) {
             return None;
         }
-        let probe = self.inner.probes.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
-        let row = head_row(&probe, key, agent);
-        self.inner.probes.lock().unwrap_or_else(|p| p.into_inner()).push(probe);
-        tail.page(key, agent, since, limit, row.ok()?)
+        tail.page(key, agent, since, limit, self.read_now(|c| head_row(c, key, agent))?)
     }
 
     pub(crate) fn changes_since_sync(

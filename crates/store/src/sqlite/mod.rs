@@ -62,8 +62,8 @@ struct Inner {
     path: PathBuf,
     writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
-    /// Readers that never wait (busy timeout 0), for the one read done on the caller's thread: the
-    /// head row that validates a tail page (`log.rs`, `tail_page_now`).
+    /// Readers that never wait (busy timeout 0), for the point reads done on the caller's thread
+    /// ([`SqliteStore::read_now`]).
     probes: Mutex<Vec<Connection>>,
     options: SqliteOptions,
     /// Shared with write completions, which must not hold the store itself: a completion runs while
@@ -225,6 +225,17 @@ impl SqliteStore {
         out
     }
 
+    /// A point read by primary key on the calling thread, without the hop to the blocking pool (which
+    /// costs more than such a read): on a reader that never waits (busy timeout 0), so it cannot stall
+    /// an async worker thread. `None` (no probe free, the database busy or locked, any error) sends the
+    /// caller to the blocking path, which waits, retries and reports errors.
+    pub(crate) fn read_now<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Option<T> {
+        let probe = self.inner.probes.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
+        let out = f(&probe);
+        self.inner.probes.lock().unwrap_or_else(|p| p.into_inner()).push(probe);
+        out.ok()
+    }
+
     /// `PRAGMA integrity_check` (used by the crash tests and `sessionwatch` maintenance).
     pub fn integrity_check(&self) -> Result<String> {
         self.read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
@@ -369,6 +380,9 @@ impl Store for SqliteStore {
     }
 
     async fn head(&self, session_key: String, agent_id: String) -> Result<Head> {
+        if let Some(head) = self.read_now(|c| log::head(c, &session_key, &agent_id)) {
+            return Ok(head);
+        }
         self.blocking(move |s| s.read(|c| log::head(c, &session_key, &agent_id))).await
     }
 
@@ -420,6 +434,9 @@ impl Store for SqliteStore {
     }
 
     async fn get_session(&self, key: String, agent: String) -> Result<Option<SessionRow>> {
+        if let Some(row) = self.read_now(|c| sessions::load_session(c, &key, &agent)) {
+            return Ok(row);
+        }
         self.blocking(move |s| s.get_session_sync(&key, &agent)).await
     }
 

@@ -29,7 +29,7 @@ fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-fn load_session(c: &Connection, key: &str, agent: &str) -> Result<Option<SessionRow>> {
+pub(crate) fn load_session(c: &Connection, key: &str, agent: &str) -> Result<Option<SessionRow>> {
     Ok(c.prepare_cached(&format!(
         "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = ?1 AND agent_id = ?2"
     ))?
