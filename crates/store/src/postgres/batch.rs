@@ -252,49 +252,25 @@ impl PostgresStore {
                 heads.len()
             )));
         }
-        let mut cursors: HashMap<String, Vec<(String, Cursor)>> = HashMap::with_capacity(targets.len());
+        let mut cursors = BatchCursors::default();
         for (target, cursor) in watch::target_cursors_from_rows(&locked?)? {
-            cursors.entry(target).or_default().push(cursor);
+            cursors.held.entry(target).or_default().push(cursor);
         }
 
         // In memory: each event's fan-out, in sequence order.
-        let mut moved: HashMap<&str, Vec<(String, Cursor)>> = HashMap::new();
         let mut appended = Vec::with_capacity(jobs.len());
         for ((job, head), stored) in jobs.iter().zip(heads).zip(columns.stored) {
             let sequence = super::u(head.try_get(0)?);
             let row =
                 HeadRow { head: sequence, floor: super::u(head.try_get(1)?), updated_at: head.try_get(2)? };
-            let e = &job.req.event;
-            let event = StoredEvent { sequence, ..stored };
-            let mut notices = vec![];
-            if let Some(held) = cursors.get_mut(e.session_key.as_str()) {
-                let out = fan_out(
-                    &e.session_key,
-                    e.actor.id.as_deref(),
-                    sequence,
-                    &job.req.watcher_store,
-                    job.now,
-                    held.clone(),
-                );
-                for (watcher, cursor) in out.moved {
-                    if let Some(slot) = held.iter_mut().find(|(w, _)| *w == watcher) {
-                        slot.1 = cursor.clone();
-                    }
-                    let writes = moved.entry(e.session_key.as_str()).or_default();
-                    match writes.iter_mut().find(|(w, _)| *w == watcher) {
-                        Some(slot) => slot.1 = cursor,
-                        None => writes.push((watcher, cursor)),
-                    }
-                }
-                notices = out.notices;
-            }
-            appended.push(Appended { event, row, notices });
+            let notices = cursors.fan_out(job, sequence);
+            appended.push(Appended { event: StoredEvent { sequence, ..stored }, row, notices });
         }
 
         // Round trip 2 (only if a cursor moved): their positions, every target at once.
-        if !moved.is_empty() {
+        if !cursors.moved.is_empty() {
             let saves = join_all(
-                moved.iter().map(|(target, cursors)| watch::save_positions(client, target, cursors)),
+                cursors.moved.iter().map(|(target, moved)| watch::save_positions(client, target, moved)),
             );
             for saved in saves.await {
                 saved?;
@@ -309,6 +285,51 @@ impl PostgresStore {
             }
         }
         Ok(appended)
+    }
+}
+
+/// The cursors on a batch's notified targets, as its events move them.
+#[derive(Default)]
+struct BatchCursors {
+    /// By target, as locked, then as moved by the events so far.
+    held: HashMap<String, Vec<(String, Cursor)>>,
+    /// By target, the cursors to write back: each once, as the last event that moved it left it.
+    moved: HashMap<String, Vec<(String, Cursor)>>,
+}
+
+impl BatchCursors {
+    /// The fan-out of `job`'s event at `sequence` over the cursors as the batch's earlier events left
+    /// them (one made pending by an earlier event is pending for this one); answers its notices.
+    fn fan_out(&mut self, job: &Job, sequence: u64) -> Vec<Notice> {
+        let e = &job.req.event;
+        let Some(held) = self.held.get_mut(e.session_key.as_str()) else {
+            return vec![];
+        };
+        let out = fan_out(
+            &e.session_key,
+            e.actor.id.as_deref(),
+            sequence,
+            &job.req.watcher_store,
+            job.now,
+            held.clone(),
+        );
+        if out.moved.is_empty() {
+            return out.notices;
+        }
+        let writes = self.moved.entry(e.session_key.clone()).or_default();
+        for (watcher, cursor) in out.moved {
+            set(held, &watcher, cursor.clone());
+            set(writes, &watcher, cursor);
+        }
+        out.notices
+    }
+}
+
+/// Sets `watcher`'s cursor in `cursors`, adding it if missing.
+fn set(cursors: &mut Vec<(String, Cursor)>, watcher: &str, cursor: Cursor) {
+    match cursors.iter_mut().find(|(w, _)| w == watcher) {
+        Some(slot) => slot.1 = cursor,
+        None => cursors.push((watcher.to_string(), cursor)),
     }
 }
 
