@@ -82,10 +82,13 @@ impl<S: Store> Gateway<S> {
                 },
             )
             .await?;
-        self.kernel.host_session(&r.key, &r.agent_id).await;
         let from = (turn.actor.kind == ActorType::Agent).then(|| turn.actor.id.clone()).flatten();
-        self.deliver_message(&r, &row.session_id, &turn.text, turn.run_id.as_deref(), from.as_deref())
-            .await?;
+        // Independent writes, submitted together so they share a group commit.
+        let ((), delivered) = tokio::join!(
+            self.kernel.host_session(&r.key, &r.agent_id),
+            self.deliver_message(&r, &row.session_id, &turn.text, turn.run_id.as_deref(), from.as_deref())
+        );
+        delivered?;
 
         let mut event = None;
         if turn.actor.kind == ActorType::Human {
