@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use rusqlite::Connection;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the signal log, heads, cursors and sessions.
@@ -142,6 +142,12 @@ CREATE TABLE session_nodes (
   created_at INTEGER NOT NULL,
   last_seen_at INTEGER
 ) STRICT;
+"#,
+    // 3: the settled cursors on a target, which an append reads (`watch::settled_cursors_on`): a pending
+    // cursor is not in it, so a burst to a target with many watchers reads none after the first event.
+    r#"
+CREATE INDEX idx_cursors_settled_target ON session_watch_cursors (target_session_key)
+  WHERE material_sequence <= last_seen_sequence;
 "#,
 ];
 

@@ -129,6 +129,7 @@ pub(crate) fn is_watched(c: &Connection, target: &str) -> Result<bool> {
 pub(crate) fn settled_cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
     Ok(c.prepare_cached(&format!(
         "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+         INDEXED BY idx_cursors_settled_target \
          WHERE target_session_key = ?1 AND material_sequence <= last_seen_sequence"
     ))?
     .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?

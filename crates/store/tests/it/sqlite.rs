@@ -156,3 +156,37 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
     assert_eq!(ack.reopened.iter().map(|n| n.since).collect::<Vec<_>>(), vec![1], "one reopen for 2..=21");
     assert_eq!(lnm(s.cursor(watchers[1].clone(), target.into()).await.unwrap().unwrap()), (1, 21, 21));
 }
+
+/// A database written at schema 2 (before the settled-cursor index) is upgraded in place when opened:
+/// its data kept, the index added, `user_version` raised.
+#[tokio::test]
+async fn a_schema_2_database_gains_the_settled_cursor_index() {
+    use crate::conformance::req;
+    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_store::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let key = "agent:main:a";
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        store.append(req(NewEvent::human_message(key, "main", "telegram", None)), 1_000).await.unwrap();
+    }
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("DROP INDEX idx_cursors_settled_target; PRAGMA user_version = 2;").unwrap();
+    }
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 2 file opens");
+    let page = store.changes_since(key.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
+    assert_eq!(page.events.len(), 1, "the data is kept");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, sessionwatch_store::sqlite::SCHEMA_VERSION);
+    let indexes: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_cursors_settled_target'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 1);
+}
