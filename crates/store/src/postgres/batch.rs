@@ -217,9 +217,11 @@ impl PostgresStore {
             },
             Err(e) => Err(BatchError::NotCommitted(e)),
         };
-        // Whatever state the failure left the connection in, it does not go back to the pool (dropping
-        // `tx` discards it).
-        let _ = tx.client().batch_execute("ROLLBACK").await;
+        // The connection goes back to the pool only if it is known to be out of the transaction; otherwise
+        // dropping `tx` discards it.
+        if tx.client().batch_execute("ROLLBACK").await.is_ok() {
+            tx.release();
+        }
         outcome
     }
 

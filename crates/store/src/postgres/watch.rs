@@ -235,19 +235,6 @@ pub(crate) async fn is_watched<C: GenericClient + Sync>(c: &C, target: &str) -> 
         .is_some())
 }
 
-/// Every cursor on `$1`, locked, in watcher order (the lock order every writer uses).
-pub(crate) fn lock_cursors_sql() -> String {
-    format!(
-        "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-         WHERE target_session_key = $1 ORDER BY watcher_session_key COLLATE \"C\" FOR UPDATE"
-    )
-}
-
-/// The rows of [`lock_cursors_sql`].
-pub(crate) fn cursors_from_rows(rows: &[Row]) -> Result<Vec<(String, Cursor)>> {
-    rows.iter().map(|r| Ok((r.try_get(0)?, cursor_from_row(r, 1)?))).collect()
-}
-
 /// Every cursor on the targets `$1` (an array), locked, by target then watcher (the lock order every
 /// writer uses), with its target first.
 pub(crate) fn lock_cursors_of_many_sql() -> String {
@@ -268,7 +255,8 @@ pub(crate) async fn lock_cursors_on<C: GenericClient + Sync>(
     c: &C,
     target: &str,
 ) -> Result<Vec<(String, Cursor)>> {
-    cursors_from_rows(&query(c, &lock_cursors_sql(), &[&target]).await?)
+    let rows = query(c, &lock_cursors_of_many_sql(), &[&vec![target]]).await?;
+    Ok(target_cursors_from_rows(&rows)?.into_iter().map(|(_, cursor)| cursor).collect())
 }
 
 /// Writes the positions of many existing cursors on `target` in one statement.

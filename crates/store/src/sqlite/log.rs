@@ -146,10 +146,9 @@ impl SqliteStore {
         Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 
-    /// A recent window answered on the calling thread ([`read_now`](SqliteStore::read_now)): the
-    /// durable head row validates the tail page. `None` sends the caller to
-    /// [`changes_since_sync`](Self::changes_since_sync): nothing held, no probe free, the database busy,
-    /// or the tail not matching the durable row.
+    /// A recent window answered on the calling thread ([`read_now`](SqliteStore::read_now)). `None`
+    /// sends the caller to [`changes_since_sync`](Self::changes_since_sync): no probe free, the database
+    /// busy, or no page from the tail.
     pub(crate) fn tail_page_now(
         &self,
         key: &str,
@@ -157,11 +156,24 @@ impl SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Option<ChangesPage> {
+        self.read_now(|c| self.tail_page(c, key, agent, since, limit)).flatten()
+    }
+
+    /// The page from the tail cache if it holds the session and the durable head row, read on `c`, still
+    /// says what its entry says (so another process's writes are never hidden).
+    fn tail_page(
+        &self,
+        c: &Connection,
+        key: &str,
+        agent: &str,
+        since: u64,
+        limit: Limit,
+    ) -> Result<Option<ChangesPage>> {
         let tail = &self.inner.tail;
         if !tail.holds(key, agent) {
-            return None;
+            return Ok(None); // a miss need not read the head row
         }
-        tail.page(key, agent, since, limit, self.read_now(|c| head_row(c, key, agent))?)
+        Ok(tail.page(key, agent, since, limit, head_row(c, key, agent)?))
     }
 
     pub(crate) fn changes_since_sync(
@@ -171,13 +183,8 @@ impl SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Result<ChangesPage> {
-        let tail = &self.inner.tail;
         self.read(|c| {
-            // A recent window: one read of the durable head row decides whether the tail holds exactly
-            // the log's tail.
-            if tail.holds(key, agent)
-                && let Some(page) = tail.page(key, agent, since, limit, head_row(c, key, agent)?)
-            {
+            if let Some(page) = self.tail_page(c, key, agent, since, limit)? {
                 return Ok(page);
             }
             // One read transaction so the head, floor and rows agree.
