@@ -87,9 +87,29 @@ pub fn hook_outcome(o: &crate::gateway::HookOutcome) -> Value {
 }
 
 /// `/tools/invoke` success, as OpenClaw answers it: the readable text ([`ToolJson::text`]) and the
-/// details.
-pub fn tool_result(result: &ToolJson) -> Value {
-    json!({ "ok": true, "result": { "content": [{ "type": "text", "text": result.text() }], "details": result.to_value() } })
+/// details. Serialized straight from the typed result (no intermediate `Value` tree: building one cost
+/// more than the rest of a `session_status` answer).
+pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        ok: bool,
+        result: ToolResult<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct ToolResult<'a> {
+        content: [TextContent; 1],
+        details: &'a ToolJson,
+    }
+    #[derive(serde::Serialize)]
+    struct TextContent {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        text: String,
+    }
+    Envelope {
+        ok: true,
+        result: ToolResult { content: [TextContent { kind: "text", text: result.text() }], details: result },
+    }
 }
 
 /// `POST /v1/ui/login-links`: a one-time login path (relative to the gateway's URL).
