@@ -3,6 +3,7 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
+mod checkpoint;
 mod links;
 mod lock;
 mod log;
@@ -14,6 +15,7 @@ mod sessions;
 mod watch;
 mod writer;
 
+pub use checkpoint::WAL_CHECKPOINT_PAGES;
 pub use lock::GatewayLock;
 pub use schema::SCHEMA_VERSION;
 
@@ -69,6 +71,8 @@ struct Inner {
     /// Shared with write completions, which must not hold the store itself: a completion runs while
     /// the writer connection is held, and dropping the last handle there would close it in place.
     tail: Arc<crate::tail::Tail>,
+    /// Runs the WAL checkpoints the writer's commits ask for; stopped when the store closes.
+    _checkpointer: checkpoint::Checkpointer,
 }
 
 impl Drop for Inner {
@@ -136,6 +140,11 @@ impl SqliteStore {
         if let Some(pages) = options.max_page_count {
             writer.pragma_update(None, "max_page_count", pages as i64)?;
         }
+        // The writer's commits no longer checkpoint: they ask the checkpoint thread to.
+        let checkpoint_conn = Connection::open_with_flags(&path, flags)?;
+        configure(&checkpoint_conn, &options)?;
+        let checkpointer = checkpoint::Checkpointer::start(checkpoint_conn)?;
+        checkpointer.attach(&mut writer)?;
         let mut readers = Vec::with_capacity(options.readers);
         for _ in 0..options.readers {
             readers.push(open_reader(&path, &options)?);
@@ -154,6 +163,7 @@ impl SqliteStore {
                 probes: Mutex::new(probes),
                 options,
                 tail: Default::default(),
+                _checkpointer: checkpointer,
             }),
         })
     }

@@ -190,3 +190,42 @@ async fn a_schema_2_database_gains_the_settled_cursor_index() {
         .unwrap();
     assert_eq!(indexes, 1);
 }
+
+/// Regression: with the WAL checkpoint moved off the writer, steady concurrent writes never let the WAL
+/// restart (the checkpoint thread was always a few frames behind) and the file grew by ~100 MB/s. The
+/// WAL file never shrinks, so its size at the end is the largest it ever was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_concurrent_writes_keep_the_wal_bounded() {
+    use crate::conformance::req;
+    use sessionwatch_core::NewEvent;
+    use sessionwatch_store::Store;
+    use sessionwatch_store::sqlite::WAL_CHECKPOINT_PAGES;
+    const PRODUCERS: usize = 8;
+    const APPENDS: usize = 2_000; // each: ~2.5 WAL pages (sessions spread over 1,000 pages)
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    let mut tasks = vec![];
+    for p in 0..PRODUCERS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..APPENDS {
+                let key = format!("agent:main:s{}", (i * PRODUCERS + p) % 1_000);
+                let event = req(NewEvent::human_message(&key, "main", "telegram", None));
+                store.append(event, 1_000).await.expect("append");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let page_size: i64 =
+        rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    let frames = std::fs::metadata(dir.path().join("state.db-wal")).unwrap().len() / (page_size as u64 + 24);
+    let written: u64 = (PRODUCERS * APPENDS) as u64 * 2;
+    assert!(written > 4 * WAL_CHECKPOINT_PAGES as u64, "the test writes several WALs' worth");
+    assert!(
+        frames <= 2 * WAL_CHECKPOINT_PAGES as u64,
+        "the WAL reached {frames} frames (checkpoint threshold {WAL_CHECKPOINT_PAGES})"
+    );
+}
