@@ -237,6 +237,7 @@ impl SqliteStore {
 
 #[cfg(test)]
 mod tests {
+    use super::EVENT_COLUMNS;
     use crate::{AppendRequest, SqliteOptions, SqliteStore, Store};
     use sessionwatch_core::{Limit, NewEvent};
 
@@ -260,5 +261,36 @@ mod tests {
             let wait: i64 = probe.query_row("PRAGMA busy_timeout", [], |r| r.get(0)).unwrap();
             assert_eq!(wait, 0, "a probe never waits for a lock");
         }
+    }
+
+    /// Regression: under STAT4 (the bundled SQLite's build) every new binding recompiled the cached
+    /// statement on its next step, so each cold `changesSince` page (and each append) paid a compile.
+    #[tokio::test]
+    async fn cached_statements_are_not_compiled_again_for_new_bindings() {
+        use rusqlite::StatementStatus::{RePrepare, Run};
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
+        let key = "agent:main:a";
+        for i in 0..300 {
+            let req = AppendRequest::new(NewEvent::human_message(key, "main", "telegram", None), "s");
+            store.append(req, 1_000 + i).await.unwrap();
+        }
+        store.inner.tail.clear(); // every page below is read from the log
+        let limit = Limit::new(200).unwrap();
+        for since in [0, 10, 20, 30, 40] {
+            store.changes_since_sync(key, "main", since, limit).unwrap();
+        }
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM session_state_events \
+             WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
+        );
+        let (runs, recompiled) = store
+            .read(|c| {
+                let st = c.prepare_cached(&sql)?;
+                Ok((st.get_status(Run), st.get_status(RePrepare)))
+            })
+            .unwrap();
+        assert_eq!(runs, 5, "the pages were read with this statement");
+        assert_eq!(recompiled, 0);
     }
 }
