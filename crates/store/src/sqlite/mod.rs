@@ -71,6 +71,7 @@ struct Inner {
     /// Shared with write completions, which must not hold the store itself: a completion runs while
     /// the writer connection is held, and dropping the last handle there would close it in place.
     tail: Arc<crate::tail::Tail>,
+    transcript_lengths: Arc<sessions::TranscriptLengths>,
     /// Runs the WAL checkpoints the writer's commits ask for; stopped when the store closes.
     _checkpointer: checkpoint::Checkpointer,
 }
@@ -163,6 +164,7 @@ impl SqliteStore {
                 probes: Mutex::new(probes),
                 options,
                 tail: Default::default(),
+                transcript_lengths: Default::default(),
                 _checkpointer: checkpointer,
             }),
         })
@@ -505,7 +507,9 @@ impl Store for SqliteStore {
         message: NewMessage,
         now: Millis,
     ) -> Result<i64> {
-        self.write_async(move |c| SqliteStore::append_message_op(c, &key, &agent, &message, now)).await
+        let lengths = self.inner.transcript_lengths.clone();
+        self.write_async(move |c| SqliteStore::append_message_op(c, &lengths, &key, &agent, &message, now))
+            .await
     }
 
     async fn messages(&self, key: String, agent: String, limit: u32) -> Result<Vec<TranscriptMessage>> {

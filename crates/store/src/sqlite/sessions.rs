@@ -152,6 +152,7 @@ impl SqliteStore {
 
     pub(crate) fn append_message_op(
         tx: &Connection,
+        lengths: &TranscriptLengths,
         key: &str,
         agent: &str,
         m: &NewMessage,
@@ -166,12 +167,23 @@ impl SqliteStore {
                 params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now],
                 |r| r.get(0),
             )?;
-        tx.prepare_cached(
-            "DELETE FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 AND id <= \
-             (SELECT id FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 \
-              ORDER BY id DESC LIMIT 1 OFFSET ?3)",
-        )?
-        .execute(params![key, agent, TRANSCRIPT_CAP])?;
+        let count = || -> Result<i64> {
+            Ok(tx
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM session_messages WHERE session_key = ?1 AND agent_id = ?2",
+                )?
+                .query_row(params![key, agent], |r| r.get(0))?)
+        };
+        if lengths.appended(key, agent, count)? > TRANSCRIPT_CAP + TRIM_SLACK {
+            let removed = tx
+                .prepare_cached(
+                    "DELETE FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 AND id <= \
+                 (SELECT id FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 \
+                  ORDER BY id DESC LIMIT 1 OFFSET ?3)",
+                )?
+                .execute(params![key, agent, TRANSCRIPT_CAP])?;
+            lengths.trimmed(key, agent, removed > 0);
+        }
         Ok(id)
     }
 
@@ -182,7 +194,8 @@ impl SqliteStore {
                     "SELECT id, session_id, role, text, run_id, from_session, created_at FROM session_messages \
                      WHERE session_key = ?1 AND agent_id = ?2 ORDER BY id DESC LIMIT ?3",
                 )?
-                .query_map(params![key, agent, limit as i64], |r| {
+                // Never past the cap, whatever the trim's slack keeps for now.
+                .query_map(params![key, agent, (limit as i64).min(TRANSCRIPT_CAP)], |r| {
                     Ok(TranscriptMessage {
                         id: r.get(0)?,
                         session_id: r.get(1)?,
@@ -229,5 +242,48 @@ impl SqliteStore {
             .collect::<rusqlite::Result<_>>()?;
         items.sort_by_key(|i| i.id);
         Ok(items)
+    }
+}
+
+/// A transcript is trimmed back to [`TRANSCRIPT_CAP`] once it is this far past it, not on every append:
+/// finding the cut-off walks the cap's length of the index, which cost a sixth of an inbound turn when
+/// done each time. Reads never show more than the cap.
+const TRIM_SLACK: i64 = 64;
+
+/// The length of each recently written transcript, so an append knows when to trim without counting.
+/// Only a hint: a rolled-back append or another process writing the same file makes it drift, which
+/// moves the next trim (exact whenever it runs) a little earlier or later. Bounded: cleared when full.
+#[derive(Default)]
+pub(crate) struct TranscriptLengths(std::sync::Mutex<std::collections::HashMap<(String, String), i64>>);
+
+const TRANSCRIPT_LENGTHS_HELD: usize = 4096;
+
+impl TranscriptLengths {
+    /// One more message: answers the transcript's length, counted (`count`) the first time.
+    fn appended(&self, key: &str, agent: &str, count: impl FnOnce() -> Result<i64>) -> Result<i64> {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let id = (key.to_string(), agent.to_string());
+        if let Some(n) = held.get_mut(&id) {
+            *n += 1;
+            return Ok(*n);
+        }
+        let n = count()?;
+        if held.len() >= TRANSCRIPT_LENGTHS_HELD {
+            held.clear();
+        }
+        held.insert(id, n);
+        Ok(n)
+    }
+
+    /// After a trim: the transcript holds the cap if the trim removed anything; if not, the hint was
+    /// wrong (the session was deleted, say) and the next append counts again.
+    fn trimmed(&self, key: &str, agent: &str, removed: bool) {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let id = (key.to_string(), agent.to_string());
+        if removed {
+            held.insert(id, TRANSCRIPT_CAP);
+        } else {
+            held.remove(&id);
+        }
     }
 }

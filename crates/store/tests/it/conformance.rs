@@ -77,6 +77,7 @@ macro_rules! conformance_suite {
             watch_edges_name_both_ends,
             list_sessions_filters_by_agent_and_pages,
             nodes_are_found_by_token_and_revoked,
+            a_transcript_answers_its_newest_messages_up_to_the_cap,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {

@@ -93,3 +93,40 @@ pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
         "the name can be issued again"
     );
 }
+
+/// `sessions_history` reads the transcript: the newest messages, oldest first, never more than
+/// `TRANSCRIPT_CAP` however many were appended (the trim may run in steps, the answer may not show it).
+pub async fn a_transcript_answers_its_newest_messages_up_to_the_cap<S: Store>(h: &Harness<S>) {
+    use sessionwatch_store::{NewMessage, TRANSCRIPT_CAP};
+    let s = &h.store;
+    let cap = TRANSCRIPT_CAP as usize;
+    let appended = cap + 150;
+    for i in 0..appended {
+        let message = NewMessage {
+            session_id: "sid".into(),
+            role: "user".into(),
+            text: format!("m{i}"),
+            run_id: None,
+            from_session: None,
+        };
+        s.append_message(T.into(), AGENT.into(), message, NOW + i as i64).await.unwrap();
+        if i == 9 {
+            let texts: Vec<String> = s
+                .messages(T.into(), AGENT.into(), 1_000)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|m| m.text)
+                .collect();
+            assert_eq!(texts, (0..10).map(|i| format!("m{i}")).collect::<Vec<_>>(), "under the cap: all");
+        }
+    }
+    let texts: Vec<String> =
+        s.messages(T.into(), AGENT.into(), 10_000).await.unwrap().into_iter().map(|m| m.text).collect();
+    let newest: Vec<String> = (appended - cap..appended).map(|i| format!("m{i}")).collect();
+    assert_eq!(texts, newest, "the newest {cap}, oldest first");
+    let last3: Vec<String> =
+        s.messages(T.into(), AGENT.into(), 3).await.unwrap().into_iter().map(|m| m.text).collect();
+    assert_eq!(last3, newest[cap - 3..].to_vec());
+    assert!(s.messages(T2.into(), AGENT.into(), 10).await.unwrap().is_empty(), "per session");
+}
