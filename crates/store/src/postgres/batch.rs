@@ -90,21 +90,18 @@ struct Job {
     done: oneshot::Sender<Result<AppendOutcome>>,
 }
 
-/// Batches in flight at once: while one waits for its commit to be flushed, the next runs its
-/// statements (PostgreSQL flushes concurrent commits together). Two batches touching one session are
-/// ordered by its head row lock.
-const DRIVERS: usize = 1;
-
 #[derive(Default)]
 pub(crate) struct AppendQueue {
     state: Mutex<QueueState>,
 }
 
+/// One driver at a time (measured: a second one running its batch beside the first gained nothing, a
+/// fourth lost a third, its smaller batches waiting on each other's head rows).
 #[derive(Default)]
 struct QueueState {
     jobs: Vec<Job>,
-    /// Drivers running; each runs batches until it finds the queue empty.
-    drivers: usize,
+    /// A driver is running; it runs batches until it finds the queue empty.
+    driving: bool,
 }
 
 impl AppendQueue {
@@ -116,27 +113,23 @@ impl AppendQueue {
     fn push(&self, job: Job) -> bool {
         let mut state = self.lock();
         state.jobs.push(job);
-        let start = state.drivers < DRIVERS;
-        if start {
-            state.drivers += 1;
-        }
-        start
+        !std::mem::replace(&mut state.driving, true)
     }
 
-    /// The next batch, or `None` (and one driver fewer) when the queue is empty.
+    /// The next batch, or `None` (and the driver stops) when the queue is empty.
     fn next_batch(&self) -> Option<Vec<Job>> {
         let mut state = self.lock();
         if state.jobs.is_empty() {
-            state.drivers -= 1;
+            state.driving = false;
             return None;
         }
         let n = state.jobs.len().min(MAX_BATCH);
         Some(state.jobs.drain(..n).collect())
     }
 
-    /// A driver stopped before it found the queue empty (its task was dropped).
+    /// The driver stopped before it found the queue empty (its task was dropped).
     fn driver_lost(&self) {
-        self.lock().drivers -= 1;
+        self.lock().driving = false;
     }
 }
 
@@ -227,7 +220,8 @@ impl PostgresStore {
 
     /// Everything of the batch's transaction up to (not including) `COMMIT`.
     async fn stage(&self, client: &Object, jobs: &[Job]) -> Result<Vec<Appended>> {
-        let append = client.prepare_cached(if jobs.len() == 1 { APPEND_ONE } else { APPEND_MANY }).await?;
+        let lone = jobs.len() == 1;
+        let append = client.prepare_cached(if lone { APPEND_ONE } else { APPEND_MANY }).await?;
         let lock = client.prepare_cached(&watch::lock_cursors_of_many_sql()).await?;
         // The targets whose cursors the batch's events may move, each once.
         let mut targets: Vec<&str> = jobs
@@ -242,7 +236,7 @@ impl PostgresStore {
         let columns = Columns::of(jobs);
         let (begun, (heads, locked)) = join(
             client.batch_execute("BEGIN"),
-            join(client.query(&append, &columns.params(jobs.len() == 1)), client.query(&lock, &[&targets])),
+            join(client.query(&append, &columns.params(lone)), client.query(&lock, &[&targets])),
         )
         .await;
         begun?;
@@ -404,8 +398,8 @@ impl Columns {
     }
 }
 
-/// A running driver. If its task is dropped before it found the queue empty (the runtime shut down), it
-/// is counted out, so the queue is never left without a driver it counts as running.
+/// The running driver. If its task is dropped before it found the queue empty (the runtime shut down),
+/// the queue is marked undriven, so the next append starts a new one.
 struct Driver {
     store: PostgresStore,
     finished: bool,

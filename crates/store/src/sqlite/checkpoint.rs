@@ -35,14 +35,19 @@ enum Pass {
     Done,
 }
 
+struct State {
+    pass: Pass,
+    /// The store is closing: the thread stops.
+    closing: bool,
+}
+
 struct Signal {
-    state: Mutex<(Pass, bool)>,
+    state: Mutex<State>,
     changed: Condvar,
 }
 
 impl Signal {
-    /// The pass, and whether the store is closing.
-    fn lock(&self) -> MutexGuard<'_, (Pass, bool)> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -58,15 +63,15 @@ fn wal_hook(
         }
         let finish = {
             let mut state = signal.lock();
-            match state.0 {
+            match state.pass {
                 Pass::Idle => {
-                    state.0 = Pass::Requested;
+                    state.pass = Pass::Requested;
                     signal.changed.notify_one();
                     false
                 }
                 Pass::Requested | Pass::Running => false,
                 Pass::Done => {
-                    state.0 = Pass::Idle;
+                    state.pass = Pass::Idle;
                     true
                 }
             }
@@ -88,7 +93,10 @@ impl Checkpointer {
     /// Starts the thread on `conn`, a read-write connection configured like the writer's (the
     /// checkpoint syncs as its `synchronous` setting says).
     pub fn start(conn: Connection) -> std::io::Result<Checkpointer> {
-        let signal = Arc::new(Signal { state: Mutex::new((Pass::Idle, false)), changed: Condvar::new() });
+        let signal = Arc::new(Signal {
+            state: Mutex::new(State { pass: Pass::Idle, closing: false }),
+            changed: Condvar::new(),
+        });
         let s = signal.clone();
         let thread = std::thread::Builder::new()
             .name("sessionwatch-checkpoint".into())
@@ -105,7 +113,7 @@ impl Checkpointer {
 
 impl Drop for Checkpointer {
     fn drop(&mut self) {
-        self.signal.lock().1 = true;
+        self.signal.lock().closing = true;
         self.signal.changed.notify_one();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -117,17 +125,17 @@ fn run(conn: &Connection, signal: &Signal) {
     loop {
         {
             let mut state = signal.lock();
-            while state.0 != Pass::Requested && !state.1 {
+            while state.pass != Pass::Requested && !state.closing {
                 state = signal.changed.wait(state).unwrap_or_else(|p| p.into_inner());
             }
-            if state.1 {
+            if state.closing {
                 return;
             }
-            state.0 = Pass::Running;
+            state.pass = Pass::Running;
         }
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::warn!(error = %e, "WAL checkpoint failed; the writer tries again");
         }
-        signal.lock().0 = Pass::Done;
+        signal.lock().pass = Pass::Done;
     }
 }

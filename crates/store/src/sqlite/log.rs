@@ -192,10 +192,7 @@ impl SqliteStore {
             let out = (|| {
                 let row = head_row(c, key, agent)?;
                 let rows = c
-                    .prepare_cached(&format!(
-                        "SELECT {EVENT_COLUMNS} FROM session_state_events \
-                         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
-                    ))?
+                    .prepare_cached(&page_sql())?
                     .query_map(
                         params![key, agent, since.min(i64::MAX as u64) as i64, limit.get() as i64 + 1],
                         |r| event_from_row(r).map(Arc::new),
@@ -235,27 +232,43 @@ impl SqliteStore {
     }
 }
 
+/// A `changesSince` page read from the log: the events after `?3`, at most `?4`.
+fn page_sql() -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS} FROM session_state_events \
+         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::EVENT_COLUMNS;
+    use super::page_sql;
     use crate::{AppendRequest, SqliteOptions, SqliteStore, Store};
     use sessionwatch_core::{Limit, NewEvent};
+    use tempfile::TempDir;
+
+    const KEY: &str = "agent:main:a";
+
+    /// A fresh store with `events` human messages appended to [`KEY`].
+    async fn store_with(events: i64) -> (SqliteStore, TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
+        for i in 0..events {
+            let req = AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
+            store.append(req, 1_000 + i).await.unwrap();
+        }
+        (store, dir)
+    }
 
     /// The tail page read on the caller's thread: served for a session this store wrote, `None` (the
     /// blocking path) for one it holds nothing of; and its readers never wait for a lock.
     #[tokio::test]
     async fn a_recent_window_is_answered_on_the_calling_thread_by_readers_that_never_wait() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
-        let key = "agent:main:a";
-        for i in 0..3 {
-            let req = AppendRequest::new(NewEvent::human_message(key, "main", "telegram", None), "s");
-            store.append(req, 1_000 + i).await.unwrap();
-        }
+        let (store, _dir) = store_with(3).await;
         let limit = Limit::new(200).unwrap();
-        let page = store.tail_page_now(key, "main", 1, limit).expect("served from the tail");
+        let page = store.tail_page_now(KEY, "main", 1, limit).expect("served from the tail");
         assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![2, 3]);
-        assert_eq!(page, store.changes_since_sync(key, "main", 1, limit).unwrap(), "the log's page");
+        assert_eq!(page, store.changes_since_sync(KEY, "main", 1, limit).unwrap(), "the log's page");
         assert!(store.tail_page_now("agent:main:other", "main", 0, limit).is_none());
         for probe in store.inner.probes.lock().unwrap().iter() {
             let wait: i64 = probe.query_row("PRAGMA busy_timeout", [], |r| r.get(0)).unwrap();
@@ -268,25 +281,15 @@ mod tests {
     #[tokio::test]
     async fn cached_statements_are_not_compiled_again_for_new_bindings() {
         use rusqlite::StatementStatus::{RePrepare, Run};
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
-        let key = "agent:main:a";
-        for i in 0..300 {
-            let req = AppendRequest::new(NewEvent::human_message(key, "main", "telegram", None), "s");
-            store.append(req, 1_000 + i).await.unwrap();
-        }
+        let (store, _dir) = store_with(300).await;
         store.inner.tail.clear(); // every page below is read from the log
         let limit = Limit::new(200).unwrap();
         for since in [0, 10, 20, 30, 40] {
-            store.changes_since_sync(key, "main", since, limit).unwrap();
+            store.changes_since_sync(KEY, "main", since, limit).unwrap();
         }
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM session_state_events \
-             WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
-        );
         let (runs, recompiled) = store
             .read(|c| {
-                let st = c.prepare_cached(&sql)?;
+                let st = c.prepare_cached(&page_sql())?;
                 Ok((st.get_status(Run), st.get_status(RePrepare)))
             })
             .unwrap();

@@ -178,8 +178,8 @@ impl SqliteStore {
             let removed = tx
                 .prepare_cached(
                     "DELETE FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 AND id <= \
-                 (SELECT id FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 \
-                  ORDER BY id DESC LIMIT 1 OFFSET ?3)",
+                     (SELECT id FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 \
+                      ORDER BY id DESC LIMIT 1 OFFSET ?3)",
                 )?
                 .execute(params![key, agent, TRANSCRIPT_CAP])?;
             lengths.trimmed(key, agent, removed > 0);

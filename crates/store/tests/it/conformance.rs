@@ -117,6 +117,17 @@ pub fn compacted(target: &str, op: &str) -> NewEvent {
     NewEvent::compacted(target, AGENT, op)
 }
 
+/// A transcript message from the user saying `text`.
+pub fn message(text: String) -> sessionwatch_store::NewMessage {
+    sessionwatch_store::NewMessage {
+        session_id: "sid".into(),
+        role: "user".into(),
+        text,
+        run_id: None,
+        from_session: None,
+    }
+}
+
 pub fn req(event: NewEvent) -> AppendRequest {
     AppendRequest::new(event, STORE)
 }

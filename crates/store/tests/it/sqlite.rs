@@ -233,7 +233,8 @@ async fn steady_concurrent_writes_keep_the_wal_bounded() {
 /// The transcript is trimmed in steps (not on every append), but its rows stay within a step of the cap.
 #[tokio::test]
 async fn a_transcript_keeps_at_most_a_trim_step_past_the_cap() {
-    use sessionwatch_store::{NewMessage, Store, TRANSCRIPT_CAP};
+    use crate::conformance::message;
+    use sessionwatch_store::{Store, TRANSCRIPT_CAP};
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
@@ -242,14 +243,10 @@ async fn a_transcript_keeps_at_most_a_trim_step_past_the_cap() {
         || -> i64 { raw.query_row("SELECT COUNT(*) FROM session_messages", [], |r| r.get(0)).unwrap() };
     let mut most = 0;
     for i in 0..3 * TRANSCRIPT_CAP {
-        let message = NewMessage {
-            session_id: "s".into(),
-            role: "user".into(),
-            text: format!("m{i}"),
-            run_id: None,
-            from_session: None,
-        };
-        store.append_message("agent:main:a".into(), "main".into(), message, 1_000 + i).await.unwrap();
+        store
+            .append_message("agent:main:a".into(), "main".into(), message(format!("m{i}")), 1_000 + i)
+            .await
+            .unwrap();
         most = most.max(rows());
     }
     assert!(most > TRANSCRIPT_CAP, "trimmed in steps, not on every append");

@@ -97,36 +97,26 @@ pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
 /// `sessions_history` reads the transcript: the newest messages, oldest first, never more than
 /// `TRANSCRIPT_CAP` however many were appended (the trim may run in steps, the answer may not show it).
 pub async fn a_transcript_answers_its_newest_messages_up_to_the_cap<S: Store>(h: &Harness<S>) {
-    use sessionwatch_store::{NewMessage, TRANSCRIPT_CAP};
+    use sessionwatch_store::TRANSCRIPT_CAP;
     let s = &h.store;
+    let texts = |session: &str, limit: u32| {
+        let session = session.to_string();
+        async move {
+            let answered = s.messages(session, AGENT.into(), limit).await.unwrap();
+            answered.into_iter().map(|m| m.text).collect::<Vec<String>>()
+        }
+    };
     let cap = TRANSCRIPT_CAP as usize;
     let appended = cap + 150;
     for i in 0..appended {
-        let message = NewMessage {
-            session_id: "sid".into(),
-            role: "user".into(),
-            text: format!("m{i}"),
-            run_id: None,
-            from_session: None,
-        };
-        s.append_message(T.into(), AGENT.into(), message, NOW + i as i64).await.unwrap();
+        s.append_message(T.into(), AGENT.into(), message(format!("m{i}")), NOW + i as i64).await.unwrap();
         if i == 9 {
-            let texts: Vec<String> = s
-                .messages(T.into(), AGENT.into(), 1_000)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|m| m.text)
-                .collect();
-            assert_eq!(texts, (0..10).map(|i| format!("m{i}")).collect::<Vec<_>>(), "under the cap: all");
+            let all: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+            assert_eq!(texts(T, 1_000).await, all, "under the cap: all");
         }
     }
-    let texts: Vec<String> =
-        s.messages(T.into(), AGENT.into(), 10_000).await.unwrap().into_iter().map(|m| m.text).collect();
     let newest: Vec<String> = (appended - cap..appended).map(|i| format!("m{i}")).collect();
-    assert_eq!(texts, newest, "the newest {cap}, oldest first");
-    let last3: Vec<String> =
-        s.messages(T.into(), AGENT.into(), 3).await.unwrap().into_iter().map(|m| m.text).collect();
-    assert_eq!(last3, newest[cap - 3..].to_vec());
-    assert!(s.messages(T2.into(), AGENT.into(), 10).await.unwrap().is_empty(), "per session");
+    assert_eq!(texts(T, 10_000).await, newest, "the newest {cap}, oldest first");
+    assert_eq!(texts(T, 3).await, newest[cap - 3..].to_vec());
+    assert!(texts(T2, 10).await.is_empty(), "per session");
 }
