@@ -38,22 +38,25 @@ impl<S: Store> Gateway<S> {
         if let ToolCall::Send { target, .. } = &mut call {
             *target = SendTarget::Key(self.send_target_key(&caller, target).await?);
         }
-        self.check_target(&caller, &call).await?;
-        self.ensure_session(&caller, SessionSpec { created_via: Some("tool"), ..SessionSpec::default() })
+        let other = self.check_target(&caller, &call).await?;
+        let (me, _) = self
+            .ensure_session(&caller, SessionSpec { created_via: Some("tool"), ..SessionSpec::default() })
             .await?;
+        // The row of the session a status, history or send is about, read once: another session's was
+        // read by the check, the caller's own by `ensure_session`.
+        let target = other.unwrap_or(me);
         match call {
-            ToolCall::Status { session_key, changes_since, limit } => {
-                self.session_status(&caller, session_key.as_deref(), changes_since, limit).await
+            ToolCall::Status { changes_since, limit, .. } => {
+                self.session_status(target, changes_since, limit).await
             }
             ToolCall::List { kinds, limit, offset, active_minutes } => {
                 self.sessions_list(kinds, limit, offset, active_minutes).await
             }
-            ToolCall::History { session_key, limit, include_tools } => {
-                self.sessions_history(&caller, &session_key, limit, include_tools).await
+            ToolCall::History { limit, include_tools, .. } => {
+                self.sessions_history(target, limit, include_tools).await
             }
-            ToolCall::Send { target, message, timeout_seconds, watch } => {
-                let SendTarget::Key(key) = target else { unreachable!("resolved to a key above") };
-                self.sessions_send(&caller, &key, message, timeout_seconds, watch).await
+            ToolCall::Send { message, timeout_seconds, watch, .. } => {
+                self.sessions_send(&caller, target, message, timeout_seconds, watch).await
             }
             ToolCall::Spawn { task, label, agent_id, run_timeout_seconds } => {
                 self.sessions_spawn(&caller, task, label, agent_id, run_timeout_seconds).await
@@ -64,23 +67,24 @@ impl<S: Store> Gateway<S> {
 
     /// Resolves the call's target and, unless it is the caller itself, checks that it exists, all before
     /// the caller is created: a rejected call writes nothing (a caller that does not exist yet included).
-    async fn check_target(&self, caller: &SessionRef, call: &ToolCall) -> ApiResult<()> {
+    /// Answers the target's row when it is another session that must exist (a status, history or send).
+    async fn check_target(&self, caller: &SessionRef, call: &ToolCall) -> ApiResult<Option<SessionRow>> {
         let (key, must_exist) = match call {
             ToolCall::Status { session_key: Some(k), .. } => (k, true),
             ToolCall::History { session_key, .. }
             | ToolCall::Send { target: SendTarget::Key(session_key), .. } => (session_key, true),
-            ToolCall::Send { .. } => return Ok(()),
+            ToolCall::Send { .. } => unreachable!("resolved to a key before the check"),
             // Unwatching a session that is gone is allowed (it answers `unwatched: false`).
             ToolCall::Unwatch { session_key } => (session_key, false),
             ToolCall::Status { session_key: None, .. } | ToolCall::List { .. } | ToolCall::Spawn { .. } => {
-                return Ok(());
+                return Ok(None);
             }
         };
         let target = self.resolve(key, &caller.agent_id)?;
         if must_exist && target != *caller {
-            self.require_session(&target).await?;
+            return Ok(Some(self.require_session(&target).await?));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// `sessions_send` by label (the session carrying it) or by agent id (that agent's main session).
@@ -104,23 +108,18 @@ impl<S: Store> Gateway<S> {
 
     async fn session_status(
         &self,
-        caller: &SessionRef,
-        key: Option<&str>,
+        session: SessionRow,
         changes_since: Option<u64>,
         limit: Limit,
     ) -> ApiResult<ToolOutput> {
-        let target = match key {
-            Some(k) => self.resolve(k, &caller.agent_id)?,
-            None => caller.clone(),
-        };
-        let session = self.require_session(&target).await?;
+        let (key, agent) = (&session.session_key, &session.agent_id);
         let (state_version, changes) = match changes_since {
             // The head read with the page, so the two agree.
             Some(since) => {
-                let page = self.kernel.changes_since(&target.key, &target.agent_id, since, limit).await;
+                let page = self.kernel.changes_since(key, agent, since, limit).await;
                 (page.head, Some(page))
             }
-            None => (self.kernel.head(&target.key, &target.agent_id).await.head, None),
+            None => (self.kernel.head(key, agent).await.head, None),
         };
         Ok(ToolOutput::Status(Box::new(StatusOutput { session, state_version, changes })))
     }
@@ -159,14 +158,12 @@ impl<S: Store> Gateway<S> {
 
     async fn sessions_history(
         &self,
-        caller: &SessionRef,
-        key: &str,
+        row: SessionRow,
         limit: u32,
         include_tools: bool,
     ) -> ApiResult<ToolOutput> {
-        let target = self.resolve(key, &caller.agent_id)?;
-        let row = self.require_session(&target).await?;
-        let messages = self.kernel.store().messages(target.key.clone(), target.agent_id.clone(), 500).await?;
+        let messages =
+            self.kernel.store().messages(row.session_key.clone(), row.agent_id.clone(), 500).await?;
         let mut shown: Vec<_> = messages.into_iter().filter(|m| include_tools || m.role != "tool").collect();
         let dropped = shown.len().saturating_sub(limit as usize);
         shown.drain(..dropped);
@@ -176,13 +173,12 @@ impl<S: Store> Gateway<S> {
     async fn sessions_send(
         &self,
         caller: &SessionRef,
-        key: &str,
+        row: SessionRow,
         message: String,
         timeout_seconds: u64,
         watch: Option<bool>,
     ) -> ApiResult<ToolOutput> {
-        let target = self.resolve(key, &caller.agent_id)?;
-        let row = self.require_session(&target).await?;
+        let target = SessionRef { key: row.session_key.clone(), agent_id: row.agent_id.clone() };
         let run_id = self.start_run(&row, &caller.key, false).await?;
         let waiter = (timeout_seconds > 0).then(|| self.wait_for_run(&run_id));
         self.deliver_message(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key)).await?;
