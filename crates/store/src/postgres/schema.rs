@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use deadpool_postgres::Object;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// First key of the two-key advisory locks (the second is `hashtext(current_schema())`).
 pub(crate) const LOCK_MIGRATE: i32 = 0x5357_0001;
@@ -156,6 +156,14 @@ CREATE TABLE session_nodes (
   created_at BIGINT NOT NULL,
   last_seen_at BIGINT
 );
+"#,
+    // 3: cursor updates as heap-only tuples. The partial index on pending cursors named L and M in its
+    // predicate, so every cursor write that moved them (each transition to pending, each acknowledge)
+    // inserted into all three indexes; the primary key already leads with the watcher, which is what
+    // the index served. Free room on each page (fillfactor) lets the rewritten row stay on its page.
+    r#"
+DROP INDEX idx_cursors_pending;
+ALTER TABLE session_watch_cursors SET (fillfactor = 80);
 "#,
 ];
 

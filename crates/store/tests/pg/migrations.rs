@@ -70,3 +70,45 @@ async fn invalid_schema_names_are_refused() {
         assert!(matches!(err, StoreError::Config(_)), "{bad:?}: {err:?}");
     }
 }
+
+/// A cursor write that moves L and M (the transition to pending, an acknowledge) rewrites the row on its
+/// page without touching an index: it was an insert into all three indexes while an index predicate
+/// named those columns (the start-up sweep of 100k cursors spent most of its time there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursor_writes_are_heap_only_updates() {
+    let schema = pg_schema!("cursor_writes_are_heap_only_updates");
+    schema.store().await;
+    let mut admin = admin_client(schema.url()).await.unwrap();
+    let table = format!("{}.session_watch_cursors", schema.schema());
+    admin
+        .execute(
+            &format!(
+                "INSERT INTO {table} (watcher_session_key, target_session_key, updated_at) \
+                 VALUES ('agent:main:main', 'agent:main:subagent:a', 0)"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let tx = admin.transaction().await.unwrap();
+    for (l, m) in [(0i64, 5i64), (5, 5), (5, 9)] {
+        tx.execute(
+            &format!("UPDATE {table} SET last_seen_sequence = $1, material_sequence = $2, updated_at = 1"),
+            &[&l, &m],
+        )
+        .await
+        .unwrap();
+    }
+    let (updated, heap_only): (i64, i64) = {
+        let row = tx
+            .query_one(
+                "SELECT pg_stat_get_xact_tuples_updated($1::text::regclass), \
+                 pg_stat_get_xact_tuples_hot_updated($1::text::regclass)",
+                &[&table],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!((updated, heap_only), (3, 3), "every cursor write is a heap-only update");
+}
