@@ -62,6 +62,20 @@ const MISSING: &[(&str, &str, &str)] = &[(
     "no pending-input queue of that kind here (the inbox is the host's)",
 )];
 
+/// The keys of the pretty-printed changes block in a status text, in order: the block's own (indent 2)
+/// and its `stateChanges`' (indent 4), not those of the events.
+fn changes_block_keys(text: &str) -> Vec<String> {
+    let (_, block) = text.split_once("Session state changes:").expect("a changes block");
+    block
+        .lines()
+        .filter_map(|l| {
+            let indent = l.len() - l.trim_start().len();
+            let key = l.trim_start().strip_prefix('"')?.split_once("\":")?.0;
+            (indent == 2 || indent == 4).then(|| key.to_string())
+        })
+        .collect()
+}
+
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -141,6 +155,13 @@ async fn tools_invoke_answers_like_the_recorded_openclaw_gateway() {
             assert_eq!(content[0]["type"], "text", "{case}: {body}");
             assert!(content[0]["text"].as_str().is_some_and(|t| !t.is_empty()), "{case}");
             assert!(body["result"]["details"].is_object(), "{case}: {body}");
+        }
+        if case == "status_since0" {
+            // The text's changes block has OpenClaw's keys in OpenClaw's order (a client may read the
+            // text instead of `details`); the events in it differ (our sessions record their creation).
+            let theirs = changes_block_keys(rec["body"]["result"]["content"][0]["text"].as_str().unwrap());
+            let ours = changes_block_keys(body["result"]["content"][0]["text"].as_str().unwrap());
+            assert_eq!(ours, theirs, "{case}: the text's changes block");
         }
         if status == 200 && !differences.contains_key(case) {
             let tool = rec["request"]["tool"].as_str().or(rec["request"]["name"].as_str()).unwrap();

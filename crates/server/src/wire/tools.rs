@@ -279,7 +279,14 @@ fn status(s: &StatusOutput) -> StatusJson {
     }
     let changes = s.changes.as_ref().map(StateChangesJson::from);
     if let Some(changes) = &changes {
-        let block = serde_json::json!({ "stateVersion": s.state_version, "stateChanges": changes });
+        // Keys in OpenClaw's order (a `json!` object would sort them), serialized without a `Value` tree.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Block<'a> {
+            state_version: u64,
+            state_changes: &'a StateChangesJson,
+        }
+        let block = Block { state_version: s.state_version, state_changes: changes };
         text.push_str(&format!(
             "\n\nSession state changes:\n```json\n{}\n```",
             serde_json::to_string_pretty(&block).expect("changes always serialize")
