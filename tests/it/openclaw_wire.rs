@@ -155,6 +155,9 @@ async fn tools_invoke_answers_like_the_recorded_openclaw_gateway() {
             assert_eq!(content[0]["type"], "text", "{case}: {body}");
             assert!(content[0]["text"].as_str().is_some_and(|t| !t.is_empty()), "{case}");
             assert!(body["result"]["details"].is_object(), "{case}: {body}");
+            if let Some(status_text) = body["result"]["details"].get("statusText") {
+                assert_eq!(&content[0]["text"], status_text, "{case}: the text is the status text");
+            }
         }
         if case == "status_since0" {
             // The text's changes block has OpenClaw's keys in OpenClaw's order (a client may read the

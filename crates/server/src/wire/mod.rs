@@ -12,7 +12,7 @@ pub use host::*;
 
 pub use tools::{
     EventJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson, StateChangesJson, StatusJson,
-    SystemEventJson, ToolJson, UnwatchJson,
+    StatusText, SystemEventJson, ToolJson, UnwatchJson,
 };
 
 /// An error: `{"type", "message"}` (inside `{"ok": false, "error": …}` over HTTP, as MCP structured content
@@ -88,7 +88,8 @@ pub fn hook_outcome(o: &crate::gateway::HookOutcome) -> Value {
 
 /// `/tools/invoke` success, as OpenClaw answers it: the readable text ([`ToolJson::text`]) and the
 /// details. Serialized straight from the typed result (no intermediate `Value` tree: building one cost
-/// more than the rest of a `session_status` answer).
+/// more than the rest of a `session_status` answer); a status text, which the answer carries twice, is
+/// escaped once ([`StatusText`]).
 pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
     #[derive(serde::Serialize)]
     struct Envelope<'a> {
@@ -97,18 +98,34 @@ pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
     }
     #[derive(serde::Serialize)]
     struct ToolResult<'a> {
-        content: [TextContent; 1],
+        content: [TextContent<'a>; 1],
         details: &'a ToolJson,
     }
     #[derive(serde::Serialize)]
-    struct TextContent {
+    struct TextContent<'a> {
         #[serde(rename = "type")]
         kind: &'static str,
-        text: String,
+        text: Text<'a>,
     }
+    enum Text<'a> {
+        Escaped(&'a serde_json::value::RawValue),
+        Plain(String),
+    }
+    impl serde::Serialize for Text<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            match self {
+                Text::Escaped(json) => json.serialize(serializer),
+                Text::Plain(text) => text.serialize(serializer),
+            }
+        }
+    }
+    let text = match result {
+        ToolJson::Status(s) => Text::Escaped(s.status_text.as_json()),
+        other => Text::Plain(other.text()),
+    };
     Envelope {
         ok: true,
-        result: ToolResult { content: [TextContent { kind: "text", text: result.text() }], details: result },
+        result: ToolResult { content: [TextContent { kind: "text", text }], details: result },
     }
 }
 
