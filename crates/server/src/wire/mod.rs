@@ -86,7 +86,7 @@ pub fn hook_outcome(o: &crate::gateway::HookOutcome) -> Value {
     })
 }
 
-/// `/tools/invoke` success, as OpenClaw answers it: the readable text ([`ToolJson::text`]) and the
+/// `/tools/invoke` success, as OpenClaw answers it: the readable text ([`ToolJson::text_json`]) and the
 /// details. Serialized straight from the typed result (no intermediate `Value` tree: building one cost
 /// more than the rest of a `session_status` answer); a status text, which the answer carries twice, is
 /// escaped once ([`StatusText`]).
@@ -105,27 +105,14 @@ pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
     struct TextContent<'a> {
         #[serde(rename = "type")]
         kind: &'static str,
-        text: Text<'a>,
+        text: std::borrow::Cow<'a, serde_json::value::RawValue>,
     }
-    enum Text<'a> {
-        Escaped(&'a serde_json::value::RawValue),
-        Plain(String),
-    }
-    impl serde::Serialize for Text<'_> {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            match self {
-                Text::Escaped(json) => json.serialize(serializer),
-                Text::Plain(text) => text.serialize(serializer),
-            }
-        }
-    }
-    let text = match result {
-        ToolJson::Status(s) => Text::Escaped(s.status_text.as_json()),
-        other => Text::Plain(other.text()),
-    };
     Envelope {
         ok: true,
-        result: ToolResult { content: [TextContent { kind: "text", text }], details: result },
+        result: ToolResult {
+            content: [TextContent { kind: "text", text: result.text_json() }],
+            details: result,
+        },
     }
 }
 

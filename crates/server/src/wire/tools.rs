@@ -8,6 +8,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 use sessionwatch_store::{PayloadJson, SessionRow, TranscriptMessage};
+use std::borrow::Cow;
 
 /// One event of `stateChanges.events`: only the documented fields.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -299,12 +300,15 @@ impl ToolJson {
         serde_json::to_value(self).expect("tool results always serialize")
     }
 
-    /// The readable text `/tools/invoke` answers, as OpenClaw does: `statusText` when the tool has one,
-    /// else the details as indented JSON.
-    pub fn text(&self) -> String {
+    /// The readable text `/tools/invoke` answers, as OpenClaw does, as a JSON string literal: `statusText`
+    /// when the tool has one (already escaped, [`StatusText`]), else the details as indented JSON.
+    pub fn text_json(&self) -> Cow<'_, RawValue> {
         match self {
-            ToolJson::Status(s) => s.status_text.as_str().to_string(),
-            other => serde_json::to_string_pretty(other).expect("tool results always serialize"),
+            ToolJson::Status(s) => Cow::Borrowed(s.status_text.as_json()),
+            other => {
+                let text = serde_json::to_string_pretty(other).expect("tool results always serialize");
+                Cow::Owned(serde_json::value::to_raw_value(&text).expect("a string always serializes"))
+            }
         }
     }
 }
