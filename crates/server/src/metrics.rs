@@ -56,12 +56,23 @@ impl HttpMetrics {
             ),
             ("sessionwatch_wakes_total", "Wake signals sent to main-session watchers.", &m.wakes),
         ];
-        for (name, help, v) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                v.load(Ordering::Relaxed)
-            );
+        let group = kernel.store().group_commits();
+        let store_counters = [
+            (
+                "sessionwatch_store_group_commits_total",
+                "Write transactions of the store's group commit.",
+                group.commits,
+            ),
+            (
+                "sessionwatch_store_group_commit_writes_total",
+                "Writes carried by them (SQLite: every write; PostgreSQL: the batched appends).",
+                group.writes,
+            ),
+        ];
+        let values =
+            counters.iter().map(|(n, h, v)| (*n, *h, v.load(Ordering::Relaxed))).chain(store_counters);
+        for (name, help, v) in values {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
         }
         let depths = kernel.queue_depths();
         let _ = writeln!(out, "# HELP sessionwatch_queue_depth Queued system events per session.");

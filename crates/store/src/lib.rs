@@ -94,6 +94,10 @@ pub trait Store: Send + Sync + 'static {
 
     fn head(&self, session_key: String, agent_id: String) -> impl Future<Output = Result<Head>> + Send;
 
+    /// The group commits so far (SQLite: every write, each in the writer's next batch; PostgreSQL: the
+    /// appends that went through the batched path, whether alone or with others).
+    fn group_commits(&self) -> GroupCommits;
+
     /// State versions of many sessions in one query; sessions without a head are absent.
     fn state_versions(
         &self,

@@ -67,6 +67,23 @@ pub struct Head {
     pub floor: u64,
 }
 
+/// Group commits so far and the writes they carried: `writes / commits` is how well concurrent writers
+/// share commits (one per write: none shared).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupCommits {
+    /// Write transactions the group-commit path committed.
+    pub commits: u64,
+    /// The writes in them.
+    pub writes: u64,
+}
+
+impl GroupCommits {
+    /// What happened between `earlier` and `self`.
+    pub fn since(self, earlier: GroupCommits) -> GroupCommits {
+        GroupCommits { commits: self.commits - earlier.commits, writes: self.writes - earlier.writes }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetentionPolicy {
     pub max_age_ms: Millis,

@@ -14,6 +14,7 @@ async fn quick_bench_reports_every_figure() {
             "append_single_session_per_s",
             "append_100_sessions_per_s",
             "append_16_writers_per_s",
+            "append_16_writers_per_commit",
             "append_1_watcher_per_s",
             "append_100_watchers_per_s",
             "append_100_watchers_vs_1_ratio",

@@ -95,3 +95,29 @@ async fn a_notice_claimed_elsewhere_is_not_delivered_again() {
 fn clock_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
 }
+
+/// `/metrics` counts the store's group commits and the writes they carried (every SQLite write).
+#[tokio::test]
+async fn metrics_count_the_stores_group_commits() {
+    let h = Harness::start().await;
+    let counters = |body: &str| {
+        let value = |name: &str| -> u64 {
+            let line = body.lines().find(|l| l.starts_with(&format!("{name} "))).expect(name);
+            line[name.len() + 1..].parse().unwrap()
+        };
+        (
+            value("sessionwatch_store_group_commits_total"),
+            value("sessionwatch_store_group_commit_writes_total"),
+        )
+    };
+    let m = h.request(reqwest::Method::GET, "/metrics", None).await;
+    let (commits, writes) = counters(m.body.as_str().unwrap());
+    for i in 0..3 {
+        h.human_turn(WORKER, &format!("turn {i}")).await;
+    }
+    let m = h.request(reqwest::Method::GET, "/metrics", None).await;
+    let (commits_after, writes_after) = counters(m.body.as_str().unwrap());
+    assert!(writes_after >= writes + 3, "three recorded turns: {writes} -> {writes_after}");
+    assert!(commits_after > commits, "{commits} -> {commits_after}");
+    assert!(commits_after - commits <= writes_after - writes, "a commit carries at least one write");
+}

@@ -24,12 +24,13 @@
 
 use super::{PostgresStore, watch};
 use crate::tail::HeadRow;
-use crate::{AppendOutcome, AppendRequest, Result, StoreError, payload};
+use crate::{AppendOutcome, AppendRequest, GroupCommits, Result, StoreError, payload};
 use deadpool_postgres::Object;
 use futures_util::future::{join, join_all};
 use sessionwatch_core::policy::fan_out;
 use sessionwatch_core::{Cursor, EventKind, Millis, Notice, StoredEvent};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
@@ -93,6 +94,9 @@ struct Job {
 #[derive(Default)]
 pub(crate) struct AppendQueue {
     state: Mutex<QueueState>,
+    /// Batches committed, and the appends they carried.
+    commits: AtomicU64,
+    committed_appends: AtomicU64,
 }
 
 /// One driver at a time (measured: a second one running its batch beside the first gained nothing, a
@@ -125,6 +129,18 @@ impl AppendQueue {
         }
         let n = state.jobs.len().min(MAX_BATCH);
         Some(state.jobs.drain(..n).collect())
+    }
+
+    fn committed(&self, appends: usize) {
+        self.committed_appends.fetch_add(appends as u64, Ordering::Relaxed);
+        self.commits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn group_commits(&self) -> GroupCommits {
+        GroupCommits {
+            commits: self.commits.load(Ordering::Relaxed),
+            writes: self.committed_appends.load(Ordering::Relaxed),
+        }
     }
 
     /// The driver stopped before it found the queue empty (its task was dropped).
@@ -176,6 +192,7 @@ impl PostgresStore {
         });
         match self.commit_batch(&jobs).await {
             Ok(appended) => {
+                self.inner.appends.committed(jobs.len());
                 for (job, a) in jobs.into_iter().zip(appended) {
                     self.inner.tail.committed(&a.event, a.row);
                     let _ = job.done.send(Ok(AppendOutcome::Recorded { event: a.event, notices: a.notices }));

@@ -5,7 +5,7 @@
 //! sequence), exactly like the SQLite ones: a benchmark builds a 50,000-row log or 100,000 cursors in a
 //! moment, and the operations being measured go through the real code paths.
 
-use super::{PostgresStore, execute, i, query};
+use super::{PostgresStore, execute, i, log, query, query_opt};
 use crate::{Result, StoreError};
 use sessionwatch_core::Millis;
 use std::collections::HashMap;
@@ -125,5 +125,26 @@ impl PostgresStore {
             tx.commit().await?;
         }
         Ok(start.elapsed())
+    }
+
+    /// The bare read a recent `changesSince` page from the tail pays: `queries` × the durable head row
+    /// of `key` through the pool, one at a time. Answers each read's latency.
+    pub async fn bench_head_row_reads(
+        &self,
+        key: &str,
+        agent: &str,
+        queries: usize,
+    ) -> Result<Vec<Duration>> {
+        let mut out = Vec::with_capacity(queries);
+        for _ in 0..queries {
+            let start = Instant::now();
+            let client = self.client().await?;
+            query_opt(&client, log::DURABLE_HEAD_ROW, &[&key, &agent])
+                .await?
+                .ok_or_else(|| StoreError::InvalidData(format!("bench: no head row for {key}")))?;
+            drop(client);
+            out.push(start.elapsed());
+        }
+        Ok(out)
     }
 }

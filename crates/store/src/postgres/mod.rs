@@ -26,9 +26,9 @@ mod watch;
 pub use schema::SCHEMA_VERSION;
 
 use crate::{
-    Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, HostSignal, InboxItem, LinkUpsert,
-    NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
-    SessionFilter, SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
+    Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, HostSignal, InboxItem,
+    LinkUpsert, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy,
+    RunRow, SessionFilter, SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
 };
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -326,6 +326,10 @@ impl Store for PostgresStore {
     async fn head(&self, session_key: String, agent_id: String) -> Result<Head> {
         let client = self.client().await?;
         log::head(&client, &session_key, &agent_id).await
+    }
+
+    fn group_commits(&self) -> GroupCommits {
+        self.inner.appends.group_commits()
     }
 
     async fn state_versions(

@@ -20,9 +20,9 @@ pub use lock::GatewayLock;
 pub use schema::SCHEMA_VERSION;
 
 use crate::{
-    Acknowledged, AppendOutcome, AppendRequest, FinishRun, Head, InboxItem, LinkUpsert, NewMessage,
-    NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow, SessionFilter,
-    SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
+    Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert,
+    NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
+    SessionFilter, SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
 };
 use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -407,6 +407,10 @@ impl Store for SqliteStore {
             return Ok(head);
         }
         self.blocking(move |s| s.read(|c| log::head(c, &session_key, &agent_id))).await
+    }
+
+    fn group_commits(&self) -> GroupCommits {
+        self.inner.writer.group_commits()
     }
 
     async fn state_versions(

@@ -8,9 +8,9 @@
 //! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
 //! 5 s busy wait must not stall an async worker thread and with it unrelated requests.
 
-use crate::{Result, StoreError};
+use crate::{GroupCommits, Result, StoreError};
 use rusqlite::Connection;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,9 @@ pub(crate) struct Writer {
     pending: Mutex<Vec<Job>>,
     /// A driver has been started and has not yet seen an empty queue.
     scheduled: AtomicBool,
+    /// Transactions committed, and the jobs they carried.
+    commits: AtomicU64,
+    committed_jobs: AtomicU64,
 }
 
 impl Writer {
@@ -38,6 +41,15 @@ impl Writer {
             conn: Mutex::new(Some(conn)),
             pending: Mutex::new(Vec::new()),
             scheduled: AtomicBool::new(false),
+            commits: AtomicU64::new(0),
+            committed_jobs: AtomicU64::new(0),
+        }
+    }
+
+    pub fn group_commits(&self) -> GroupCommits {
+        GroupCommits {
+            commits: self.commits.load(Ordering::Relaxed),
+            writes: self.committed_jobs.load(Ordering::Relaxed),
         }
     }
 
@@ -152,7 +164,11 @@ impl Writer {
                 }
             };
             let failed = match outcome {
-                Ok(()) => None,
+                Ok(()) => {
+                    self.committed_jobs.fetch_add(completions.len() as u64, Ordering::Relaxed);
+                    self.commits.fetch_add(1, Ordering::Relaxed);
+                    None
+                }
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
                     Some(e)

@@ -52,6 +52,7 @@ macro_rules! conformance_suite {
     ($make:path) => {
         $crate::conformance_suite!(@tests $make;
             contiguous_sequences_per_session,
+            concurrent_appends_are_counted_in_group_commits,
             head_survives_pruning_and_never_decreases,
             dedupe_returns_existing_row_and_changes_nothing,
             dedupe_is_scoped_to_the_session,
@@ -232,6 +233,22 @@ pub async fn contiguous_sequences_per_session<S: Store>(h: &Harness<S>) {
         assert_eq!(got, (1..=expected[n]).collect::<Vec<_>>(), "{k}/{agent} is exactly 1..head");
     }
     assert_eq!(head_of(s, T, "nobody").await, Head::default(), "an unknown session has head 0");
+}
+
+/// Every committed append is counted once, in some group commit: what `/metrics` and `bench kernel`
+/// report as writes per commit.
+pub async fn concurrent_appends_are_counted_in_group_commits<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    let before = s.group_commits();
+    let appends = (0..32).map(|i| {
+        let key = if i % 2 == 0 { T } else { T2 };
+        record(s, req(NewEvent::human_message(key, "main", "web", None)), NOW + i)
+    });
+    futures_util::future::join_all(appends).await;
+    let counted = s.group_commits().since(before);
+    assert_eq!(counted.writes, 32, "{counted:?}");
+    assert!((1..=32).contains(&counted.commits), "{counted:?}");
+    assert_eq!(head_of(s, T, "main").await.head + head_of(s, T2, "main").await.head, 32);
 }
 
 pub async fn head_survives_pruning_and_never_decreases<S: Store>(h: &Harness<S>) {
