@@ -113,12 +113,13 @@ impl PostgresStore {
 
     /// The bare-PostgreSQL baseline on this store's schema: on one pooled connection, `rows` ×
     /// (`BEGIN`; one `INSERT` of the same row an appended human message writes; `COMMIT`) with a
-    /// prepared statement. Answers the elapsed time.
-    pub async fn bench_raw_commit_loop(&self, rows: u64) -> Result<Duration> {
+    /// prepared statement, the bare log's sequence continuing after `first` (so blocks of a run can share
+    /// one schema). Answers the elapsed time.
+    pub async fn bench_raw_commit_loop(&self, first: u64, rows: u64) -> Result<Duration> {
         let mut client = self.client().await?;
         let insert = client.prepare_cached(INSERT_EVENT).await?;
         let start = Instant::now();
-        for n in 0..rows {
+        for n in first..first + rows {
             let tx = client.transaction().await?;
             tx.execute(&insert, &[&"agent:main:subagent:raw", &"main", &i(n + 1), &1_750_000_000_000i64])
                 .await?;

@@ -76,10 +76,11 @@ impl SqliteStore {
     }
 }
 
-/// The bare-SQLite baseline: a fresh database at `path` with the store's schema and pragmas (WAL,
-/// `synchronous`, busy timeout), then `rows` × (`BEGIN IMMEDIATE`; one `INSERT` of the same row an
-/// appended human message writes; `COMMIT`) with a cached prepared statement. Answers the elapsed time.
-pub fn raw_commit_loop(path: &Path, rows: u64, options: &SqliteOptions) -> Result<Duration> {
+/// The bare-SQLite baseline: the database at `path` (created if new) with the store's schema and pragmas
+/// (WAL, `synchronous`, busy timeout), then `rows` × (`BEGIN IMMEDIATE`; one `INSERT` of the same row an
+/// appended human message writes; `COMMIT`) with a cached prepared statement, the bare log's sequence
+/// continuing after `first` (so blocks of a run can share one database). Answers the elapsed time.
+pub fn raw_commit_loop(path: &Path, first: u64, rows: u64, options: &SqliteOptions) -> Result<Duration> {
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -87,7 +88,7 @@ pub fn raw_commit_loop(path: &Path, rows: u64, options: &SqliteOptions) -> Resul
     configure(&conn, options)?;
     schema::migrate(&mut conn)?;
     let start = Instant::now();
-    for i in 0..rows {
+    for i in first..first + rows {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.prepare_cached(INSERT_EVENT)?.execute(params![
             "agent:main:subagent:raw",
