@@ -3,7 +3,10 @@
 //! round trips and a flush per event.
 //!
 //! One driver at a time takes every append queued so far (up to [`MAX_BATCH`]), sorted by session so
-//! every gateway locks head rows in the same order, and runs them in one transaction:
+//! every gateway locks head rows in the same order, and runs them in one transaction. An append that
+//! finds no driver running runs on its caller's task as a batch of one (a lone writer's append then
+//! costs no hand-off to a driver task and back); appends queued meanwhile go to a driver after it.
+//! A batch:
 //!
 //! 1. one round trip: `BEGIN`, one statement that takes every event's sequence under its head row lock
 //!    and inserts the events, and one `SELECT … FOR UPDATE` of the cursors on the notified targets
@@ -113,11 +116,26 @@ impl AppendQueue {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `job`; answers whether a driver should be started for it.
-    fn push(&self, job: Job) -> bool {
+    /// Queues `job` behind the running driver, or, when there is none (so the queue is empty), answers
+    /// it for the caller to run as a batch of one, the caller now driving ([`AppendQueue::hand_off`]).
+    fn push(&self, job: Job) -> Option<Job> {
         let mut state = self.lock();
-        state.jobs.push(job);
-        !std::mem::replace(&mut state.driving, true)
+        if std::mem::replace(&mut state.driving, true) {
+            state.jobs.push(job);
+            return None;
+        }
+        Some(job)
+    }
+
+    /// A caller that ran its own append is done driving: answers whether appends queued meanwhile need
+    /// a driver (still marked as driving), or stops.
+    fn hand_off(&self) -> bool {
+        let mut state = self.lock();
+        if state.jobs.is_empty() {
+            state.driving = false;
+            return false;
+        }
+        true
     }
 
     /// The next batch, or `None` (and the driver stops) when the queue is empty.
@@ -168,8 +186,11 @@ impl PostgresStore {
     /// Appends `req` in the next group commit; answers after that commit.
     pub(crate) async fn append_batched(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let (done, answer) = oneshot::channel();
-        if self.inner.appends.push(Job { req, now, done }) {
-            tokio::spawn(Driver { store: self.clone(), finished: false }.run());
+        if let Some(job) = self.inner.appends.push(Job { req, now, done }) {
+            // No other append in flight: commit this one here, a batch of one, without a hop to a driver
+            // task and back. Whoever queued meanwhile goes to a driver once it is done, or cancelled.
+            let _lead = Lead(self);
+            self.run_batch(vec![job]).await;
         }
         answer.await.unwrap_or_else(|_| Err(StoreError::Task("the append was not executed".into())))
     }
@@ -433,6 +454,24 @@ impl Drop for Driver {
     fn drop(&mut self) {
         if !self.finished {
             self.store.inner.appends.driver_lost();
+        }
+    }
+}
+
+/// A caller running its own append as a batch of one ([`PostgresStore::append_batched`]). Dropped
+/// (done, or cancelled with its caller), it hands the appends queued meanwhile to a driver; only its own
+/// append is lost to a cancellation, never another caller's.
+struct Lead<'a>(&'a PostgresStore);
+
+impl Drop for Lead<'_> {
+    fn drop(&mut self) {
+        let store = self.0;
+        if store.inner.appends.hand_off() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn(Driver { store: store.clone(), finished: false }.run())),
+                // The runtime is gone: nothing can run them; the next append starts a driver.
+                Err(_) => store.inner.appends.driver_lost(),
+            }
         }
     }
 }

@@ -36,3 +36,56 @@ fn make() -> Option<(Harness<PostgresStore>, TestSchema)> {
 }
 
 crate::conformance_suite!(make);
+
+/// An append that finds no other in flight runs on its caller's task (a batch of one). Cancelled with its
+/// caller while it waits inside its transaction, it must hand the appends queued behind it to a driver
+/// instead of leaving them waiting, and its own transaction must leave nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_lone_append_strands_no_append_queued_behind_it() {
+    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_store::{AppendOutcome, AppendRequest, Store};
+    use std::time::Duration;
+    const T: &str = "agent:main:subagent:locked";
+    const T2: &str = "agent:main:subagent:free";
+    let Some(schema) = TestSchema::create("a_cancelled_lone_append_strands_no_append_queued_behind_it").await
+    else {
+        return;
+    };
+    let store = schema.store().await;
+    let human = |key: &str| AppendRequest::new(NewEvent::human_message(key, "main", "web", None), "s");
+    store.append(human(T), 1_000).await.unwrap();
+    // Another connection holds T's head row: the next append to T waits for it inside its transaction.
+    let mut blocker = admin_client(schema.url()).await.unwrap();
+    let lock = blocker.transaction().await.unwrap();
+    let sql =
+        format!("SELECT 1 FROM {}.session_state_heads WHERE session_key = $1 FOR UPDATE", schema.schema());
+    assert_eq!(lock.execute(&sql, &[&T]).await.unwrap(), 1);
+    let lone = tokio::spawn({
+        let store = store.clone();
+        async move { store.append(human(T), 2_000).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let queued = tokio::spawn({
+        let store = store.clone();
+        async move { store.append(human(T2), 3_000).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!queued.is_finished(), "the append to T2 waits behind the one to T");
+    lone.abort();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), queued)
+        .await
+        .expect("the append queued behind the cancelled one is driven, though T is still locked")
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(outcome, AppendOutcome::Recorded { ref event, .. } if event.sequence == 1),
+        "{outcome:?}"
+    );
+    lock.rollback().await.unwrap();
+    // The cancelled append's connection was discarded, its transaction rolled back: T is 1..=head.
+    store.append(human(T), 4_000).await.unwrap();
+    let page = store.changes_since(T.into(), "main".into(), 0, Limit::MAX).await.unwrap();
+    let sequences: Vec<u64> = page.events.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, (1..=page.head).collect::<Vec<_>>());
+    assert_eq!(page.head, 2, "the cancelled append recorded nothing");
+}
