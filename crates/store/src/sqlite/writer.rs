@@ -1,9 +1,10 @@
 //! The single writer connection with group commit.
 //!
-//! Each write is a job run inside its own savepoint. Whoever holds the writer runs every job queued so
-//! far in one `BEGIN IMMEDIATE` transaction and commits once; only then does any job's caller hear its
-//! result, so nobody is told "recorded" before the commit that made it durable. A job that fails rolls
-//! back to its savepoint without disturbing the others in the batch.
+//! Whoever holds the writer runs every job queued so far in one `BEGIN IMMEDIATE` transaction and commits
+//! once; only then does any job's caller hear its result, so nobody is told "recorded" before the commit
+//! that made it durable. A job that shares its batch runs inside its own savepoint, so one that fails
+//! rolls back to it without disturbing the others; a job alone in its batch (a lone writer's) needs none:
+//! if it fails, the whole transaction is rolled back instead of committed.
 //!
 //! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
 //! 5 s busy wait must not stall an async worker thread and with it unrelated requests.
@@ -16,7 +17,9 @@ use std::time::{Duration, Instant};
 
 /// Told once the batch's commit outcome is known: `None` when it committed.
 type Completion = Box<dyn FnOnce(Option<&StoreError>) + Send>;
-type Job = Box<dyn FnOnce(&Connection) -> Completion + Send>;
+/// Runs the job's work, inside a savepoint unless it is alone in its batch (`true`); answers whether
+/// it succeeded, and its completion.
+type Job = Box<dyn FnOnce(&Connection, bool) -> (bool, Completion) + Send>;
 
 /// At most this many jobs share one commit, so a single transaction stays short.
 const MAX_BATCH: usize = 512;
@@ -63,16 +66,18 @@ impl Writer {
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) {
-        let job: Job = Box::new(move |conn: &Connection| {
-            let result = run_in_savepoint(conn, f);
+        let job: Job = Box::new(move |conn: &Connection, alone: bool| {
+            let result = if alone { f(conn) } else { run_in_savepoint(conn, f) };
+            let succeeded = result.is_ok();
             // The job's own error wins; a job that succeeded fails with its batch.
-            Box::new(move |batch_error: Option<&StoreError>| {
+            let completion: Completion = Box::new(move |batch_error: Option<&StoreError>| {
                 done(match (result, batch_error) {
                     (Err(e), _) => Err(e),
                     (Ok(v), None) => Ok(v),
                     (Ok(_), Some(e)) => Err(e.copy()),
                 })
-            })
+            });
+            (succeeded, completion)
         });
         self.lock_pending().push(job);
         self.schedule();
@@ -141,6 +146,9 @@ impl Writer {
             }
             let mut completions = Vec::with_capacity(jobs.len());
             let mut rolled_back: Vec<Completion> = Vec::new();
+            let alone = jobs.len() == 1;
+            let mut lone_job_failed = false;
+            // Ok(whether it committed): a lone job that failed has its transaction rolled back instead.
             let outcome = match run(conn, "BEGIN IMMEDIATE") {
                 Err(e) => Err(StoreError::classify(e)),
                 Ok(()) => {
@@ -149,7 +157,9 @@ impl Writer {
                         if began.is_err() {
                             break; // dropped unrun: the callers see "not executed"
                         }
-                        completions.push(job(conn));
+                        let (succeeded, completion) = job(conn, alone);
+                        lone_job_failed = alone && !succeeded;
+                        completions.push(completion);
                         if conn.is_autocommit() {
                             // SQLite rolled the whole transaction back (e.g. the disk is full): every
                             // job in it so far is lost; the rest start a new transaction.
@@ -158,15 +168,20 @@ impl Writer {
                         }
                     }
                     match began {
-                        Ok(()) => run(conn, "COMMIT").map_err(StoreError::classify),
+                        Ok(()) if lone_job_failed => {
+                            run(conn, "ROLLBACK").map(|()| false).map_err(StoreError::classify)
+                        }
+                        Ok(()) => run(conn, "COMMIT").map(|()| true).map_err(StoreError::classify),
                         Err(e) => Err(StoreError::classify(e)),
                     }
                 }
             };
             let failed = match outcome {
-                Ok(()) => {
-                    self.committed_jobs.fetch_add(completions.len() as u64, Ordering::Relaxed);
-                    self.commits.fetch_add(1, Ordering::Relaxed);
+                Ok(committed) => {
+                    if committed {
+                        self.committed_jobs.fetch_add(completions.len() as u64, Ordering::Relaxed);
+                        self.commits.fetch_add(1, Ordering::Relaxed);
+                    }
                     None
                 }
                 Err(e) => {
@@ -262,4 +277,67 @@ fn run_in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<
 /// One transaction-control statement, prepared once per connection (they run several times per write).
 fn run(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Writer;
+    use crate::{Result, StoreError};
+    use rusqlite::Connection;
+    use std::sync::Arc;
+    use std::sync::mpsc::{Receiver, channel};
+
+    fn writer() -> Arc<Writer> {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
+        Arc::new(Writer::new(conn))
+    }
+
+    /// Submits a job that inserts `x`, then fails if `fail`; answers where its result arrives.
+    fn insert(w: &Arc<Writer>, x: i64, fail: bool) -> Receiver<Result<()>> {
+        let (tx, rx) = channel();
+        w.submit(
+            move |c| {
+                c.execute("INSERT INTO t VALUES (?1)", [x])?;
+                if fail { Err(StoreError::InvalidData(format!("job {x} fails"))) } else { Ok(()) }
+            },
+            move |r| tx.send(r).unwrap(),
+        );
+        rx
+    }
+
+    fn rows(w: &Arc<Writer>) -> Vec<i64> {
+        let (tx, rx) = channel();
+        w.submit(
+            |c| {
+                let mut st = c.prepare("SELECT x FROM t ORDER BY x")?;
+                Ok(st.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?)
+            },
+            move |r| tx.send(r).unwrap(),
+        );
+        rx.recv().unwrap().unwrap()
+    }
+
+    /// A job alone in its batch runs without a savepoint: when it fails, nothing it wrote is committed.
+    #[test]
+    fn a_lone_job_that_fails_leaves_nothing() {
+        let w = writer(); // no runtime: each submit is driven at once, alone
+        assert!(insert(&w, 1, false).recv().unwrap().is_ok());
+        assert!(insert(&w, 2, true).recv().unwrap().is_err());
+        assert_eq!(rows(&w), vec![1]);
+        assert_eq!(w.group_commits().writes, 2, "the failed job's transaction was not committed");
+    }
+
+    /// Jobs sharing a batch each run in a savepoint: one that fails takes only its own writes with it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_job_in_a_batch_leaves_its_neighbours_committed() {
+        let w = writer();
+        let held = w.conn.lock().unwrap(); // the driver waits here, so all three jobs share one batch
+        let results = [insert(&w, 1, false), insert(&w, 2, true), insert(&w, 3, false)];
+        drop(held);
+        let ok: Vec<bool> = results.iter().map(|r| r.recv().unwrap().is_ok()).collect();
+        assert_eq!(ok, vec![true, false, true]);
+        assert_eq!(w.group_commits().commits, 1, "one batch");
+        assert_eq!(tokio::task::block_in_place(|| rows(&w)), vec![1, 3]);
+    }
 }
