@@ -227,9 +227,8 @@ impl BenchBackend for PostgresBackend {
     }
 
     async fn head_row_read(&self, s: &PostgresStore, key: &str) -> BenchResult<Option<Duration>> {
-        let reads =
-            s.bench_head_row_reads(key, "main", 1).await.map_err(|e| format!("head row read: {e}"))?;
-        Ok(reads.first().copied())
+        let read = s.bench_head_row_read(key, "main").await.map_err(|e| format!("head row read: {e}"))?;
+        Ok(Some(read))
     }
 }
 

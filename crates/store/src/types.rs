@@ -84,6 +84,27 @@ impl GroupCommits {
     }
 }
 
+/// Where a store's group-commit path counts its commits ([`GroupCommits`]).
+#[derive(Debug, Default)]
+pub(crate) struct GroupCommitCounter {
+    commits: std::sync::atomic::AtomicU64,
+    writes: std::sync::atomic::AtomicU64,
+}
+
+impl GroupCommitCounter {
+    /// One commit carrying `writes` writes.
+    pub fn committed(&self, writes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.writes.fetch_add(writes as u64, Relaxed);
+        self.commits.fetch_add(1, Relaxed);
+    }
+
+    pub fn get(&self) -> GroupCommits {
+        use std::sync::atomic::Ordering::Relaxed;
+        GroupCommits { commits: self.commits.load(Relaxed), writes: self.writes.load(Relaxed) }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetentionPolicy {
     pub max_age_ms: Millis,

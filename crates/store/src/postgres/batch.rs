@@ -27,13 +27,12 @@
 
 use super::{PostgresStore, watch};
 use crate::tail::HeadRow;
-use crate::{AppendOutcome, AppendRequest, GroupCommits, Result, StoreError, payload};
+use crate::{AppendOutcome, AppendRequest, GroupCommitCounter, GroupCommits, Result, StoreError, payload};
 use deadpool_postgres::Object;
 use futures_util::future::{join, join_all};
 use sessionwatch_core::policy::fan_out;
 use sessionwatch_core::{Cursor, EventKind, Millis, Notice, StoredEvent};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
@@ -98,8 +97,7 @@ struct Job {
 pub(crate) struct AppendQueue {
     state: Mutex<QueueState>,
     /// Batches committed, and the appends they carried.
-    commits: AtomicU64,
-    committed_appends: AtomicU64,
+    commits: GroupCommitCounter,
 }
 
 /// One driver at a time (measured: a second one running its batch beside the first gained nothing, a
@@ -109,6 +107,17 @@ struct QueueState {
     jobs: Vec<Job>,
     /// A driver is running; it runs batches until it finds the queue empty.
     driving: bool,
+}
+
+impl QueueState {
+    /// With nothing queued, the driver stops (answers `true`); otherwise it keeps driving.
+    fn stop_if_empty(&mut self) -> bool {
+        let empty = self.jobs.is_empty();
+        if empty {
+            self.driving = false;
+        }
+        empty
+    }
 }
 
 impl AppendQueue {
@@ -130,35 +139,21 @@ impl AppendQueue {
     /// A caller that ran its own append is done driving: answers whether appends queued meanwhile need
     /// a driver (still marked as driving), or stops.
     fn hand_off(&self) -> bool {
-        let mut state = self.lock();
-        if state.jobs.is_empty() {
-            state.driving = false;
-            return false;
-        }
-        true
+        !self.lock().stop_if_empty()
     }
 
     /// The next batch, or `None` (and the driver stops) when the queue is empty.
     fn next_batch(&self) -> Option<Vec<Job>> {
         let mut state = self.lock();
-        if state.jobs.is_empty() {
-            state.driving = false;
+        if state.stop_if_empty() {
             return None;
         }
         let n = state.jobs.len().min(MAX_BATCH);
         Some(state.jobs.drain(..n).collect())
     }
 
-    fn committed(&self, appends: usize) {
-        self.committed_appends.fetch_add(appends as u64, Ordering::Relaxed);
-        self.commits.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub fn group_commits(&self) -> GroupCommits {
-        GroupCommits {
-            commits: self.commits.load(Ordering::Relaxed),
-            writes: self.committed_appends.load(Ordering::Relaxed),
-        }
+        self.commits.get()
     }
 
     /// The driver stopped before it found the queue empty (its task was dropped).
@@ -213,7 +208,7 @@ impl PostgresStore {
         });
         match self.commit_batch(&jobs).await {
             Ok(appended) => {
-                self.inner.appends.committed(jobs.len());
+                self.inner.appends.commits.committed(jobs.len());
                 for (job, a) in jobs.into_iter().zip(appended) {
                     self.inner.tail.committed(&a.event, a.row);
                     let _ = job.done.send(Ok(AppendOutcome::Recorded { event: a.event, notices: a.notices }));

@@ -128,24 +128,15 @@ impl PostgresStore {
         Ok(start.elapsed())
     }
 
-    /// The bare read a recent `changesSince` page from the tail pays: `queries` × the durable head row
-    /// of `key` through the pool, one at a time. Answers each read's latency.
-    pub async fn bench_head_row_reads(
-        &self,
-        key: &str,
-        agent: &str,
-        queries: usize,
-    ) -> Result<Vec<Duration>> {
-        let mut out = Vec::with_capacity(queries);
-        for _ in 0..queries {
-            let start = Instant::now();
-            let client = self.client().await?;
-            query_opt(&client, log::DURABLE_HEAD_ROW, &[&key, &agent])
-                .await?
-                .ok_or_else(|| StoreError::InvalidData(format!("bench: no head row for {key}")))?;
-            drop(client);
-            out.push(start.elapsed());
-        }
-        Ok(out)
+    /// The bare read a recent `changesSince` page from the tail pays: the durable head row of `key`
+    /// through the pool. Answers its latency.
+    pub async fn bench_head_row_read(&self, key: &str, agent: &str) -> Result<Duration> {
+        let start = Instant::now();
+        let client = self.client().await?;
+        query_opt(&client, log::DURABLE_HEAD_ROW, &[&key, &agent])
+            .await?
+            .ok_or_else(|| StoreError::InvalidData(format!("bench: no head row for {key}")))?;
+        drop(client);
+        Ok(start.elapsed())
     }
 }

@@ -9,9 +9,9 @@
 //! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
 //! 5 s busy wait must not stall an async worker thread and with it unrelated requests.
 
-use crate::{GroupCommits, Result, StoreError};
+use crate::{GroupCommitCounter, GroupCommits, Result, StoreError};
 use rusqlite::Connection;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -34,8 +34,7 @@ pub(crate) struct Writer {
     /// A driver has been started and has not yet seen an empty queue.
     scheduled: AtomicBool,
     /// Transactions committed, and the jobs they carried.
-    commits: AtomicU64,
-    committed_jobs: AtomicU64,
+    commits: GroupCommitCounter,
 }
 
 impl Writer {
@@ -44,16 +43,12 @@ impl Writer {
             conn: Mutex::new(Some(conn)),
             pending: Mutex::new(Vec::new()),
             scheduled: AtomicBool::new(false),
-            commits: AtomicU64::new(0),
-            committed_jobs: AtomicU64::new(0),
+            commits: GroupCommitCounter::default(),
         }
     }
 
     pub fn group_commits(&self) -> GroupCommits {
-        GroupCommits {
-            commits: self.commits.load(Ordering::Relaxed),
-            writes: self.committed_jobs.load(Ordering::Relaxed),
-        }
+        self.commits.get()
     }
 
     fn lock_pending(&self) -> MutexGuard<'_, Vec<Job>> {
@@ -179,8 +174,7 @@ impl Writer {
             let failed = match outcome {
                 Ok(committed) => {
                     if committed {
-                        self.committed_jobs.fetch_add(completions.len() as u64, Ordering::Relaxed);
-                        self.commits.fetch_add(1, Ordering::Relaxed);
+                        self.commits.committed(completions.len());
                     }
                     None
                 }
