@@ -1,6 +1,7 @@
 //! The embedded SQLite store: one file, WAL, one writer connection (every write `BEGIN IMMEDIATE`) and a
 //! small pool of readers.
 
+mod answer;
 #[cfg(feature = "bench")]
 pub mod bench;
 mod checkpoint;
@@ -63,6 +64,8 @@ impl Default for SqliteOptions {
 struct Inner {
     path: PathBuf,
     writer: Arc<writer::Writer>,
+    /// How write callers wait for the writer's answer.
+    answers: answer::Answers,
     readers: Mutex<Vec<Connection>>,
     /// Readers that never wait (busy timeout 0), for the point reads done on the caller's thread
     /// ([`SqliteStore::read_now`]).
@@ -160,6 +163,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 path,
                 writer: Arc::new(writer::Writer::new(writer)),
+                answers: answer::Answers::default(),
                 readers: Mutex::new(readers),
                 probes: Mutex::new(probes),
                 options,
@@ -205,7 +209,7 @@ impl SqliteStore {
             }
             let _ = tx.send(r);
         });
-        rx.await.unwrap_or_else(|_| Err(StoreError::Task("the write was not executed".into())))
+        self.inner.answers.wait(rx).await
     }
 
     /// Runs blocking store work on tokio's blocking pool, never on an async worker thread, so a slow
