@@ -5,7 +5,7 @@
 //! commit order (the writer's completions run in order while it still holds the connection), and
 //! whatever removes history (prune, delete, reset, maintenance writes) drops entries. Because another
 //! process may share the database, a page is served from the tail only when the durable head row read in
-//! the same read transaction still says exactly what the entry says (head, floor, updated_at); otherwise
+//! the same read transaction still says exactly what the entry says ([`HeadRow`]); otherwise
 //! the caller falls back to the range scan.
 
 use sessionwatch_core::{ChangesPage, Limit, Millis, StoredEvent};
@@ -18,12 +18,19 @@ pub(crate) const EVENTS_PER_SESSION: usize = 256;
 /// Sessions kept; beyond this an arbitrary entry is dropped (its next reads fall back to the scan).
 pub(crate) const SESSIONS: usize = 4096;
 
-/// The durable head row an entry was derived from.
+/// The durable head row an entry was derived from: whatever tells one state of a session's log from
+/// another with the same head and floor (say, deleted and appended to again by another process).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HeadRow {
     pub head: u64,
     pub floor: u64,
+    /// When the stored head row last changed (0: no row). PostgreSQL's changes with every append;
+    /// SQLite's only when retention raises the floor, its head being derived from the log.
     pub updated_at: Millis,
+    /// Where the head is derived from the log (SQLite): the head event's global id and time (0: the
+    /// log holds none of the session's events). 0 on PostgreSQL.
+    pub head_id: i64,
+    pub head_at: Millis,
 }
 
 struct SessionTail {

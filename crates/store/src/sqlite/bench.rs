@@ -1,7 +1,7 @@
 //! Helpers for benchmarks (and tests) that need big fixtures fast, plus the bare-SQLite baseline.
 //!
 //! The fill helpers write directly with batched SQL in one transaction while keeping the store's
-//! invariants (contiguous per-session sequences, heads). They exist so a benchmark can build a 50,000-row
+//! invariants (contiguous per-session sequences). They exist so a benchmark can build a 50,000-row
 //! log or 100,000 cursors in a moment; the operations being measured go through the real code paths.
 
 use super::{SqliteOptions, SqliteStore, configure, log, schema};
@@ -18,7 +18,8 @@ const INSERT_EVENT: &str = "INSERT INTO session_state_events (session_key, agent
 
 impl SqliteStore {
     /// Appends `per_session` human-message rows to each of `sessions` (key, agent), round-robin, in one
-    /// transaction, continuing each session's sequence from its head.
+    /// transaction, continuing each session's sequence from its head (derived from the log, so no head row
+    /// is written).
     pub fn bench_fill_events(
         &self,
         sessions: &[(String, String)],
@@ -36,14 +37,6 @@ impl SqliteStore {
                     heads[j] += 1;
                     insert.execute(params![k, a, heads[j] as i64, occurred_at])?;
                 }
-            }
-            let mut head = tx.prepare_cached(
-                "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
-                 VALUES (?1, ?2, ?3, 0, ?4) \
-                 ON CONFLICT (session_key, agent_id) DO UPDATE SET head = ?3, updated_at = ?4",
-            )?;
-            for (j, (k, a)) in sessions.iter().enumerate() {
-                head.execute(params![k, a, heads[j] as i64, occurred_at])?;
             }
             Ok(())
         })

@@ -38,27 +38,48 @@ pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     })
 }
 
-pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
-    let row = conn
-        .prepare_cached(
-            "SELECT head, floor FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
-        )?
-        .query_row(params![key, agent], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-        .optional()?;
-    Ok(row.map_or(Head::default(), |(h, f)| Head { head: h as u64, floor: f as u64 }))
+/// A session's durable head row, derived: the head is the larger of the stored head and the log's last
+/// sequence. The stored row is written only when retention raises the floor (then its head is at least
+/// the floor), never by an append, so an append writes one B-tree fewer; a session never appended to
+/// reads as all zeros. One row per source, tagged: 0 the log's last event, 1 the stored row.
+macro_rules! head_row_sql {
+    () => {
+        "SELECT sequence, id, occurred_at, 0 FROM (SELECT sequence, id, occurred_at \
+         FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) \
+         UNION ALL SELECT head, floor, updated_at, 1 FROM session_state_heads \
+         WHERE session_key = ?1 AND agent_id = ?2"
+    };
+}
+const HEAD_ROW: &str = head_row_sql!();
+/// [`HEAD_ROW`] and, tagged 2, the largest global id (the append's is one more).
+const HEAD_ROW_AND_LAST_ID: &str =
+    concat!(head_row_sql!(), " UNION ALL SELECT COALESCE(MAX(id), 0), 0, 0, 2 FROM session_state_events");
+
+/// Runs `sql` (tagged rows as [`HEAD_ROW`]'s) for the session: its head row and the tag-2 value (0 if none).
+fn derived_head_row(conn: &Connection, sql: &str, key: &str, agent: &str) -> Result<(HeadRow, i64)> {
+    let mut row = HeadRow { head: 0, floor: 0, updated_at: 0, head_id: 0, head_at: 0 };
+    let (mut stored_head, mut extra) = (0, 0);
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params![key, agent])?;
+    while let Some(r) = rows.next()? {
+        let (a, b, c): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        match r.get::<_, i64>(3)? {
+            0 => (row.head, row.head_id, row.head_at) = (a as u64, b, c),
+            1 => (stored_head, row.floor, row.updated_at) = (a as u64, b as u64, c),
+            _ => extra = a,
+        }
+    }
+    row.head = row.head.max(stored_head);
+    Ok((row, extra))
 }
 
-/// The session's durable head row; a session never appended to reads as all zeros.
+pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
+    let row = head_row(conn, key, agent)?;
+    Ok(Head { head: row.head, floor: row.floor })
+}
+
 fn head_row(conn: &Connection, key: &str, agent: &str) -> Result<HeadRow> {
-    let row = conn
-        .prepare_cached(
-            "SELECT head, floor, updated_at FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
-        )?
-        .query_row(params![key, agent], |r| {
-            Ok(HeadRow { head: r.get::<_, i64>(0)? as u64, floor: r.get::<_, i64>(1)? as u64, updated_at: r.get(2)? })
-        })
-        .optional()?;
-    Ok(row.unwrap_or(HeadRow { head: 0, floor: 0, updated_at: 0 }))
+    Ok(derived_head_row(conn, HEAD_ROW, key, agent)?.0)
 }
 
 impl SqliteStore {
@@ -84,21 +105,13 @@ impl SqliteStore {
         if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
-        let (sequence, floor): (i64, i64) = tx
-            .prepare_cached(
-                "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
-                 VALUES (?1, ?2, 1, 0, ?3) \
-                 ON CONFLICT (session_key, agent_id) DO UPDATE SET head = head + 1, updated_at = ?3 \
-                 RETURNING head, floor",
-            )?
-            .query_row(params![e.session_key, e.agent_id, now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?)))
-            .map_err(StoreError::classify)?;
+        let (before, last_id) = derived_head_row(tx, HEAD_ROW_AND_LAST_ID, &e.session_key, &e.agent_id)?;
+        let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
         let stored = e.stored(sequence as u64, now);
         tx.prepare_cached(
             "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
              actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
-             (SELECT COALESCE(MAX(id), 0) + 1 FROM session_state_events))",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
         .execute(params![
             stored.session_key,
@@ -113,6 +126,7 @@ impl SqliteStore {
             stored.summary,
             payload::encode(&stored.payload),
             stored.dedupe_key,
+            id,
         ])
         .map_err(StoreError::classify)?;
 
@@ -142,7 +156,7 @@ impl SqliteStore {
                 out.notices
             }
         };
-        let row = HeadRow { head: sequence, floor: floor as u64, updated_at: now };
+        let row = HeadRow { head: sequence, head_id: id, head_at: stored.occurred_at, ..before };
         Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 
@@ -211,20 +225,10 @@ impl SqliteStore {
     ) -> Result<HashMap<(String, String), u64>> {
         self.read(|c| {
             let mut out = HashMap::new();
-            for chunk in sessions.chunks(400) {
-                let placeholders = vec!["(?, ?)"; chunk.len()].join(", ");
-                let sql = format!(
-                    "SELECT session_key, agent_id, head FROM session_state_heads \
-                     WHERE (session_key, agent_id) IN (VALUES {placeholders})"
-                );
-                let mut stmt = c.prepare(&sql)?;
-                let args: Vec<&str> = chunk.iter().flat_map(|(k, a)| [k.as_str(), a.as_str()]).collect();
-                let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
-                    Ok(((r.get::<_, String>(0)?, r.get::<_, String>(1)?), r.get::<_, i64>(2)? as u64))
-                })?;
-                for row in rows {
-                    let (k, v) = row?;
-                    out.insert(k, v);
+            for (key, agent) in sessions {
+                let head = head(c, key, agent)?.head;
+                if head > 0 {
+                    out.insert((key.clone(), agent.clone()), head);
                 }
             }
             Ok(out)

@@ -48,13 +48,16 @@ impl SqliteStore {
     }
 }
 
-/// Floors first (only on existing heads, only upwards), then the rows at or below them: retained history
-/// stays exactly `(floor, head]` per session.
+/// Floors first (only upwards), then the rows at or below them: retained history stays exactly
+/// `(floor, head]` per session. Each floor is a sequence in the log, so the session has a head at least
+/// that high; the stored head is raised to the floor, since the rows it may be derived from go.
 fn raise_floors_and_delete(tx: &Connection, floors: &[(String, String, i64)], now: Millis) -> Result<u64> {
     let mut deleted = 0;
     let mut raise = tx.prepare_cached(
-        "UPDATE session_state_heads SET floor = ?3, updated_at = ?4 \
-         WHERE session_key = ?1 AND agent_id = ?2 AND floor < ?3",
+        "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
+         VALUES (?1, ?2, ?3, ?3, ?4) \
+         ON CONFLICT (session_key, agent_id) DO UPDATE SET head = MAX(head, ?3), floor = ?3, updated_at = ?4 \
+         WHERE floor < ?3",
     )?;
     let mut delete = tx.prepare_cached(
         "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2 AND sequence <= ?3",

@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use rusqlite::Connection;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the signal log, heads, cursors and sessions.
@@ -149,6 +149,10 @@ CREATE TABLE session_nodes (
 CREATE INDEX idx_cursors_settled_target ON session_watch_cursors (target_session_key)
   WHERE material_sequence <= last_seen_sequence;
 "#,
+    // 4: no new object. From here a session's head is derived, the larger of its stored head and its last
+    // sequence in the log (`log::head_row_sql`), and an append writes no head row: an older version would
+    // take the stored head for the head and number its appends from there, so it must refuse this file.
+    "",
 ];
 
 /// Applies missing migrations; refuses a database written by a newer version.

@@ -6,7 +6,7 @@ fn event(key: &str, sequence: u64) -> StoredEvent {
 }
 
 fn row(head: u64, floor: u64) -> HeadRow {
-    HeadRow { head, floor, updated_at: head as Millis }
+    HeadRow { head, floor, updated_at: 0, head_id: head as i64, head_at: head as Millis }
 }
 
 fn fill(tail: &Tail, key: &str, from: u64, to: u64, floor: u64) {
@@ -55,7 +55,11 @@ fn a_durable_row_that_moved_on_is_not_answered_from_memory() {
     assert!(tail.page("agent:main:a", "main", 0, limit, row(6, 0)).is_none(), "another writer appended");
     assert!(tail.page("agent:main:a", "main", 0, limit, row(5, 3)).is_none(), "pruned elsewhere");
     let stale = HeadRow { updated_at: 99, ..row(5, 0) };
-    assert!(tail.page("agent:main:a", "main", 0, limit, stale).is_none(), "rewritten elsewhere");
+    assert!(tail.page("agent:main:a", "main", 0, limit, stale).is_none(), "its head row rewritten elsewhere");
+    let reappended = HeadRow { head_at: 99, ..row(5, 0) };
+    assert!(tail.page("agent:main:a", "main", 0, limit, reappended).is_none(), "deleted and appended again");
+    let reappended = HeadRow { head_id: 99, ..row(5, 0) };
+    assert!(tail.page("agent:main:a", "main", 0, limit, reappended).is_none(), "deleted and appended again");
 }
 
 #[test]

@@ -765,6 +765,11 @@ pub async fn retention_by_age<S: Store>(h: &Harness<S>) {
     let report = s.prune(RetentionPolicy::default(), NOW - 100 * DAY_MS).await.unwrap();
     assert_eq!(report.events_by_age, 0);
     assert_eq!(seqs(s, T).await, vec![4, 5]);
+    // A session whose whole log was pruned numbers on from its head.
+    let (e, _) = record(s, req(human(T2)), NOW).await;
+    assert_eq!(e.sequence, 4);
+    assert_eq!(head(s, T2).await, Head { head: 4, floor: 3 });
+    assert_eq!(seqs(s, T2).await, vec![4]);
 }
 
 pub async fn retention_by_row_count<S: Store>(h: &Harness<S>) {

@@ -60,6 +60,103 @@ async fn a_cached_tail_never_hides_another_processs_writes() {
     assert_eq!(seqs(&page), vec![4, 5]);
 }
 
+/// Heads are derived from the log, so a session another process deleted and appended to again, up to the
+/// same head, is told from the one this process's tail holds by its head event (its id and time).
+#[tokio::test]
+async fn a_cached_tail_never_answers_for_a_session_another_process_deleted_and_refilled() {
+    use crate::conformance::req;
+    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_store::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let here = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    let other = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    let key = "agent:main:a";
+    let human = || req(NewEvent::human_message(key, "main", "telegram", None));
+    for i in 0..3 {
+        here.append(human(), 1_000 + i).await.unwrap();
+    }
+    other.delete_session_state(key.into(), "main".into()).await.unwrap();
+    for i in 0..3 {
+        other.append(human(), 5_000 + i).await.unwrap();
+    }
+    let page = here.changes_since(key.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
+    let times: Vec<_> = page.events.iter().map(|e| (e.sequence, e.occurred_at)).collect();
+    assert_eq!(times, vec![(1, 5_000), (2, 5_001), (3, 5_002)], "the refilled log, not the cached one");
+}
+
+/// An append writes no head row: the head is derived from the log. Retention writes one when it raises
+/// a floor, so a session pruned to nothing keeps its head.
+#[tokio::test]
+async fn only_retention_writes_head_rows() {
+    use crate::conformance::req;
+    use sessionwatch_core::NewEvent;
+    use sessionwatch_store::{RetentionPolicy, Store};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    let human = |key| req(NewEvent::human_message(key, "main", "telegram", None));
+    for i in 0..3 {
+        store.append(human("agent:main:a"), 1_000 + i).await.unwrap();
+        store.append(human("agent:main:b"), 1_000 + i).await.unwrap();
+    }
+    let heads = || -> Vec<(String, i64, i64)> {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let mut st =
+            c.prepare("SELECT session_key, head, floor FROM session_state_heads ORDER BY 1").unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!(heads(), vec![], "appends wrote no head row");
+    let policy = RetentionPolicy { max_rows: 3, ..RetentionPolicy::default() };
+    store.prune(policy, 2_000).await.unwrap();
+    assert_eq!(heads(), vec![("agent:main:a".into(), 2, 2), ("agent:main:b".into(), 1, 1)]);
+    let policy = RetentionPolicy { max_rows: 0, ..RetentionPolicy::default() };
+    store.prune(policy, 2_000).await.unwrap();
+    assert_eq!(
+        heads(),
+        vec![("agent:main:a".into(), 3, 3), ("agent:main:b".into(), 3, 3)],
+        "pruned to nothing"
+    );
+    let head = store.head("agent:main:a".into(), "main".into()).await.unwrap();
+    assert_eq!((head.head, head.floor), (3, 3));
+}
+
+/// A database written at schema 3 (heads written by every append) opens and numbers on: its stored
+/// heads are exact, so the derived head is the same.
+#[tokio::test]
+async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
+    use crate::conformance::req;
+    use sessionwatch_core::NewEvent;
+    use sessionwatch_store::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let key = "agent:main:a";
+    let human = || req(NewEvent::human_message(key, "main", "telegram", None));
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        store.append(human(), 1_000).await.unwrap();
+    }
+    {
+        // As schema 3 left a session whose log retention emptied: head 7, floor 7, no rows.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DELETE FROM session_state_events; \
+             INSERT INTO session_state_heads VALUES ('agent:main:a', 'main', 7, 7, 1000); \
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 3 file opens");
+    let sequence = match store.append(human(), 2_000).await.unwrap() {
+        sessionwatch_store::AppendOutcome::Recorded { event, .. } => event.sequence,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(sequence, 8);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, sessionwatch_store::sqlite::SCHEMA_VERSION);
+}
+
 /// The database, its WAL and shared-memory files hold transcript text: owner-only, like the token file,
 /// and a file an older version left readable by others is tightened once it passed the checks.
 #[cfg(unix)]
