@@ -203,13 +203,13 @@ impl SqliteStore {
     ) -> Result<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let tail = self.inner.tail.clone();
-        self.inner.writer.submit(f, move |r| {
+        let lone = self.inner.writer.submit(f, move |r| {
             if let Ok(v) = &r {
                 committed(&tail, v);
             }
             let _ = tx.send(r);
         });
-        self.inner.answers.wait(rx).await
+        self.inner.answers.wait(rx, lone).await
     }
 
     /// Runs blocking store work on tokio's blocking pool, never on an async worker thread, so a slow

@@ -40,6 +40,8 @@ pub(crate) struct Writer {
     scheduled: AtomicBool,
     /// Transactions committed, and the jobs they carried.
     commits: GroupCommitCounter,
+    /// A batch is running (from taking its jobs until they are answered).
+    in_batch: AtomicBool,
 }
 
 impl Writer {
@@ -49,6 +51,7 @@ impl Writer {
             pending: Mutex::new(Vec::new()),
             scheduled: AtomicBool::new(false),
             commits: GroupCommitCounter::default(),
+            in_batch: AtomicBool::new(false),
         }
     }
 
@@ -60,12 +63,13 @@ impl Writer {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `f`; `done` receives its result after the commit that contains it.
+    /// Queues `f`; `done` receives its result after the commit that contains it. Answers whether the
+    /// write is a lone one: nothing was queued or running, so it will be answered after one lone commit.
     pub fn submit<T: Send + 'static>(
         self: &Arc<Self>,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
-    ) {
+    ) -> bool {
         let job: Job = Box::new(move |conn: &Connection| {
             let result = f(conn);
             let succeeded = result.is_ok();
@@ -79,8 +83,14 @@ impl Writer {
             });
             (succeeded, completion)
         });
-        self.lock_pending().push(job);
+        let lone = {
+            let mut pending = self.lock_pending();
+            let lone = pending.is_empty() && !self.in_batch.load(Ordering::Acquire);
+            pending.push(job);
+            lone
+        };
         self.schedule();
+        lone
     }
 
     /// Starts a driver unless one is already running; it keeps committing batches until the queue is empty.
@@ -139,6 +149,7 @@ impl Writer {
             let jobs: Vec<Job> = {
                 let mut pending = self.lock_pending();
                 let n = pending.len().min(MAX_BATCH);
+                self.in_batch.store(n > 0, Ordering::Release);
                 pending.drain(..n).collect()
             };
             if jobs.is_empty() {
@@ -172,6 +183,7 @@ impl Writer {
             }
             // Completions run before the connection is released, so whatever they do after a commit
             // (the tail cache) happens in commit order.
+            self.in_batch.store(false, Ordering::Release);
             drop(guard);
             if self.lock_pending().is_empty() {
                 return;
@@ -371,5 +383,25 @@ mod tests {
         assert_eq!(recorded, vec![false, false, true, true]);
         assert_eq!(w.group_commits(), crate::GroupCommits { commits: 1, writes: 2 });
         assert_eq!(tokio::task::block_in_place(|| rows(&w)), vec![3, 4], "nothing of 1 or 2");
+    }
+
+    /// A write is lone when nothing is queued or running (its caller then polls for the answer).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_is_lone_only_when_nothing_is_queued_or_running() {
+        let w = writer();
+        let submit = |w: &Arc<Writer>| {
+            let (tx, rx) = channel();
+            (w.submit(|c| Ok(c.execute("INSERT INTO t VALUES (1)", [])?), move |r| tx.send(r).unwrap()), rx)
+        };
+        let held = w.conn.lock().unwrap(); // the driver waits here with the first job still queued
+        let (first, first_done) = submit(&w);
+        let (second, second_done) = submit(&w);
+        assert_eq!((first, second), (true, false), "the second queued behind the first");
+        drop(held);
+        assert!(first_done.recv().unwrap().is_ok() && second_done.recv().unwrap().is_ok());
+        while w.in_batch.load(std::sync::atomic::Ordering::Acquire) {
+            std::thread::yield_now(); // the batch's answers come just before it ends
+        }
+        assert!(submit(&w).0, "idle again");
     }
 }
