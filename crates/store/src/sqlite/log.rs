@@ -280,6 +280,62 @@ mod tests {
         }
     }
 
+    /// An append rolled back with its batch (another job in it failed half-done) leaves no hole in the
+    /// numbering.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_append_rolled_back_with_its_batch_leaves_no_hole() {
+        use crate::{AppendOutcome, StoreError};
+        let (store, _dir) = store_with(1).await;
+        let human = || AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
+        let held = store.inner.writer.hold();
+        let (appended, failed, ()) = tokio::join!(
+            store.append(human(), 2_000),
+            store.write_async(|c| -> crate::Result<()> {
+                c.execute("INSERT INTO sessionwatch_meta (key, value) VALUES ('test', 'x')", [])?;
+                Err(StoreError::InvalidData("fails after writing".into()))
+            }),
+            async move {
+                tokio::task::yield_now().await; // both are queued by now
+                drop(held);
+            }
+        );
+        assert!(appended.is_err(), "rolled back with the failed job: {appended:?}");
+        assert!(failed.is_err());
+        match store.append(human(), 3_000).await.unwrap() {
+            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A session whose state was deleted starts again from 1, with nothing else appended in between.
+    #[tokio::test]
+    async fn a_deleted_session_numbers_from_one_again() {
+        use crate::AppendOutcome;
+        let (store, _dir) = store_with(3).await;
+        store.delete_session_state(KEY.into(), "main".into()).await.unwrap();
+        let req = AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
+        match store.append(req, 2_000).await.unwrap() {
+            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 1),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// After retention moved a session's floor, the appends that follow fill a tail entry that answers
+    /// recent windows again.
+    #[tokio::test]
+    async fn after_pruning_recent_windows_are_answered_from_the_tail_again() {
+        use crate::RetentionPolicy;
+        let (store, _dir) = store_with(5).await;
+        let policy = RetentionPolicy { max_rows: 2, ..RetentionPolicy::default() };
+        store.prune(policy, 2_000).await.unwrap();
+        let req = AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
+        store.append(req, 3_000).await.unwrap();
+        let limit = Limit::new(200).unwrap();
+        let page = store.tail_page_now(KEY, "main", 5, limit).expect("served from the tail");
+        assert_eq!(page, store.changes_since_sync(KEY, "main", 5, limit).unwrap());
+        assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![6]);
+    }
+
     /// Regression: under STAT4 (the bundled SQLite's build) every new binding recompiled the cached
     /// statement on its next step, so each cold `changesSince` page (and each append) paid a compile.
     #[tokio::test]

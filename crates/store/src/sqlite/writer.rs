@@ -198,6 +198,12 @@ impl Writer {
         drop(self.conn.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 
+    /// Holds the connection: queued jobs wait, so jobs submitted meanwhile share the next batch.
+    #[cfg(test)]
+    pub fn hold(&self) -> MutexGuard<'_, Option<Connection>> {
+        self.conn.lock().unwrap()
+    }
+
     /// Runs `f` alone in its own transaction, blocking (bench fixtures).
     #[cfg(feature = "bench")]
     pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
