@@ -20,7 +20,7 @@ pub(crate) const SESSIONS: usize = 4096;
 
 /// The durable head row an entry was derived from: whatever tells one state of a session's log from
 /// another with the same head and floor (say, deleted and appended to again by another process).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HeadRow {
     pub head: u64,
     pub floor: u64,
@@ -31,6 +31,13 @@ pub(crate) struct HeadRow {
     /// log holds none of the session's events). 0 on PostgreSQL.
     pub head_id: i64,
     pub head_at: Millis,
+}
+
+impl HeadRow {
+    /// A stored head row that every append moves (PostgreSQL): the row alone tells one state from another.
+    pub fn moved_by_every_append(head: u64, floor: u64, updated_at: Millis) -> HeadRow {
+        HeadRow { head, floor, updated_at, ..HeadRow::default() }
+    }
 }
 
 struct SessionTail {

@@ -290,13 +290,7 @@ impl PostgresStore {
         let mut appended = Vec::with_capacity(jobs.len());
         for ((job, head), stored) in jobs.iter().zip(heads).zip(columns.stored) {
             let sequence = super::u(head.try_get(0)?);
-            let row = HeadRow {
-                head: sequence,
-                floor: super::u(head.try_get(1)?),
-                updated_at: head.try_get(2)?,
-                head_id: 0,
-                head_at: 0,
-            };
+            let row = HeadRow::moved_by_every_append(sequence, super::u(head.try_get(1)?), head.try_get(2)?);
             let notices = cursors.fan_out(job, sequence);
             appended.push(Appended { event: StoredEvent { sequence, ..stored }, row, notices });
         }

@@ -145,7 +145,7 @@ impl PostgresStore {
             _ => notices,
         };
         tx.commit().await?;
-        let row = HeadRow { head: sequence as u64, floor: u(floor), updated_at: now, head_id: 0, head_at: 0 };
+        let row = HeadRow::moved_by_every_append(sequence as u64, u(floor), now);
         self.inner.tail.committed(&stored, row);
         Ok(AppendOutcome::Recorded { event: stored, notices })
     }
@@ -190,13 +190,7 @@ impl PostgresStore {
         if self.inner.tail.holds(key, agent) {
             let row = query_opt(&client, DURABLE_HEAD_ROW, &[&key, &agent]).await?;
             if let Some(r) = row {
-                let durable = HeadRow {
-                    head: u(r.get(0)),
-                    floor: u(r.get(1)),
-                    updated_at: r.get(2),
-                    head_id: 0,
-                    head_at: 0,
-                };
+                let durable = HeadRow::moved_by_every_append(u(r.get(0)), u(r.get(1)), r.get(2));
                 if let Some(page) = self.inner.tail.page(key, agent, since, limit, durable) {
                     return Ok(page);
                 }

@@ -57,7 +57,7 @@ const HEAD_ROW_AND_LAST_ID: &str =
 
 /// Runs `sql` (tagged rows as [`HEAD_ROW`]'s) for the session: its head row and the tag-2 value (0 if none).
 fn derived_head_row(conn: &Connection, sql: &str, key: &str, agent: &str) -> Result<(HeadRow, i64)> {
-    let mut row = HeadRow { head: 0, floor: 0, updated_at: 0, head_id: 0, head_at: 0 };
+    let mut row = HeadRow::default();
     let (mut stored_head, mut extra) = (0, 0);
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query(params![key, agent])?;

@@ -344,7 +344,7 @@ mod tests {
     /// Submits `jobs` (value, fails, fails before writing) so that they share one batch; answers
     /// whether each was recorded.
     fn batch(w: &Arc<Writer>, jobs: &[(i64, bool, bool)]) -> Vec<bool> {
-        let held = w.conn.lock().unwrap(); // the driver waits here, so all the jobs share one batch
+        let held = w.hold(); // the driver waits here, so all the jobs share one batch
         let results: Vec<_> = jobs
             .iter()
             .map(|&(x, fail, before_writing)| if before_writing { refuse(w, x) } else { insert(w, x, fail) })
@@ -399,7 +399,7 @@ mod tests {
             let (tx, rx) = channel();
             (w.submit(|c| Ok(c.execute("INSERT INTO t VALUES (1)", [])?), move |r| tx.send(r).unwrap()), rx)
         };
-        let held = w.conn.lock().unwrap(); // the driver waits here with the first job still queued
+        let held = w.hold(); // the driver waits here with the first job still queued
         let (first, first_done) = submit(&w);
         let (second, second_done) = submit(&w);
         assert_eq!((first, second), (true, false), "the second queued behind the first");

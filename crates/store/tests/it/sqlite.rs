@@ -24,37 +24,46 @@ fn make() -> (Harness<SqliteStore>, TempDir) {
 
 crate::conformance_suite!(make);
 
-/// The tail cache answers recent windows from memory; another process sharing the file (two embedded
-/// MCP servers, `sessionwatch db prune`) writes behind its back, and a page must still be the log's.
-#[tokio::test]
-async fn a_cached_tail_never_hides_another_processs_writes() {
-    use crate::conformance::req;
-    use sessionwatch_core::{Limit, NewEvent};
-    use sessionwatch_store::{RetentionPolicy, Store};
+const KEY: &str = "agent:main:a";
+
+/// Two stores on one database file, as two processes sharing it would have them.
+fn two_processes() -> (SqliteStore, SqliteStore, TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let here = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
     let other = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-    let key = "agent:main:a";
-    let human = || req(NewEvent::human_message(key, "main", "telegram", None));
+    (here, other, dir)
+}
+
+fn human(key: &str) -> sessionwatch_store::AppendRequest {
+    crate::conformance::req(sessionwatch_core::NewEvent::human_message(key, "main", "telegram", None))
+}
+
+/// The tail cache answers recent windows from memory; another process sharing the file (two embedded
+/// MCP servers, `sessionwatch db prune`) writes behind its back, and a page must still be the log's.
+#[tokio::test]
+async fn a_cached_tail_never_hides_another_processs_writes() {
+    use sessionwatch_core::Limit;
+    use sessionwatch_store::{RetentionPolicy, Store};
+    let (here, other, _dir) = two_processes();
     for i in 0..3 {
-        here.append(human(), 1_000 + i).await.unwrap();
+        here.append(human(KEY), 1_000 + i).await.unwrap();
     }
     let limit = Limit::new(200).unwrap();
     let seqs = |p: &sessionwatch_core::ChangesPage| p.events.iter().map(|e| e.sequence).collect::<Vec<_>>();
-    assert_eq!(seqs(&here.changes_since(key.into(), "main".into(), 0, limit).await.unwrap()), vec![1, 2, 3]);
+    assert_eq!(seqs(&here.changes_since(KEY.into(), "main".into(), 0, limit).await.unwrap()), vec![1, 2, 3]);
 
-    other.append(human(), 2_000).await.unwrap();
-    let page = here.changes_since(key.into(), "main".into(), 0, limit).await.unwrap();
+    other.append(human(KEY), 2_000).await.unwrap();
+    let page = here.changes_since(KEY.into(), "main".into(), 0, limit).await.unwrap();
     assert_eq!(seqs(&page), vec![1, 2, 3, 4], "the other process's append is in the page");
 
-    here.append(human(), 3_000).await.unwrap(); // not the continuation of what `here` holds
-    let page = here.changes_since(key.into(), "main".into(), 2, limit).await.unwrap();
+    here.append(human(KEY), 3_000).await.unwrap(); // not the continuation of what `here` holds
+    let page = here.changes_since(KEY.into(), "main".into(), 2, limit).await.unwrap();
     assert_eq!(seqs(&page), vec![3, 4, 5]);
 
     let policy = RetentionPolicy { max_rows: 2, ..RetentionPolicy::default() };
     other.prune(policy, 4_000).await.unwrap();
-    let page = here.changes_since(key.into(), "main".into(), 0, limit).await.unwrap();
+    let page = here.changes_since(KEY.into(), "main".into(), 0, limit).await.unwrap();
     assert!(page.history_gap, "pruned by the other process: {page:?}");
     assert_eq!(page.earliest_available_sequence, 4);
     assert_eq!(seqs(&page), vec![4, 5]);
@@ -64,23 +73,17 @@ async fn a_cached_tail_never_hides_another_processs_writes() {
 /// same head, is told from the one this process's tail holds by its head event (its id and time).
 #[tokio::test]
 async fn a_cached_tail_never_answers_for_a_session_another_process_deleted_and_refilled() {
-    use crate::conformance::req;
-    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_core::Limit;
     use sessionwatch_store::Store;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
-    let here = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-    let other = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-    let key = "agent:main:a";
-    let human = || req(NewEvent::human_message(key, "main", "telegram", None));
+    let (here, other, _dir) = two_processes();
     for i in 0..3 {
-        here.append(human(), 1_000 + i).await.unwrap();
+        here.append(human(KEY), 1_000 + i).await.unwrap();
     }
-    other.delete_session_state(key.into(), "main".into()).await.unwrap();
+    other.delete_session_state(KEY.into(), "main".into()).await.unwrap();
     for i in 0..3 {
-        other.append(human(), 5_000 + i).await.unwrap();
+        other.append(human(KEY), 5_000 + i).await.unwrap();
     }
-    let page = here.changes_since(key.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
+    let page = here.changes_since(KEY.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
     let times: Vec<_> = page.events.iter().map(|e| (e.sequence, e.occurred_at)).collect();
     assert_eq!(times, vec![(1, 5_000), (2, 5_001), (3, 5_002)], "the refilled log, not the cached one");
 }
@@ -89,13 +92,10 @@ async fn a_cached_tail_never_answers_for_a_session_another_process_deleted_and_r
 /// a floor, so a session pruned to nothing keeps its head.
 #[tokio::test]
 async fn only_retention_writes_head_rows() {
-    use crate::conformance::req;
-    use sessionwatch_core::NewEvent;
     use sessionwatch_store::{RetentionPolicy, Store};
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-    let human = |key| req(NewEvent::human_message(key, "main", "telegram", None));
     for i in 0..3 {
         store.append(human("agent:main:a"), 1_000 + i).await.unwrap();
         store.append(human("agent:main:b"), 1_000 + i).await.unwrap();
@@ -125,16 +125,12 @@ async fn only_retention_writes_head_rows() {
 /// heads are exact, so the derived head is the same.
 #[tokio::test]
 async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
-    use crate::conformance::req;
-    use sessionwatch_core::NewEvent;
     use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
-    let key = "agent:main:a";
-    let human = || req(NewEvent::human_message(key, "main", "telegram", None));
     {
         let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-        store.append(human(), 1_000).await.unwrap();
+        store.append(human(KEY), 1_000).await.unwrap();
     }
     {
         // As schema 3 left a session whose log retention emptied: head 7, floor 7, no rows.
@@ -147,7 +143,7 @@ async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
         .unwrap();
     }
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 3 file opens");
-    let sequence = match store.append(human(), 2_000).await.unwrap() {
+    let sequence = match store.append(human(KEY), 2_000).await.unwrap() {
         sessionwatch_store::AppendOutcome::Recorded { event, .. } => event.sequence,
         other => panic!("{other:?}"),
     };
