@@ -18,7 +18,7 @@ mod writer;
 
 pub use checkpoint::WAL_CHECKPOINT_PAGES;
 pub use lock::GatewayLock;
-pub use schema::SCHEMA_VERSION;
+pub use schema::{SCHEMA_VERSION, migrate_to};
 
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert,

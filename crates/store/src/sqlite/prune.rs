@@ -10,10 +10,13 @@ impl SqliteStore {
         let mut report = PruneReport::default();
         super::watch::settle_pending(tx)?;
         let cutoff = now.saturating_sub(policy.max_age_ms);
+        // Both reads name their access path: left to itself, SQLite scans the whole log in session order
+        // to save the GROUP BY's sort, looking each row up (42 ms on 62k rows against 0.3 ms through
+        // the range, when few rows are old).
         let by_age: Vec<(String, String, i64)> = tx
             .prepare(
                 "SELECT session_key, agent_id, MAX(sequence) FROM session_state_events \
-                 WHERE occurred_at < ?1 GROUP BY session_key, agent_id",
+                 INDEXED BY idx_events_occurred_at WHERE occurred_at < ?1 GROUP BY session_key, agent_id",
             )?
             .query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?;
@@ -29,7 +32,7 @@ impl SqliteStore {
         if let Some(cap_id) = cap_id {
             let by_cap: Vec<(String, String, i64)> = tx
                 .prepare(
-                    "SELECT session_key, agent_id, MAX(sequence) FROM session_state_events \
+                    "SELECT session_key, agent_id, MAX(sequence) FROM session_state_events NOT INDEXED \
                      WHERE id <= ?1 GROUP BY session_key, agent_id",
                 )?
                 .query_map([cap_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?

@@ -121,6 +121,29 @@ async fn only_retention_writes_head_rows() {
     assert_eq!((head.head, head.floor), (3, 3));
 }
 
+/// A database file as version `version` of sessionwatch left it (its migrations and nothing else), with
+/// `sql` run on it.
+fn file_at_schema(path: &std::path::Path, version: i64, sql: &str) {
+    let mut c = rusqlite::Connection::open(path).unwrap();
+    sessionwatch_store::sqlite::migrate_to(&mut c, version).unwrap();
+    c.execute_batch(sql).unwrap();
+}
+
+/// An event row in every layout the log has had: (session, sequence, id, dedupe key).
+fn old_event(key: &str, sequence: u64, id: u64, dedupe: Option<&str>) -> String {
+    format!(
+        "INSERT INTO session_state_events (session_key, agent_id, sequence, id, kind, actor_type, occurred_at, \
+         summary, dedupe_key) VALUES ('{key}', 'main', {sequence}, {id}, 'human_direct_message', 'human', \
+         {id}000, 'human message via telegram', {});",
+        dedupe.map_or("NULL".to_string(), |d| format!("'{d}'"))
+    )
+}
+
+fn opened_version(path: &std::path::Path) -> i64 {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap()
+}
+
 /// A database written at schema 3 (heads written by every append) opens and numbers on: its stored
 /// heads are exact, so the derived head is the same.
 #[tokio::test]
@@ -128,29 +151,72 @@ async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
     use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
-    {
-        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-        store.append(human(KEY), 1_000).await.unwrap();
-    }
-    {
-        // As schema 3 left a session whose log retention emptied: head 7, floor 7, no rows.
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(
-            "DELETE FROM session_state_events; \
-             INSERT INTO session_state_heads VALUES ('agent:main:a', 'main', 7, 7, 1000); \
-             PRAGMA user_version = 3;",
-        )
-        .unwrap();
-    }
+    // As schema 3 left a session whose log retention emptied: head 7, floor 7, no rows.
+    file_at_schema(&path, 3, "INSERT INTO session_state_heads VALUES ('agent:main:a', 'main', 7, 7, 1000);");
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 3 file opens");
     let sequence = match store.append(human(KEY), 2_000).await.unwrap() {
         sessionwatch_store::AppendOutcome::Recorded { event, .. } => event.sequence,
         other => panic!("{other:?}"),
     };
     assert_eq!(sequence, 8);
+    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
+}
+
+/// A schema 4 log (clustered by session) is rewritten ordered by id when opened: every event, its
+/// sequence and id kept, its dedupe key still found, and appends number on from both.
+#[tokio::test]
+async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
+    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_store::{AppendOutcome, Store};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let other = "agent:main:b";
+    let rows = [
+        old_event(KEY, 1, 1, None),
+        old_event(other, 1, 2, Some("turn-1")),
+        old_event(KEY, 2, 3, None),
+        old_event(other, 2, 4, None),
+        old_event(KEY, 3, 5, Some("turn-9")),
+    ];
+    file_at_schema(&path, 4, &rows.concat());
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 4 file opens");
+    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
+    let page = |key: &'static str| {
+        let store = store.clone();
+        async move { store.changes_since(key.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap() }
+    };
+    let seqs = |p: &sessionwatch_core::ChangesPage| p.events.iter().map(|e| e.sequence).collect::<Vec<_>>();
+    assert_eq!(seqs(&page(KEY).await), vec![1, 2, 3]);
+    assert_eq!(seqs(&page(other).await), vec![1, 2]);
+    assert_eq!(page(KEY).await.events[2].dedupe_key.as_deref(), Some("turn-9"));
+
+    let mut again = NewEvent::human_message(KEY, "main", "telegram", None);
+    again.dedupe_key = Some("turn-9".into());
+    match store.append(crate::conformance::req(again), 9_000).await.unwrap() {
+        AppendOutcome::Duplicate(existing) => assert_eq!(existing.sequence, 3),
+        other => panic!("the dedupe key is still found: {other:?}"),
+    }
+    match store.append(human(other), 9_000).await.unwrap() {
+        AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 3),
+        other => panic!("{other:?}"),
+    }
+    drop(store);
     let c = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, sessionwatch_store::sqlite::SCHEMA_VERSION);
+    let ids: Vec<(String, i64, i64)> = c
+        .prepare("SELECT session_key, sequence, id FROM session_state_events ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    let expected: Vec<(String, i64, i64)> =
+        [(KEY, 1, 1), (other, 1, 2), (KEY, 2, 3), (other, 2, 4), (KEY, 3, 5), (other, 3, 6)]
+            .into_iter()
+            .map(|(k, s, i)| (k.to_string(), s, i))
+            .collect();
+    assert_eq!(ids, expected, "rows in id order, the id the rowid, the next append's id one more");
+    let check: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
 }
 
 /// The database, its WAL and shared-memory files hold transcript text: owner-only, like the token file,
@@ -254,26 +320,16 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
 /// its data kept, the index added, `user_version` raised.
 #[tokio::test]
 async fn a_schema_2_database_gains_the_settled_cursor_index() {
-    use crate::conformance::req;
-    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_core::Limit;
     use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
-    let key = "agent:main:a";
-    {
-        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-        store.append(req(NewEvent::human_message(key, "main", "telegram", None)), 1_000).await.unwrap();
-    }
-    {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch("DROP INDEX idx_cursors_settled_target; PRAGMA user_version = 2;").unwrap();
-    }
+    file_at_schema(&path, 2, &old_event(KEY, 1, 1, None));
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 2 file opens");
-    let page = store.changes_since(key.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
+    let page = store.changes_since(KEY.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
     assert_eq!(page.events.len(), 1, "the data is kept");
+    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
     let c = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, sessionwatch_store::sqlite::SCHEMA_VERSION);
     let indexes: i64 = c
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_cursors_settled_target'",
