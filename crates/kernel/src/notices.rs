@@ -52,12 +52,29 @@ impl<S: Store> Kernel<S> {
     /// After a material change of `target` by `actor` (`notified`: the watchers it notified anew):
     /// every other watcher that still holds a queued notice about the target is reminded with a
     /// coalesced wake, as a repeated delivery of the same notice would do.
+    ///
+    /// A burst reminds the same holders on every event, so this is paid per event and per holder: one
+    /// clock read and one look at the wake state for all of them, and a holder whose wake would only be
+    /// absorbed (woken within the window, its trailing wake already scheduled) is passed over.
     pub(crate) fn remind(&self, target: &AgentSessionKey, actor: Option<&str>, notified: &[Notice]) {
-        for (watcher, notice) in self.inner.queues.notice_holders(target.as_str()) {
-            let told = notified.iter().any(|n| n.watcher.as_str() == watcher);
-            if notice.wakes && !told && !is_self_caused(actor, &watcher) {
-                self.wake(&watcher, target);
-            }
+        let now = self.now();
+        let due = {
+            // Lock order: the wake state, then the queues (`notice_holders_where` takes them).
+            let last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
+            let trailing = self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner());
+            let absorbed = |watcher: &str| {
+                trailing.contains(watcher)
+                    && last.get(watcher).is_some_and(|at| now - at < self.inner.config.wake_coalesce_ms)
+            };
+            self.inner.queues.notice_holders_where(target.as_str(), |watcher, notice| {
+                notice.wakes
+                    && !notified.iter().any(|n| n.watcher.as_str() == watcher)
+                    && !is_self_caused(actor, watcher)
+                    && !absorbed(watcher)
+            })
+        };
+        for watcher in due {
+            self.wake_at(&watcher, target, now);
         }
     }
 

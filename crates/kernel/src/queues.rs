@@ -12,7 +12,7 @@ pub(crate) struct Queues(Mutex<State>);
 struct State {
     queues: HashMap<String, SystemEventQueue>,
     /// target → the sessions whose queue holds a notice about it. Kept by every change below; an entry
-    /// a full queue evicted is dropped when [`Queues::notice_holders`] finds it gone.
+    /// a full queue evicted is dropped when [`Queues::notice_holders_where`] finds it gone.
     holders: HashMap<String, HashSet<String>>,
 }
 
@@ -76,18 +76,24 @@ impl Queues {
         })
     }
 
-    /// The sessions holding a notice about `target`, with it.
-    pub fn notice_holders(&self, target: &str) -> Vec<(String, NoticeRef)> {
+    /// The sessions holding a notice about `target` for which `keep(session, notice)` holds. `keep` runs
+    /// under the queues' lock: it must not take another lock of the kernel's.
+    pub fn notice_holders_where(
+        &self,
+        target: &str,
+        mut keep: impl FnMut(&str, &NoticeRef) -> bool,
+    ) -> Vec<String> {
         self.with(|s| {
             let Some(sessions) = s.holders.get(target) else { return vec![] };
-            let mut held = vec![];
+            let mut kept = vec![];
             let mut gone = vec![];
             for session in sessions {
                 let notice = s.queues.get(session).and_then(|q| {
-                    q.iter().find_map(|e| e.notice.as_ref().filter(|n| n.target.as_str() == target).cloned())
+                    q.iter().find_map(|e| e.notice.as_ref().filter(|n| n.target.as_str() == target))
                 });
                 match notice {
-                    Some(n) => held.push((session.clone(), n)),
+                    Some(n) if keep(session, n) => kept.push(session.clone()),
+                    Some(_) => {}
                     None => gone.push(session.clone()),
                 }
             }
@@ -97,7 +103,7 @@ impl Queues {
                     s.holders.remove(target);
                 }
             }
-            held
+            kept
         })
     }
 

@@ -11,7 +11,11 @@ impl<S: Store> Kernel<S> {
     /// goes out when the window ends, if the session still has something queued by then.
     /// The reason a wake gives is `session-state:<target>`.
     pub(crate) fn wake(&self, session: &str, target: &AgentSessionKey) {
-        let now = self.now();
+        self.wake_at(session, target, self.now());
+    }
+
+    /// [`Kernel::wake`] at `now`, read once by a caller that wakes many.
+    pub(crate) fn wake_at(&self, session: &str, target: &AgentSessionKey, now: sessionwatch_core::Millis) {
         let mut last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(at) = last.get(session).copied()
             && now - at < self.inner.config.wake_coalesce_ms
