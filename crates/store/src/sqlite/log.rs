@@ -51,9 +51,13 @@ macro_rules! head_row_sql {
     };
 }
 const HEAD_ROW: &str = head_row_sql!();
-/// [`HEAD_ROW`] and, tagged 2, the largest global id (the append's is one more).
-const HEAD_ROW_AND_LAST_ID: &str =
-    concat!(head_row_sql!(), " UNION ALL SELECT COALESCE(MAX(id), 0), 0, 0, 2 FROM session_state_events");
+/// What an append numbers from: the head as [`HEAD_ROW`] has it, without the last event's id and time
+/// (the append replaces them; reading its time costs a seek into the table, the sequence is in the
+/// index), and, tagged 2, the largest global id (the append's is one more).
+const HEAD_AND_LAST_ID: &str = "SELECT sequence, 0, 0, 0 FROM (SELECT sequence FROM session_state_events \
+     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) \
+     UNION ALL SELECT head, floor, updated_at, 1 FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2 \
+     UNION ALL SELECT COALESCE(MAX(id), 0), 0, 0, 2 FROM session_state_events";
 
 /// Runs `sql` (tagged rows as [`HEAD_ROW`]'s) for the session: its head row and the tag-2 value (0 if none).
 fn derived_head_row(conn: &Connection, sql: &str, key: &str, agent: &str) -> Result<(HeadRow, i64)> {
@@ -105,7 +109,7 @@ impl SqliteStore {
         if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
-        let (before, last_id) = derived_head_row(tx, HEAD_ROW_AND_LAST_ID, &e.session_key, &e.agent_id)?;
+        let (before, last_id) = derived_head_row(tx, HEAD_AND_LAST_ID, &e.session_key, &e.agent_id)?;
         let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
         let stored = e.stored(sequence as u64, now);
         tx.prepare_cached(
