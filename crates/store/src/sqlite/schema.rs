@@ -153,14 +153,15 @@ CREATE INDEX idx_cursors_settled_target ON session_watch_cursors (target_session
     // sequence in the log (`log::head_row_sql`), and an append writes no head row: an older version would
     // take the stored head for the head and number its appends from there, so it must refuse this file.
     "",
-    // 5: the log ordered by `id`, its rowid, instead of clustered by session. An append then writes at the
-    // right edge of the table, and SQLite fills those leaves whole (an integer key, split by `balance_quick`);
-    // clustered by session, every append dirtied its session's leaf, and a split of a text-keyed B-tree
-    // rewrote its siblings: 20.0 WAL pages per commit of 8 appends over 100 sessions against 14.0
-    // (`python3 scripts/experiments/sqlite_layout.py 40000 8`). A page of one session is read through the unique index
-    // on `(session_key, agent_id, sequence)`. The rows are copied in `id` order; the row cap's `id` and
-    // every sequence stay as they were. The actor check is spelled with `OR`: SQLite checks an `IN` list
-    // of three constants by building a temporary B-tree for every insert (3 % of the writer's time).
+    // 5: the log ordered by `id`, its rowid, instead of clustered by session. An append then writes at
+    // the right edge of the table, whose leaves SQLite fills whole (an integer key, split by
+    // `balance_quick`); clustered by session, every append dirtied its session's leaf, and a split of a
+    // text-keyed B-tree rewrote its siblings: 20.0 WAL pages per commit of 8 appends over 100 sessions
+    // against 14.0 (`python3 scripts/experiments/sqlite_layout.py 40000 8`). A page of one session is
+    // read through the unique index on `(session_key, agent_id, sequence)`. The rows are copied in `id`
+    // order; the row cap's `id` and every sequence stay as they were. The actor check is spelled with
+    // `OR`: SQLite checks an `IN` list of three constants by building a temporary B-tree for every insert
+    // (3 % of the writer's time).
     r#"
 CREATE TABLE session_state_events_by_id (
   id INTEGER PRIMARY KEY,
