@@ -38,26 +38,30 @@ pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     })
 }
 
-/// A session's durable head row, derived: the head is the larger of the stored head and the log's last
-/// sequence. The stored row is written only when retention raises the floor (then its head is at least
-/// the floor), never by an append, so an append writes one B-tree fewer; a session never appended to
-/// reads as all zeros. One row per source, tagged: 0 the log's last event, 1 the stored row.
-macro_rules! head_row_sql {
+/// The stored head row of session (?1, ?2), tagged 1. It is written only when retention raises the floor
+/// (then its head is at least the floor), never by an append, so an append writes one B-tree fewer.
+macro_rules! stored_head_sql {
     () => {
-        "SELECT sequence, id, occurred_at, 0 FROM (SELECT sequence, id, occurred_at \
-         FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) \
-         UNION ALL SELECT head, floor, updated_at, 1 FROM session_state_heads \
-         WHERE session_key = ?1 AND agent_id = ?2"
+        "SELECT head, floor, updated_at, 1 FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2"
     };
 }
-const HEAD_ROW: &str = head_row_sql!();
+/// A session's durable head row, derived: the head is the larger of the stored head and the log's last
+/// sequence; a session never appended to reads as all zeros. One row per source, tagged: 0 the log's
+/// last event, 1 the stored row.
+const HEAD_ROW: &str = concat!(
+    "SELECT sequence, id, occurred_at, 0 FROM (SELECT sequence, id, occurred_at FROM session_state_events \
+     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) UNION ALL ",
+    stored_head_sql!()
+);
 /// What an append numbers from: the head as [`HEAD_ROW`] has it, without the last event's id and time
 /// (the append replaces them; reading its time costs a seek into the table, the sequence is in the
 /// index), and, tagged 2, the largest global id (the append's is one more).
-const HEAD_AND_LAST_ID: &str = "SELECT sequence, 0, 0, 0 FROM (SELECT sequence FROM session_state_events \
-     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) \
-     UNION ALL SELECT head, floor, updated_at, 1 FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2 \
-     UNION ALL SELECT COALESCE(MAX(id), 0), 0, 0, 2 FROM session_state_events";
+const HEAD_AND_LAST_ID: &str = concat!(
+    "SELECT sequence, 0, 0, 0 FROM (SELECT sequence FROM session_state_events \
+     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) UNION ALL ",
+    stored_head_sql!(),
+    " UNION ALL SELECT COALESCE(MAX(id), 0), 0, 0, 2 FROM session_state_events"
+);
 
 /// Runs `sql` (tagged rows as [`HEAD_ROW`]'s) for the session: its head row and the tag-2 value (0 if none).
 fn derived_head_row(conn: &Connection, sql: &str, key: &str, agent: &str) -> Result<(HeadRow, i64)> {

@@ -150,7 +150,7 @@ CREATE INDEX idx_cursors_settled_target ON session_watch_cursors (target_session
   WHERE material_sequence <= last_seen_sequence;
 "#,
     // 4: no new object. From here a session's head is derived, the larger of its stored head and its last
-    // sequence in the log (`log::head_row_sql`), and an append writes no head row: an older version would
+    // sequence in the log (`log::HEAD_ROW`), and an append writes no head row: an older version would
     // take the stored head for the head and number its appends from there, so it must refuse this file.
     "",
     // 5: the log ordered by `id`, its rowid, instead of clustered by session. An append then writes at
