@@ -63,8 +63,7 @@ impl<S: Store> Kernel<S> {
             let last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
             let trailing = self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner());
             let absorbed = |watcher: &str| {
-                trailing.contains(watcher)
-                    && last.get(watcher).is_some_and(|at| now - at < self.inner.config.wake_coalesce_ms)
+                trailing.contains(watcher) && last.get(watcher).is_some_and(|&at| self.within_window(at, now))
             };
             self.inner.queues.notice_holders_where(target.as_str(), |watcher, notice| {
                 notice.wakes

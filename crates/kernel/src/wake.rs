@@ -18,7 +18,7 @@ impl<S: Store> Kernel<S> {
     pub(crate) fn wake_at(&self, session: &str, target: &AgentSessionKey, now: sessionwatch_core::Millis) {
         let mut last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(at) = last.get(session).copied()
-            && now - at < self.inner.config.wake_coalesce_ms
+            && self.within_window(at, now)
         {
             drop(last);
             let remaining = (self.inner.config.wake_coalesce_ms - (now - at)).max(0) as u64;
@@ -28,6 +28,15 @@ impl<S: Store> Kernel<S> {
         last.insert(session.to_string(), now);
         drop(last);
         self.send_wake(session, &reason(target));
+    }
+
+    /// Whether a session woken at `woken_at` is still inside its coalescing window at `now`.
+    pub(crate) fn within_window(
+        &self,
+        woken_at: sessionwatch_core::Millis,
+        now: sessionwatch_core::Millis,
+    ) -> bool {
+        now - woken_at < self.inner.config.wake_coalesce_ms
     }
 
     fn schedule_trailing_wake(&self, session: &str, target: &AgentSessionKey, after_ms: u64) {

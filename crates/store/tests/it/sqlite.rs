@@ -1,6 +1,7 @@
 //! The conformance suite on the embedded SQLite store, one fresh database file per test.
 
 use crate::conformance::Harness;
+use rusqlite::types::FromSql;
 use sessionwatch_store::{SqliteOptions, SqliteStore};
 use tempfile::TempDir;
 
@@ -33,6 +34,13 @@ fn two_processes() -> (SqliteStore, SqliteStore, TempDir) {
     let here = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
     let other = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
     (here, other, dir)
+}
+
+/// Every row of `sql`, three columns each, read on a connection of its own.
+fn rows3<A: FromSql, B: FromSql, C: FromSql>(path: &std::path::Path, sql: &str) -> Vec<(A, B, C)> {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let mut st = c.prepare(sql).unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
 }
 
 fn human(key: &str) -> sessionwatch_store::AppendRequest {
@@ -101,10 +109,7 @@ async fn only_retention_writes_head_rows() {
         store.append(human("agent:main:b"), 1_000 + i).await.unwrap();
     }
     let heads = || -> Vec<(String, i64, i64)> {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        let mut st =
-            c.prepare("SELECT session_key, head, floor FROM session_state_heads ORDER BY 1").unwrap();
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+        rows3(&path, "SELECT session_key, head, floor FROM session_state_heads ORDER BY 1")
     };
     assert_eq!(heads(), vec![], "appends wrote no head row");
     let policy = RetentionPolicy { max_rows: 3, ..RetentionPolicy::default() };
@@ -201,20 +206,15 @@ async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
         other => panic!("{other:?}"),
     }
     drop(store);
-    let c = rusqlite::Connection::open(&path).unwrap();
-    let ids: Vec<(String, i64, i64)> = c
-        .prepare("SELECT session_key, sequence, id FROM session_state_events ORDER BY rowid")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let ids: Vec<(String, i64, i64)> =
+        rows3(&path, "SELECT session_key, sequence, id FROM session_state_events ORDER BY rowid");
     let expected: Vec<(String, i64, i64)> =
         [(KEY, 1, 1), (other, 1, 2), (KEY, 2, 3), (other, 2, 4), (KEY, 3, 5), (other, 3, 6)]
             .into_iter()
             .map(|(k, s, i)| (k.to_string(), s, i))
             .collect();
     assert_eq!(ids, expected, "rows in id order, the id the rowid, the next append's id one more");
+    let c = rusqlite::Connection::open(&path).unwrap();
     let check: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(check, "ok");
 }
@@ -289,14 +289,10 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
     append(NewEvent::goal_changed(target, "main", &GoalChange::Updated, Actor::agent(watchers[0].clone())))
         .await
         .unwrap();
-    let raw = rusqlite::Connection::open(s.path()).unwrap();
-    let stored: Vec<(i64, i64, i64)> = raw
-        .prepare("SELECT last_seen_sequence, notified_sequence, material_sequence FROM session_watch_cursors")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let stored: Vec<(i64, i64, i64)> = rows3(
+        s.path(),
+        "SELECT last_seen_sequence, notified_sequence, material_sequence FROM session_watch_cursors",
+    );
     assert_eq!(stored.len(), 50);
     assert!(stored.iter().all(|lnm| *lnm == (0, 1, 1)), "written once, at the first event: {stored:?}");
     let lnm = |c: sessionwatch_core::Cursor| (c.last_seen, c.notified, c.material);
