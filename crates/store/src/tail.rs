@@ -24,11 +24,10 @@ pub(crate) const SESSIONS: usize = 4096;
 pub(crate) struct HeadRow {
     pub head: u64,
     pub floor: u64,
-    /// When the stored head row last changed (0: no row). PostgreSQL's changes with every append;
-    /// SQLite's only when retention raises the floor, its head being derived from the log.
+    /// When the stored head row last changed (0: no row); every append and every raised floor moves it.
     pub updated_at: Millis,
-    /// Where the head is derived from the log (SQLite): the head event's global id and time (0: the
-    /// log holds none of the session's events). 0 on PostgreSQL.
+    /// SQLite: the head event's global id and time, as its head row names them (0: none, e.g. pruned
+    /// away before schema 6). 0 on PostgreSQL.
     pub head_id: i64,
     pub head_at: Millis,
 }

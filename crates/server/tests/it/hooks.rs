@@ -107,7 +107,8 @@ fn event_kinds(status: &Value) -> Vec<&str> {
 fn human_events(h: &Harness, session: &str) -> usize {
     let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
     db.query_row(
-        "SELECT COUNT(*) FROM session_state_events WHERE session_key = ?1 AND kind = 'human_direct_message'",
+        "SELECT (SELECT COUNT(*) FROM session_state_events WHERE session_key = ?1 AND kind = 'human_direct_message') \
+         + (SELECT COUNT(*) FROM session_state_events_staged WHERE session_key = ?1 AND kind = 'human_direct_message')",
         [key(session)],
         |r| r.get::<_, i64>(0),
     )

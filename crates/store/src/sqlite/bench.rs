@@ -16,10 +16,15 @@ const INSERT_EVENT: &str = "INSERT INTO session_state_events (session_key, agent
      VALUES (?1, ?2, ?3, NULL, 'human_direct_message', 'human', NULL, NULL, ?4, 'human message via bench', \
      NULL, NULL, (SELECT COALESCE(MAX(id), 0) + 1 FROM session_state_events))";
 
+const FILL_EVENT: &str = "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, \
+     actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
+     VALUES (?1, ?2, ?3, NULL, 'human_direct_message', 'human', NULL, NULL, ?4, 'human message via bench', \
+     NULL, NULL, ?5)";
+
 impl SqliteStore {
     /// Appends `per_session` human-message rows to each of `sessions` (key, agent), round-robin, in one
-    /// transaction, continuing each session's sequence from its head (derived from the log, so no head row
-    /// is written).
+    /// transaction, straight into the log (the staging table folded first, so ids stay in log order),
+    /// continuing each session's sequence and global ids, and moves each session's head row.
     pub fn bench_fill_events(
         &self,
         sessions: &[(String, String)],
@@ -27,15 +32,28 @@ impl SqliteStore {
         occurred_at: Millis,
     ) -> Result<()> {
         self.write(|tx| {
+            log::fold(tx)?;
             let mut heads = Vec::with_capacity(sessions.len());
             for (k, a) in sessions {
-                heads.push(log::head(tx, k, a)?.head);
+                heads.push((log::head(tx, k, a)?.head, 0));
             }
-            let mut insert = tx.prepare_cached(INSERT_EVENT)?;
+            let mut id = log::last_id(tx)?;
+            let mut insert = tx.prepare_cached(FILL_EVENT)?;
             for _ in 0..per_session {
                 for (j, (k, a)) in sessions.iter().enumerate() {
-                    heads[j] += 1;
-                    insert.execute(params![k, a, heads[j] as i64, occurred_at])?;
+                    id += 1;
+                    heads[j] = (heads[j].0 + 1, id);
+                    insert.execute(params![k, a, heads[j].0 as i64, occurred_at, id])?;
+                }
+            }
+            let mut head = tx.prepare_cached(
+                "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at, head_id, \
+                 head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?4) ON CONFLICT (session_key, agent_id) DO UPDATE \
+                 SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?4",
+            )?;
+            for ((k, a), (h, id)) in sessions.iter().zip(heads) {
+                if id > 0 {
+                    head.execute(params![k, a, h as i64, occurred_at, id])?;
                 }
             }
             Ok(())

@@ -9,7 +9,7 @@ use sessionwatch_core::{
     Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, StoredEvent,
 };
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id, \
      occurred_at, summary, payload_json, dedupe_key";
@@ -38,47 +38,30 @@ pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     })
 }
 
-/// The stored head row of session (?1, ?2), tagged 1. It is written only when retention raises the floor
-/// (then its head is at least the floor), never by an append, so an append writes one B-tree fewer.
-macro_rules! stored_head_sql {
-    () => {
-        "SELECT head, floor, updated_at, 1 FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2"
-    };
-}
-/// A session's durable head row, derived: the head is the larger of the stored head and the log's last
-/// sequence; a session never appended to reads as all zeros. One row per source, tagged: 0 the log's
-/// last event, 1 the stored row.
-const HEAD_ROW: &str = concat!(
-    "SELECT sequence, id, occurred_at, 0 FROM (SELECT sequence, id, occurred_at FROM session_state_events \
-     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) UNION ALL ",
-    stored_head_sql!()
-);
-/// What an append numbers from: the head as [`HEAD_ROW`] has it, without the last event's id and time
-/// (the append replaces them; reading its time costs a seek into the table, the sequence is in the
-/// index), and, tagged 2, the largest global id (the append's is one more).
-const HEAD_AND_LAST_ID: &str = concat!(
-    "SELECT sequence, 0, 0, 0 FROM (SELECT sequence FROM session_state_events \
-     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence DESC LIMIT 1) UNION ALL ",
-    stored_head_sql!(),
-    " UNION ALL SELECT COALESCE(MAX(id), 0), 0, 0, 2 FROM session_state_events"
-);
+/// A session's durable head row; every append moves it (a session never appended to has none, and
+/// reads as all zeros). A small table: the rows of many sessions share a leaf, so a commit of appends to
+/// several sessions dirties a page or two of it, where the log's per-session index took one each.
+const HEAD_ROW: &str = "SELECT head, floor, updated_at, head_id, head_at FROM session_state_heads \
+     WHERE session_key = ?1 AND agent_id = ?2";
 
-/// Runs `sql` (tagged rows as [`HEAD_ROW`]'s) for the session: its head row and the tag-2 value (0 if none).
-fn derived_head_row(conn: &Connection, sql: &str, key: &str, agent: &str) -> Result<(HeadRow, i64)> {
-    let mut row = HeadRow::default();
-    let (mut stored_head, mut extra) = (0, 0);
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query(params![key, agent])?;
-    while let Some(r) = rows.next()? {
-        let (a, b, c): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
-        match r.get::<_, i64>(3)? {
-            0 => (row.head, row.head_id, row.head_at) = (a as u64, b, c),
-            1 => (stored_head, row.floor, row.updated_at) = (a as u64, b as u64, c),
-            _ => extra = a,
-        }
-    }
-    row.head = row.head.max(stored_head);
-    Ok((row, extra))
+/// The largest id in the log and the staging table: an append's is one more.
+const LAST_ID: &str = "SELECT MAX(COALESCE((SELECT MAX(id) FROM session_state_events_staged), 0), \
+     COALESCE((SELECT MAX(id) FROM session_state_events), 0))";
+
+/// Moves every staged row into the log, in id order (the log's right edge grows, its leaves fill whole).
+pub(crate) fn fold(tx: &Connection) -> Result<()> {
+    tx.prepare_cached(&format!(
+        "INSERT INTO session_state_events (id, {EVENT_COLUMNS}) \
+         SELECT id, {EVENT_COLUMNS} FROM session_state_events_staged ORDER BY id"
+    ))?
+    .execute([])?;
+    tx.prepare_cached("DELETE FROM session_state_events_staged")?.execute([])?;
+    Ok(())
+}
+
+#[cfg(feature = "bench")]
+pub(crate) fn last_id(conn: &Connection) -> Result<i64> {
+    Ok(conn.prepare_cached(LAST_ID)?.query_row([], |r| r.get(0))?)
 }
 
 pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
@@ -86,22 +69,52 @@ pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
     Ok(Head { head: row.head, floor: row.floor })
 }
 
-fn head_row(conn: &Connection, key: &str, agent: &str) -> Result<HeadRow> {
-    Ok(derived_head_row(conn, HEAD_ROW, key, agent)?.0)
+pub(crate) fn head_row(conn: &Connection, key: &str, agent: &str) -> Result<HeadRow> {
+    let row = conn.prepare_cached(HEAD_ROW)?.query_row(params![key, agent], head_from_row).optional()?;
+    Ok(row.unwrap_or_default())
 }
 
+fn head_from_row(r: &Row<'_>) -> rusqlite::Result<HeadRow> {
+    Ok(HeadRow {
+        head: r.get::<_, i64>(0)? as u64,
+        floor: r.get::<_, i64>(1)? as u64,
+        updated_at: r.get(2)?,
+        head_id: r.get(3)?,
+        head_at: r.get(4)?,
+    })
+}
+
+/// What an append numbers from, in one statement: the session's head row as [`HEAD_ROW`] reads it (all
+/// zeros if none), then [`LAST_ID`].
+static HEAD_AND_LAST_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT COALESCE(h.head, 0), COALESCE(h.floor, 0), COALESCE(h.updated_at, 0), COALESCE(h.head_id, 0), \
+         COALESCE(h.head_at, 0), ({LAST_ID}) FROM (SELECT 1) LEFT JOIN session_state_heads h \
+         ON h.session_key = ?1 AND h.agent_id = ?2"
+    )
+});
+
+/// Moves a session's head row to the event just staged (its floor stays).
+const MOVE_HEAD: &str = "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at, head_id, \
+     head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6) ON CONFLICT (session_key, agent_id) DO UPDATE \
+     SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?6";
+
 impl SqliteStore {
-    /// Appends; a recorded event comes with its session's head row after the append (for the tail cache).
+    /// Appends to the staging table, folding it into the log when the id is a multiple of `fold_every`;
+    /// a recorded event comes with its session's head row after the append (for the tail cache).
     pub(crate) fn append_op(
         tx: &Connection,
         req: &AppendRequest,
         now: Millis,
+        fold_every: i64,
     ) -> Result<(AppendOutcome, Option<HeadRow>)> {
         let e = &req.event;
         if let Some(dedupe) = &e.dedupe_key {
             let existing = tx
                 .prepare_cached(&format!(
                     "SELECT {EVENT_COLUMNS} FROM session_state_events \
+                     WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3 UNION ALL \
+                     SELECT {EVENT_COLUMNS} FROM session_state_events_staged \
                      WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3"
                 ))?
                 .query_row(params![e.session_key, e.agent_id, dedupe], event_from_row)
@@ -113,11 +126,14 @@ impl SqliteStore {
         if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
-        let (before, last_id) = derived_head_row(tx, HEAD_AND_LAST_ID, &e.session_key, &e.agent_id)?;
+        let (before, last_id) =
+            tx.prepare_cached(&HEAD_AND_LAST_ID)?.query_row(params![e.session_key, e.agent_id], |r| {
+                Ok((head_from_row(r)?, r.get::<_, i64>(5)?))
+            })?;
         let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
         let stored = e.stored(sequence as u64, now);
         tx.prepare_cached(
-            "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
+            "INSERT INTO session_state_events_staged (session_key, agent_id, sequence, session_id, kind, actor_type, \
              actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
@@ -137,6 +153,17 @@ impl SqliteStore {
             id,
         ])
         .map_err(StoreError::classify)?;
+        tx.prepare_cached(MOVE_HEAD)?.execute(params![
+            stored.session_key,
+            stored.agent_id,
+            sequence,
+            now,
+            id,
+            stored.occurred_at
+        ])?;
+        if id % fold_every == 0 {
+            fold(tx)?;
+        }
 
         let sequence = sequence as u64;
         let notices = match on_append(e.kind, &e.session_key, &req.policy, sequence, &req.watcher_store, now)
@@ -164,7 +191,8 @@ impl SqliteStore {
                 out.notices
             }
         };
-        let row = HeadRow { head: sequence, head_id: id, head_at: stored.occurred_at, ..before };
+        let row =
+            HeadRow { head: sequence, updated_at: now, head_id: id, head_at: stored.occurred_at, ..before };
         Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 
@@ -213,13 +241,15 @@ impl SqliteStore {
             c.prepare_cached("BEGIN")?.execute([])?;
             let out = (|| {
                 let row = head_row(c, key, agent)?;
-                let rows = c
-                    .prepare_cached(&page_sql())?
-                    .query_map(
-                        params![key, agent, since.min(i64::MAX as u64) as i64, limit.get() as i64 + 1],
-                        |r| event_from_row(r).map(Arc::new),
-                    )?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let wanted = limit.get() as usize + 1;
+                let mut rows = log_page(c, key, agent, since, wanted)?;
+                // The staged rows are the session's newest: read them only if the page reaches past the log.
+                let last = rows.last().map_or(since, |e| e.sequence);
+                if rows.len() < wanted && last < row.head {
+                    let mut staged = staged_after(c, key, agent, row, last)?;
+                    staged.truncate(wanted - rows.len());
+                    rows.extend(staged);
+                }
                 Ok(ChangesPage::assemble(rows, limit, since, row.head, row.floor))
             })();
             let _ = c.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
@@ -245,16 +275,68 @@ impl SqliteStore {
 }
 
 /// A `changesSince` page read from the log: the events after `?3`, at most `?4`.
-fn page_sql() -> String {
+static LOG_PAGE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {EVENT_COLUMNS} FROM session_state_events \
          WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
     )
+});
+
+/// A session's staged rows, newest first from its head event (`?3`, its id) down: the staging table has
+/// no per-session index, and a session's rows are in id order, so the scan starts at the head row's id
+/// and its caller stops it once it has what it needs.
+static STAGED_NEWEST_FIRST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {EVENT_COLUMNS} FROM session_state_events_staged \
+         WHERE id <= ?3 AND session_key = ?1 AND agent_id = ?2 ORDER BY id DESC"
+    )
+});
+
+/// The session's events after `after` that are staged, oldest first: those up to the head, which are
+/// all staged when the log ends at or before `after`. Scans from the head event down, no further
+/// than the first of them.
+fn staged_after(
+    c: &Connection,
+    key: &str,
+    agent: &str,
+    head: HeadRow,
+    after: u64,
+) -> Result<Vec<Arc<StoredEvent>>> {
+    let mut stmt = c.prepare_cached(&STAGED_NEWEST_FIRST)?;
+    let mut rows = stmt.query(params![key, agent, head.head_id])?;
+    let mut out = Vec::with_capacity(head.head.saturating_sub(after).min(256) as usize);
+    while let Some(r) = rows.next()? {
+        let event = event_from_row(r)?;
+        if event.sequence <= after {
+            break;
+        }
+        let first = event.sequence == after + 1;
+        out.push(Arc::new(event));
+        if first {
+            break;
+        }
+    }
+    out.reverse();
+    Ok(out)
+}
+
+fn log_page(
+    c: &Connection,
+    key: &str,
+    agent: &str,
+    since: u64,
+    limit: usize,
+) -> Result<Vec<Arc<StoredEvent>>> {
+    Ok(c.prepare_cached(&LOG_PAGE)?
+        .query_map(params![key, agent, since.min(i64::MAX as u64) as i64, limit as i64], |r| {
+            event_from_row(r).map(Arc::new)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::page_sql;
+    use super::LOG_PAGE;
     use crate::{AppendRequest, SqliteOptions, SqliteStore, Store};
     use sessionwatch_core::{Limit, NewEvent};
     use tempfile::TempDir;
@@ -357,7 +439,7 @@ mod tests {
         }
         let (runs, recompiled) = store
             .read(|c| {
-                let st = c.prepare_cached(&page_sql())?;
+                let st = c.prepare_cached(&LOG_PAGE)?;
                 Ok((st.get_status(Run), st.get_status(RePrepare)))
             })
             .unwrap();

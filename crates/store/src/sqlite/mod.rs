@@ -41,6 +41,12 @@ pub enum Synchronous {
     Full,
 }
 
+/// The default [`SqliteOptions::staged_rows`]. 16 writers over 100 sessions, 80k appends each run (four
+/// runs per setting, alternated): 79–88k appends/s folding every 1,024 ids, 88–96k every 2,048, 80–102k
+/// every 4,096. A page reaching all of one session's staged rows scans the whole table at worst: 50, 95,
+/// 190 µs for 1,024, 2,048, 4,096 rows (`python3 scripts/experiments/staged_scan.py`).
+pub const STAGED_ROWS: u32 = 2048;
+
 #[derive(Clone, Debug)]
 pub struct SqliteOptions {
     pub synchronous: Synchronous,
@@ -48,6 +54,9 @@ pub struct SqliteOptions {
     /// `PRAGMA max_page_count` for the writer (tests use it to simulate a full disk).
     pub max_page_count: Option<u64>,
     pub readers: usize,
+    /// Appends are staged and folded into the log whenever an append's id is a multiple of this
+    /// (`log::fold`): the most rows a read of the staging table scans.
+    pub staged_rows: u32,
 }
 
 impl Default for SqliteOptions {
@@ -57,6 +66,7 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             max_page_count: None,
             readers: 4,
+            staged_rows: STAGED_ROWS,
         }
     }
 }
@@ -281,12 +291,13 @@ fn restrict_to_owner(db: &Path) {
 /// Never-waiting readers kept for tail pages (more callers at once take the blocking path).
 const PROBES: usize = 2;
 
-/// The writer maps the file (no read syscall per page it reads). Readers do not: a read transaction
-/// that begins after another connection's commit (the writer's, nearly every time under load) drops the
-/// whole mapping (SQLite unmaps on every change it sees) and faults it back in, and each `munmap` is a
-/// TLB shootdown across the CPUs: 16k `munmap`s per 48k inbound turns. `bench gateway`, three runs
-/// alternated: inbound turns 8.7–9.1k/s with the readers' mapping, 10.3–11.2k/s without.
-const MMAP_BYTES: i64 = 256 * 1024 * 1024;
+/// No connection maps the file. A reader's read transaction that begins after another connection's
+/// commit (the writer's, nearly every time under load) drops SQLite's whole mapping and faults it back
+/// in, each `munmap` a TLB shootdown across the CPUs: `bench gateway`, inbound turns 8.7–9.1k/s mapped,
+/// 10.3–11.2k/s not. The writer read every page it touched through the mapping, which SQLite does not
+/// cache, so each touch looked the page up in the WAL index again (`walFindFrame`, 7 % of the run):
+/// 16 writers, 62–72k appends/s mapped against 72–76k not.
+const MMAP_BYTES: i64 = 0;
 
 fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     let r = Connection::open_with_flags(
@@ -294,7 +305,7 @@ fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     r.busy_timeout(options.busy_timeout)?;
-    r.pragma_update(None, "mmap_size", 0)?; // see MMAP_BYTES
+    r.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     keep_plans(&r)?;
     r.set_prepared_statement_cache_capacity(64);
     Ok(r)
@@ -331,9 +342,10 @@ fn keep_plans(conn: &Connection) -> rusqlite::Result<()> {
 // go through the group-committing writer, which also runs on the blocking pool.
 impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
+        let fold_every = i64::from(self.inner.options.staged_rows.max(1));
         let (outcome, _) = self
             .write_async_then(
-                move |c| SqliteStore::append_op(c, &req, now),
+                move |c| SqliteStore::append_op(c, &req, now, fold_every),
                 |tail, (outcome, row)| {
                     if let (AppendOutcome::Recorded { event, .. }, Some(row)) = (outcome, row) {
                         tail.committed(event, *row);

@@ -8,6 +8,8 @@ use sessionwatch_core::Millis;
 impl SqliteStore {
     pub(crate) fn prune_op(tx: &Connection, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
         let mut report = PruneReport::default();
+        // Retention reads and deletes the log alone, through its indexes.
+        super::log::fold(tx)?;
         super::watch::settle_pending(tx)?;
         let cutoff = now.saturating_sub(policy.max_age_ms);
         // Both reads name their access path: left to itself, SQLite scans the whole log in session order

@@ -49,13 +49,17 @@ pub(crate) fn settle(c: &Connection, watcher: &str, target: &str, cursor: Cursor
     let Some(agent) = AgentSessionKey::parse(target).map(|k| k.agent_id().to_string()) else {
         return Ok(cursor);
     };
-    let mut stmt = c.prepare_cached(&SETTLE_SQL)?;
+    let head_id = super::log::head_row(c, target, &agent)?.head_id;
+    let (mut staged, mut logged) = (c.prepare_cached(&SETTLE_STAGED)?, c.prepare_cached(&SETTLE_LOGGED)?);
     let mut failed = None;
-    // Newest first and lazily: the first event that counts ends the scan.
-    let newer = stmt
-        .query_map(params![target, agent, cursor.material as i64], |r| {
-            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?))
-        })?
+    let row = |r: &rusqlite::Row<'_>| {
+        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?))
+    };
+    // Newest first and lazily: the staged rows (the newest), then the log's; the first event that
+    // counts ends the scan.
+    let newer = staged
+        .query_map(params![target, agent, cursor.material as i64, head_id], row)?
+        .chain(logged.query_map(params![target, agent, cursor.material as i64], row)?)
         .map_while(|row| row.map_err(|e| failed = Some(e)).ok())
         .filter_map(|(seq, kind, actor, at)| Some((seq, EventKind::parse(&kind)?, actor, at)));
     let settled = policy::settle_material(&cursor, watcher, newer);
@@ -65,15 +69,21 @@ pub(crate) fn settle(c: &Connection, watcher: &str, target: &str, cursor: Cursor
     Ok(settled.unwrap_or(cursor))
 }
 
-/// The target's material events after a position, newest first ([`settle`]).
-static SETTLE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+/// The target's material events after a position, newest first ([`settle`]): in the staging table from
+/// the head event (`?4`, its id) down, and in the log.
+static SETTLE_STAGED: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| settle_sql("session_state_events_staged", "AND id <= ?4 ORDER BY id DESC"));
+static SETTLE_LOGGED: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| settle_sql("session_state_events", "ORDER BY sequence DESC"));
+
+fn settle_sql(table: &str, order: &str) -> String {
     let kinds: Vec<String> = policy::material_kinds().iter().map(|k| format!("'{k}'")).collect();
     format!(
-        "SELECT sequence, kind, actor_id, occurred_at FROM session_state_events \
-         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 AND kind IN ({}) ORDER BY sequence DESC",
+        "SELECT sequence, kind, actor_id, occurred_at FROM {table} \
+         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 AND kind IN ({}) {order}",
         kinds.join(", ")
     )
-});
+}
 
 /// Writes the derived M of every pending cursor whose target moved past its stored M (retention is
 /// about to delete the events it is derived from).
@@ -81,8 +91,10 @@ pub(crate) fn settle_pending(c: &Connection) -> Result<()> {
     let pending: Vec<(String, String, Cursor)> = c
         .prepare(&format!(
             "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
-             WHERE material_sequence > last_seen_sequence AND EXISTS (SELECT 1 FROM session_state_events e \
-             WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence)"
+             WHERE material_sequence > last_seen_sequence AND (EXISTS (SELECT 1 FROM session_state_events e \
+             WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence) \
+             OR EXISTS (SELECT 1 FROM session_state_events_staged e \
+             WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence))"
         ))?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
         .collect::<rusqlite::Result<_>>()?;
@@ -320,10 +332,12 @@ impl SqliteStore {
     }
 
     pub(crate) fn delete_session_state_op(tx: &Connection, key: &str, agent: &str) -> Result<()> {
-        tx.execute(
-            "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
-            params![key, agent],
-        )?;
+        for table in ["session_state_events", "session_state_events_staged"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE session_key = ?1 AND agent_id = ?2"),
+                params![key, agent],
+            )?;
+        }
         tx.execute(
             "DELETE FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
             params![key, agent],

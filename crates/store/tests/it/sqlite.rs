@@ -6,8 +6,12 @@ use sessionwatch_store::{SqliteOptions, SqliteStore};
 use tempfile::TempDir;
 
 fn make() -> (Harness<SqliteStore>, TempDir) {
+    make_with(SqliteOptions::default())
+}
+
+fn make_with(options: SqliteOptions) -> (Harness<SqliteStore>, TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).expect("open");
+    let store = SqliteStore::open(dir.path().join("state.db"), options).expect("open");
     let make_legacy = Box::new(|s: &SqliteStore, watcher: &str, target: &str| {
         let conn = rusqlite::Connection::open(s.path()).expect("open raw");
         conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
@@ -24,6 +28,18 @@ fn make() -> (Harness<SqliteStore>, TempDir) {
 }
 
 crate::conformance_suite!(make);
+
+/// The suite again with the staging table folded into the log every other append, so every check
+/// meets events on both sides of a fold (by default its few events all stay staged).
+mod folding_every_other_append {
+    use super::{Harness, SqliteOptions, SqliteStore, TempDir};
+
+    fn make() -> (Harness<SqliteStore>, TempDir) {
+        super::make_with(SqliteOptions { staged_rows: 2, ..SqliteOptions::default() })
+    }
+
+    crate::conformance_suite!(make);
+}
 
 const KEY: &str = "agent:main:a";
 
@@ -96,10 +112,10 @@ async fn a_cached_tail_never_answers_for_a_session_another_process_deleted_and_r
     assert_eq!(times, vec![(1, 5_000), (2, 5_001), (3, 5_002)], "the refilled log, not the cached one");
 }
 
-/// An append writes no head row: the head is derived from the log. Retention writes one when it raises
-/// a floor, so a session pruned to nothing keeps its head.
+/// Every append moves its session's head row (the head is read from it alone); retention raises the
+/// floor in it, so a session pruned to nothing keeps its head.
 #[tokio::test]
-async fn only_retention_writes_head_rows() {
+async fn every_append_moves_its_head_row_and_retention_its_floor() {
     use sessionwatch_store::{RetentionPolicy, Store};
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
@@ -111,10 +127,13 @@ async fn only_retention_writes_head_rows() {
     let heads = || -> Vec<(String, i64, i64)> {
         rows3(&path, "SELECT session_key, head, floor FROM session_state_heads ORDER BY 1")
     };
-    assert_eq!(heads(), vec![], "appends wrote no head row");
+    assert_eq!(heads(), vec![("agent:main:a".into(), 3, 0), ("agent:main:b".into(), 3, 0)]);
+    let head_events: Vec<(String, i64, i64)> =
+        rows3(&path, "SELECT session_key, head_id, head_at FROM session_state_heads ORDER BY 1");
+    assert_eq!(head_events, vec![("agent:main:a".into(), 5, 1_002), ("agent:main:b".into(), 6, 1_002)]);
     let policy = RetentionPolicy { max_rows: 3, ..RetentionPolicy::default() };
     store.prune(policy, 2_000).await.unwrap();
-    assert_eq!(heads(), vec![("agent:main:a".into(), 2, 2), ("agent:main:b".into(), 1, 1)]);
+    assert_eq!(heads(), vec![("agent:main:a".into(), 3, 2), ("agent:main:b".into(), 3, 1)]);
     let policy = RetentionPolicy { max_rows: 0, ..RetentionPolicy::default() };
     store.prune(policy, 2_000).await.unwrap();
     assert_eq!(
@@ -124,6 +143,41 @@ async fn only_retention_writes_head_rows() {
     );
     let head = store.head("agent:main:a".into(), "main".into()).await.unwrap();
     assert_eq!((head.head, head.floor), (3, 3));
+}
+
+/// Pages read from the database (another store on the file, whose tail cache holds nothing) are the
+/// same whichever side of a fold their events are on: every window of a session whose events are
+/// partly in the log and partly staged, with another session's staged rows between them.
+#[tokio::test]
+async fn pages_are_whole_across_the_log_and_the_staging_table() {
+    use sessionwatch_core::Limit;
+    use sessionwatch_store::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let writer =
+        SqliteStore::open(&path, SqliteOptions { staged_rows: 5, ..SqliteOptions::default() }).unwrap();
+    for i in 0..8 {
+        writer.append(human(KEY), 1_000 + i).await.unwrap(); // ids 1, 3, 5, ... 15
+        writer.append(human("agent:main:b"), 1_000 + i).await.unwrap();
+    }
+    let staged: Vec<(i64, i64, i64)> =
+        rows3(&path, "SELECT id, sequence, 0 FROM session_state_events_staged ORDER BY id");
+    assert_eq!(staged.first().map(|r| r.0), Some(16), "ids up to 15 folded, 16 staged");
+    writer.append(human(KEY), 2_000).await.unwrap(); // id 17, sequence 9: staged
+    let reader = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    for since in 0..=9 {
+        for limit in 1..=10i64 {
+            let page = reader
+                .changes_since(KEY.into(), "main".into(), since, Limit::new(limit).unwrap())
+                .await
+                .unwrap();
+            let want: Vec<u64> = (since + 1..=9).take(limit as usize).collect();
+            let got: Vec<u64> = page.events.iter().map(|e| e.sequence).collect();
+            assert_eq!(got, want, "since {since}, limit {limit}");
+            assert_eq!(page.truncated, since + (limit as u64) < 9, "since {since}, limit {limit}");
+            assert_eq!(page.head, 9);
+        }
+    }
 }
 
 /// A database file as version `version` of sessionwatch left it (its migrations and nothing else), with
@@ -206,17 +260,73 @@ async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
         other => panic!("{other:?}"),
     }
     drop(store);
-    let ids: Vec<(String, i64, i64)> =
-        rows3(&path, "SELECT session_key, sequence, id FROM session_state_events ORDER BY rowid");
+    let ids: Vec<(String, i64, i64)> = rows3(
+        &path,
+        "SELECT session_key, sequence, id FROM session_state_events UNION ALL \
+         SELECT session_key, sequence, id FROM session_state_events_staged ORDER BY id",
+    );
     let expected: Vec<(String, i64, i64)> =
         [(KEY, 1, 1), (other, 1, 2), (KEY, 2, 3), (other, 2, 4), (KEY, 3, 5), (other, 3, 6)]
             .into_iter()
             .map(|(k, s, i)| (k.to_string(), s, i))
             .collect();
-    assert_eq!(ids, expected, "rows in id order, the id the rowid, the next append's id one more");
+    assert_eq!(ids, expected, "every row kept with its id, the next append's id one more");
+    let logged: Vec<(i64, i64, i64)> =
+        rows3(&path, "SELECT rowid, id, 0 FROM session_state_events ORDER BY rowid");
+    assert_eq!(
+        logged,
+        (1..=5).map(|i| (i, i, 0)).collect::<Vec<_>>(),
+        "the log in id order, the id its rowid"
+    );
     let c = rusqlite::Connection::open(&path).unwrap();
     let check: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(check, "ok");
+}
+
+/// A schema 5 file (heads derived from the log, written only by retention) gets a head row for every
+/// session in its log, naming the last event, and numbers on: from the log's last sequence, from a
+/// stored head above an emptied log, and across a raised floor.
+#[tokio::test]
+async fn a_schema_5_file_gets_head_rows_from_its_log_and_numbers_on() {
+    use sessionwatch_core::{Limit, NewEvent};
+    use sessionwatch_store::{AppendOutcome, Store};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let (b, c) = ("agent:main:b", "agent:main:c");
+    let rows = [
+        old_event(KEY, 1, 1, None),
+        old_event(KEY, 2, 3, None),
+        old_event(b, 2, 4, None),
+        old_event(KEY, 3, 5, Some("turn-9")),
+        // b pruned up to 1, c to nothing, as retention left them.
+        format!("INSERT INTO session_state_heads VALUES ('{b}', 'main', 1, 1, 900);"),
+        format!("INSERT INTO session_state_heads VALUES ('{c}', 'main', 7, 7, 1000);"),
+    ];
+    file_at_schema(&path, 5, &rows.concat());
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 5 file opens");
+    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
+    let heads: Vec<(String, i64, i64)> = rows3(
+        &path,
+        "SELECT session_key, head * 10 + floor, head_id * 10000 + head_at FROM session_state_heads ORDER BY 1",
+    );
+    let want = [(KEY, 30, 55_000), (b, 21, 44_000), (c, 77, 0)];
+    assert_eq!(heads, want.map(|(k, h, e)| (k.to_string(), h, e)).to_vec());
+
+    let mut again = NewEvent::human_message(KEY, "main", "telegram", None);
+    again.dedupe_key = Some("turn-9".into());
+    match store.append(crate::conformance::req(again), 9_000).await.unwrap() {
+        AppendOutcome::Duplicate(existing) => assert_eq!(existing.sequence, 3),
+        other => panic!("the dedupe key is still found: {other:?}"),
+    }
+    for (key, next) in [(KEY, 4), (b, 3), (c, 8)] {
+        match store.append(human(key), 9_000).await.unwrap() {
+            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, next, "{key}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let page = store.changes_since(b.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
+    let seqs: Vec<u64> = page.events.iter().map(|e| e.sequence).collect();
+    assert_eq!((seqs, page.history_gap, page.head), (vec![2, 3], true, 3));
 }
 
 /// The database, its WAL and shared-memory files hold transcript text: owner-only, like the token file,
