@@ -86,15 +86,13 @@ fn settle_sql(table: &str, order: &str) -> String {
 }
 
 /// Writes the derived M of every pending cursor whose target moved past its stored M (retention is
-/// about to delete the events it is derived from).
+/// about to delete the events it is derived from). Run after a fold: it looks in the log alone.
 pub(crate) fn settle_pending(c: &Connection) -> Result<()> {
     let pending: Vec<(String, String, Cursor)> = c
         .prepare(&format!(
             "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
-             WHERE material_sequence > last_seen_sequence AND (EXISTS (SELECT 1 FROM session_state_events e \
-             WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence) \
-             OR EXISTS (SELECT 1 FROM session_state_events_staged e \
-             WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence))"
+             WHERE material_sequence > last_seen_sequence AND EXISTS (SELECT 1 FROM session_state_events e \
+             WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence)"
         ))?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
         .collect::<rusqlite::Result<_>>()?;
