@@ -11,10 +11,11 @@ use sessionwatch_core::Millis;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const INSERT_EVENT: &str = "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, \
-     actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
+/// The baseline's row, where an append writes it: the staging table.
+const INSERT_EVENT: &str = "INSERT INTO session_state_events_staged (session_key, agent_id, sequence, session_id, \
+     kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
      VALUES (?1, ?2, ?3, NULL, 'human_direct_message', 'human', NULL, NULL, ?4, 'human message via bench', \
-     NULL, NULL, (SELECT COALESCE(MAX(id), 0) + 1 FROM session_state_events))";
+     NULL, NULL, (SELECT COALESCE(MAX(id), 0) + 1 FROM session_state_events_staged))";
 
 const FILL_EVENT: &str = "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, \
      actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
@@ -89,7 +90,8 @@ impl SqliteStore {
 
 /// The bare-SQLite baseline: the database at `path` (created if new) with the store's schema and pragmas
 /// (WAL, `synchronous`, busy timeout), then `rows` × (`BEGIN IMMEDIATE`; one `INSERT` of the same row an
-/// appended human message writes; `COMMIT`) with a cached prepared statement, the bare log's sequence
+/// appended human message writes, into the staging table, and the update of its head row that goes
+/// with it (`log::MOVE_HEAD`); `COMMIT`) with a cached prepared statement, the bare log's sequence
 /// continuing after `first` (so blocks of a run can share one database). Answers the elapsed time.
 pub fn raw_commit_loop(path: &Path, first: u64, rows: u64, options: &SqliteOptions) -> Result<Duration> {
     let mut conn = Connection::open_with_flags(
@@ -101,12 +103,10 @@ pub fn raw_commit_loop(path: &Path, first: u64, rows: u64, options: &SqliteOptio
     let start = Instant::now();
     for i in first..first + rows {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.prepare_cached(INSERT_EVENT)?.execute(params![
-            "agent:main:subagent:raw",
-            "main",
-            (i + 1) as i64,
-            1_750_000_000_000i64
-        ])?;
+        let (key, sequence, at) = ("agent:main:subagent:raw", (i + 1) as i64, 1_750_000_000_000i64);
+        tx.prepare_cached(INSERT_EVENT)?.execute(params![key, "main", sequence, at])?;
+        let id = tx.last_insert_rowid();
+        tx.prepare_cached(log::MOVE_HEAD)?.execute(params![key, "main", sequence, at, id, at])?;
         tx.commit()?;
     }
     Ok(start.elapsed())

@@ -95,7 +95,7 @@ static HEAD_AND_LAST_ID: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Moves a session's head row to the event just staged (its floor stays).
-const MOVE_HEAD: &str = "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at, head_id, \
+pub(crate) const MOVE_HEAD: &str = "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at, head_id, \
      head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6) ON CONFLICT (session_key, agent_id) DO UPDATE \
      SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?6";
 
