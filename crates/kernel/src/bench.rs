@@ -30,6 +30,8 @@ pub struct Figure {
 
 struct Sizes {
     appends: u64,
+    /// The 16 writers again, long enough for the SQLite store's folds and WAL checkpoints to weigh in.
+    sustained_appends: u64,
     watcher_appends: u64,
     log_rows: u64,
     queries: usize,
@@ -40,6 +42,7 @@ struct Sizes {
 
 const FULL: Sizes = Sizes {
     appends: 20_000,
+    sustained_appends: 100_000,
     watcher_appends: 5_000,
     log_rows: 50_000,
     queries: 5_000,
@@ -50,6 +53,7 @@ const FULL: Sizes = Sizes {
 
 const QUICK: Sizes = Sizes {
     appends: 200,
+    sustained_appends: 400,
     watcher_appends: 50,
     log_rows: 2_000,
     queries: 200,
@@ -393,6 +397,16 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         fig("append_16_writers_per_s", per_second(sz.appends, elapsed), "appends/s");
         // How many of the 16 share a commit: what bounds the rate, with the pages each commit writes.
         fig("append_16_writers_per_commit", group.writes as f64 / group.commits.max(1) as f64, "appends");
+    }
+    {
+        let name = "append-16-writers-sustained";
+        let k = kernel(b, name, big_retention()).await?;
+        let elapsed =
+            append_concurrently(&k, sz.sustained_appends, |i| format!("agent:main:subagent:s{}", i % 100))
+                .await;
+        drop(k);
+        b.close(name).await;
+        fig("append_16_writers_sustained_per_s", per_second(sz.sustained_appends, elapsed), "appends/s");
     }
 
     // One target watched by 1 and by 100 sessions, the same appends: what fan-out costs per append.

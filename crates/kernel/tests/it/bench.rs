@@ -15,6 +15,7 @@ async fn quick_bench_reports_every_figure() {
             "append_100_sessions_per_s",
             "append_16_writers_per_s",
             "append_16_writers_per_commit",
+            "append_16_writers_sustained_per_s",
             "append_1_watcher_per_s",
             "append_100_watchers_per_s",
             "append_100_watchers_vs_1_ratio",
