@@ -59,6 +59,19 @@ pub(crate) fn fold(tx: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// An append's fold, under a savepoint: a fold that fails (a disk with room for an append but not for
+/// the copy) leaves the append recorded and the rows staged, for the next fold. Only a failure that took
+/// the whole transaction with it fails the append.
+fn fold_or_keep_staged(tx: &Connection) -> Result<()> {
+    tx.prepare_cached("SAVEPOINT fold")?.execute([])?;
+    if let Err(e) = fold(tx) {
+        tx.prepare_cached("ROLLBACK TO fold")?.execute([])?;
+        tracing::warn!(error = %e, "folding the staged appends into the log failed; they stay staged");
+    }
+    tx.prepare_cached("RELEASE fold")?.execute([])?;
+    Ok(())
+}
+
 #[cfg(feature = "bench")]
 pub(crate) fn last_id(conn: &Connection) -> Result<i64> {
     Ok(conn.prepare_cached(LAST_ID)?.query_row([], |r| r.get(0))?)
@@ -162,7 +175,7 @@ impl SqliteStore {
             stored.occurred_at
         ])?;
         if id % fold_every == 0 {
-            fold(tx)?;
+            fold_or_keep_staged(tx)?;
         }
 
         let sequence = sequence as u64;

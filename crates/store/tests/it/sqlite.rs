@@ -283,6 +283,40 @@ async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
     assert_eq!(check, "ok");
 }
 
+/// Regression: a fold that fails (here a trigger refuses every row into the log; in life a disk with room
+/// for one append but not for the copy) failed the append that triggered it, and every append after it,
+/// which took the same id and tried the same fold. The appends are recorded, staged, and read back whole.
+#[tokio::test]
+async fn a_fold_that_fails_leaves_its_append_recorded_and_the_rows_staged() {
+    use sessionwatch_core::Limit;
+    use sessionwatch_store::{AppendOutcome, Store};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let store =
+        SqliteStore::open(&path, SqliteOptions { staged_rows: 2, ..SqliteOptions::default() }).unwrap();
+    store.append(human(KEY), 1_000).await.unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON session_state_events \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    for (i, want) in (2..=5).enumerate() {
+        match store.append(human(KEY), 2_000 + i as i64).await {
+            Ok(AppendOutcome::Recorded { event, .. }) => assert_eq!(event.sequence, want),
+            other => panic!("append {want}: {other:?}"),
+        }
+    }
+    let staged: Vec<(i64, i64, i64)> =
+        rows3(&path, "SELECT COUNT(*), MIN(id), MAX(id) FROM session_state_events_staged");
+    assert_eq!(staged, vec![(5, 1, 5)], "nothing was folded");
+    rusqlite::Connection::open(&path).unwrap().execute_batch("DROP TRIGGER refuse").unwrap();
+    let reader = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let page = reader.changes_since(KEY.into(), "main".into(), 1, Limit::new(200).unwrap()).await.unwrap();
+    assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![2, 3, 4, 5]);
+}
+
 /// A schema 5 file (heads derived from the log, written only by retention) gets a head row for every
 /// session in its log, naming the last event, and numbers on: from the log's last sequence, from a
 /// stored head above an emptied log, and across a raised floor.
