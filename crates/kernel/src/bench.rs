@@ -348,8 +348,8 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     let mut fig = |name, value, unit| out.push(Figure { name, value, unit });
 
     // Appends to one session, each durably committed before the next (one producer), and the bare
-    // baseline with the same row and schema (and, on SQLite, the same pragmas and head row), in alternating blocks:
-    // whatever the machine does meanwhile weighs on both sides of their ratio alike.
+    // baseline with the same row and schema (and, on SQLite, the same pragmas and head row), in
+    // alternating blocks: whatever the machine does meanwhile weighs on both sides of their ratio alike.
     let (sequential_per_s, raw_per_s) = {
         let name = "append-sequential";
         let k = kernel(b, name, big_retention()).await?;

@@ -107,8 +107,9 @@ fn event_kinds(status: &Value) -> Vec<&str> {
 fn human_events(h: &Harness, session: &str) -> usize {
     let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
     db.query_row(
-        "SELECT (SELECT COUNT(*) FROM session_state_events WHERE session_key = ?1 AND kind = 'human_direct_message') \
-         + (SELECT COUNT(*) FROM session_state_events_staged WHERE session_key = ?1 AND kind = 'human_direct_message')",
+        "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
+         SELECT kind, session_key FROM session_state_events_staged) \
+         WHERE session_key = ?1 AND kind = 'human_direct_message'",
         [key(session)],
         |r| r.get::<_, i64>(0),
     )

@@ -11,16 +11,14 @@ use sessionwatch_core::Millis;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The baseline's row, where an append writes it: the staging table.
-const INSERT_EVENT: &str = "INSERT INTO session_state_events_staged (session_key, agent_id, sequence, session_id, \
-     kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
-     VALUES (?1, ?2, ?3, NULL, 'human_direct_message', 'human', NULL, NULL, ?4, 'human message via bench', \
-     NULL, NULL, (SELECT COALESCE(MAX(id), 0) + 1 FROM session_state_events_staged))";
-
-const FILL_EVENT: &str = "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, \
-     actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
-     VALUES (?1, ?2, ?3, NULL, 'human_direct_message', 'human', NULL, NULL, ?4, 'human message via bench', \
-     NULL, NULL, ?5)";
+/// Inserts the bench's human-message row into `table`: (key, agent, sequence, occurred_at, id).
+fn insert_row(table: &str) -> String {
+    format!(
+        "INSERT INTO {table} (session_key, agent_id, sequence, session_id, kind, actor_type, actor_id, \
+         run_id, occurred_at, summary, payload_json, dedupe_key, id) VALUES (?1, ?2, ?3, NULL, \
+         'human_direct_message', 'human', NULL, NULL, ?4, 'human message via bench', NULL, NULL, ?5)"
+    )
+}
 
 impl SqliteStore {
     /// Appends `per_session` human-message rows to each of `sessions` (key, agent), round-robin, in one
@@ -39,7 +37,7 @@ impl SqliteStore {
                 heads.push((log::head(tx, k, a)?.head, 0));
             }
             let mut id = log::last_id(tx)?;
-            let mut insert = tx.prepare_cached(FILL_EVENT)?;
+            let mut insert = tx.prepare_cached(&insert_row("session_state_events"))?;
             for _ in 0..per_session {
                 for (j, (k, a)) in sessions.iter().enumerate() {
                     id += 1;
@@ -47,14 +45,10 @@ impl SqliteStore {
                     insert.execute(params![k, a, heads[j].0 as i64, occurred_at, id])?;
                 }
             }
-            let mut head = tx.prepare_cached(
-                "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at, head_id, \
-                 head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?4) ON CONFLICT (session_key, agent_id) DO UPDATE \
-                 SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?4",
-            )?;
+            let mut head = tx.prepare_cached(log::MOVE_HEAD)?;
             for ((k, a), (h, id)) in sessions.iter().zip(heads) {
                 if id > 0 {
-                    head.execute(params![k, a, h as i64, occurred_at, id])?;
+                    head.execute(params![k, a, h as i64, occurred_at, id, occurred_at])?;
                 }
             }
             Ok(())
@@ -100,13 +94,14 @@ pub fn raw_commit_loop(path: &Path, first: u64, rows: u64, options: &SqliteOptio
     )?;
     configure(&conn, options)?;
     schema::migrate(&mut conn)?;
+    // Where an append writes its row. The loop's rows are the only ones: its ids are its sequences.
+    let insert = insert_row("session_state_events_staged");
     let start = Instant::now();
     for i in first..first + rows {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (key, sequence, at) = ("agent:main:subagent:raw", (i + 1) as i64, 1_750_000_000_000i64);
-        tx.prepare_cached(INSERT_EVENT)?.execute(params![key, "main", sequence, at])?;
-        let id = tx.last_insert_rowid();
-        tx.prepare_cached(log::MOVE_HEAD)?.execute(params![key, "main", sequence, at, id, at])?;
+        tx.prepare_cached(&insert)?.execute(params![key, "main", sequence, at, sequence])?;
+        tx.prepare_cached(log::MOVE_HEAD)?.execute(params![key, "main", sequence, at, sequence, at])?;
         tx.commit()?;
     }
     Ok(start.elapsed())

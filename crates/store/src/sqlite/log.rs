@@ -72,7 +72,6 @@ fn fold_or_keep_staged(tx: &Connection) -> Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "bench")]
 pub(crate) fn last_id(conn: &Connection) -> Result<i64> {
     Ok(conn.prepare_cached(LAST_ID)?.query_row([], |r| r.get(0))?)
 }
@@ -83,34 +82,26 @@ pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
 }
 
 pub(crate) fn head_row(conn: &Connection, key: &str, agent: &str) -> Result<HeadRow> {
-    let row = conn.prepare_cached(HEAD_ROW)?.query_row(params![key, agent], head_from_row).optional()?;
+    let row = conn
+        .prepare_cached(HEAD_ROW)?
+        .query_row(params![key, agent], |r| {
+            Ok(HeadRow {
+                head: r.get::<_, i64>(0)? as u64,
+                floor: r.get::<_, i64>(1)? as u64,
+                updated_at: r.get(2)?,
+                head_id: r.get(3)?,
+                head_at: r.get(4)?,
+            })
+        })
+        .optional()?;
     Ok(row.unwrap_or_default())
 }
 
-fn head_from_row(r: &Row<'_>) -> rusqlite::Result<HeadRow> {
-    Ok(HeadRow {
-        head: r.get::<_, i64>(0)? as u64,
-        floor: r.get::<_, i64>(1)? as u64,
-        updated_at: r.get(2)?,
-        head_id: r.get(3)?,
-        head_at: r.get(4)?,
-    })
-}
-
-/// What an append numbers from, in one statement: the session's head row as [`HEAD_ROW`] reads it (all
-/// zeros if none), then [`LAST_ID`].
-static HEAD_AND_LAST_ID: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT COALESCE(h.head, 0), COALESCE(h.floor, 0), COALESCE(h.updated_at, 0), COALESCE(h.head_id, 0), \
-         COALESCE(h.head_at, 0), ({LAST_ID}) FROM (SELECT 1) LEFT JOIN session_state_heads h \
-         ON h.session_key = ?1 AND h.agent_id = ?2"
-    )
-});
-
 /// Moves a session's head row to the event just staged (its floor stays).
-pub(crate) const MOVE_HEAD: &str = "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at, head_id, \
-     head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6) ON CONFLICT (session_key, agent_id) DO UPDATE \
-     SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?6";
+/// Parameters: session key, agent, head, now, head event id, head event time.
+pub(crate) const MOVE_HEAD: &str = "INSERT INTO session_state_heads \
+     (session_key, agent_id, head, floor, updated_at, head_id, head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6) \
+     ON CONFLICT (session_key, agent_id) DO UPDATE SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?6";
 
 impl SqliteStore {
     /// Appends to the staging table, folding it into the log when the id is a multiple of `fold_every`;
@@ -139,15 +130,13 @@ impl SqliteStore {
         if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
-        let (before, last_id) =
-            tx.prepare_cached(&HEAD_AND_LAST_ID)?.query_row(params![e.session_key, e.agent_id], |r| {
-                Ok((head_from_row(r)?, r.get::<_, i64>(5)?))
-            })?;
+        let before = head_row(tx, &e.session_key, &e.agent_id)?;
+        let last_id = last_id(tx)?;
         let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
         let stored = e.stored(sequence as u64, now);
         tx.prepare_cached(
-            "INSERT INTO session_state_events_staged (session_key, agent_id, sequence, session_id, kind, actor_type, \
-             actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
+            "INSERT INTO session_state_events_staged (session_key, agent_id, sequence, session_id, kind, \
+             actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
         .execute(params![

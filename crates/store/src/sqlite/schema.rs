@@ -190,13 +190,14 @@ CREATE UNIQUE INDEX idx_events_session_dedupe ON session_state_events (session_k
   WHERE dedupe_key IS NOT NULL;
 CREATE INDEX idx_events_occurred_at ON session_state_events (occurred_at);
 "#,
-    // 6: appends go to a staging table, folded into the log every `SqliteOptions::staged_rows` ids. A staged row
-    // writes no per-session index entry: with one per append, a commit of 8 appends over 100 sessions
-    // dirtied 8 index leaves, one per session, most of its 11 WAL pages. A fold writes each session's
-    // leaf once for all its staged rows. A session's staged sequences are all above its logged ones.
-    // The head row is moved by every append (a small table: its rows share leaves), with the head
+    // 6: appends go to a staging table, folded into the log every `SqliteOptions::staged_rows` ids. A
+    // staged row writes no per-session index entry: with one per append, a commit of 8 appends over 100
+    // sessions dirtied 8 index leaves, one per session, most of its 11 WAL pages. A fold writes each
+    // session's leaf once for all its staged rows. A session's staged sequences are all above its logged
+    // ones. The head row is moved by every append (a small table: its rows share leaves), with the head
     // event's id and time, so a head is read without scanning the staging table. Every session in the
-    // log gets its head row here.
+    // log gets its head row here. The staging table has the log's columns (migration 5), spelled out
+    // again: a released migration's text never changes, so the two are not built from one fragment.
     r#"
 CREATE TABLE session_state_events_staged (
   id INTEGER PRIMARY KEY,
@@ -213,8 +214,8 @@ CREATE TABLE session_state_events_staged (
   payload_json TEXT,
   dedupe_key TEXT
 ) STRICT;
-CREATE UNIQUE INDEX idx_staged_session_dedupe ON session_state_events_staged (session_key, agent_id, dedupe_key)
-  WHERE dedupe_key IS NOT NULL;
+CREATE UNIQUE INDEX idx_staged_session_dedupe
+  ON session_state_events_staged (session_key, agent_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
 ALTER TABLE session_state_heads ADD COLUMN head_id INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE session_state_heads ADD COLUMN head_at INTEGER NOT NULL DEFAULT 0;
 INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at, head_id, head_at)

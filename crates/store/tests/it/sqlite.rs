@@ -9,6 +9,11 @@ fn make() -> (Harness<SqliteStore>, TempDir) {
     make_with(SqliteOptions::default())
 }
 
+/// Options that fold the staging table into the log every `rows` appends.
+fn folding_every(rows: u32) -> SqliteOptions {
+    SqliteOptions { staged_rows: rows, ..SqliteOptions::default() }
+}
+
 fn make_with(options: SqliteOptions) -> (Harness<SqliteStore>, TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SqliteStore::open(dir.path().join("state.db"), options).expect("open");
@@ -32,10 +37,10 @@ crate::conformance_suite!(make);
 /// The suite again with the staging table folded into the log every other append, so every check
 /// meets events on both sides of a fold (by default its few events all stay staged).
 mod folding_every_other_append {
-    use super::{Harness, SqliteOptions, SqliteStore, TempDir};
+    use super::{Harness, SqliteStore, TempDir};
 
     fn make() -> (Harness<SqliteStore>, TempDir) {
-        super::make_with(SqliteOptions { staged_rows: 2, ..SqliteOptions::default() })
+        super::make_with(super::folding_every(2))
     }
 
     crate::conformance_suite!(make);
@@ -154,8 +159,7 @@ async fn pages_are_whole_across_the_log_and_the_staging_table() {
     use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
-    let writer =
-        SqliteStore::open(&path, SqliteOptions { staged_rows: 5, ..SqliteOptions::default() }).unwrap();
+    let writer = SqliteStore::open(&path, folding_every(5)).unwrap();
     for i in 0..8 {
         writer.append(human(KEY), 1_000 + i).await.unwrap(); // ids 1, 3, 5, ... 15
         writer.append(human("agent:main:b"), 1_000 + i).await.unwrap();
@@ -292,8 +296,7 @@ async fn a_fold_that_fails_leaves_its_append_recorded_and_the_rows_staged() {
     use sessionwatch_store::{AppendOutcome, Store};
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
-    let store =
-        SqliteStore::open(&path, SqliteOptions { staged_rows: 2, ..SqliteOptions::default() }).unwrap();
+    let store = SqliteStore::open(&path, folding_every(2)).unwrap();
     store.append(human(KEY), 1_000).await.unwrap();
     rusqlite::Connection::open(&path)
         .unwrap()
