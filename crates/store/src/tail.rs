@@ -59,7 +59,11 @@ impl Tail {
     /// After the commit that appended `event`, whose session's head row became `row`.
     pub fn committed(&self, event: &StoredEvent, row: HeadRow) {
         let mut agents = self.lock();
-        let sessions = agents.entry(event.agent_id.clone()).or_default();
+        // Looked up by `&str` first: the agent's key is allocated once, not on every append.
+        if !agents.contains_key(&event.agent_id) {
+            agents.insert(event.agent_id.clone(), HashMap::new());
+        }
+        let Some(sessions) = agents.get_mut(&event.agent_id) else { return };
         if let Some(t) = sessions.get_mut(&event.session_key)
             && t.row.head + 1 == event.sequence
             && t.row.floor == row.floor
