@@ -1,5 +1,6 @@
 //! Appending to the signal log and reading it back.
 
+use super::writer::TransactionIds;
 use super::{SqliteStore, watch};
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
@@ -45,8 +46,9 @@ const HEAD_ROW: &str = "SELECT head, floor, updated_at, head_id, head_at FROM se
      WHERE session_key = ?1 AND agent_id = ?2";
 
 /// The largest id in the log and the staging table: an append's is one more.
-const LAST_ID: &str = "SELECT MAX(COALESCE((SELECT MAX(id) FROM session_state_events_staged), 0), \
-     COALESCE((SELECT MAX(id) FROM session_state_events), 0))";
+/// Staged ids are all above logged ones: the log is read only when nothing is staged.
+const LAST_ID: &str = "SELECT COALESCE((SELECT MAX(id) FROM session_state_events_staged), \
+     (SELECT MAX(id) FROM session_state_events), 0)";
 
 /// Moves every staged row into the log, in id order (the log's right edge grows, its leaves fill whole).
 pub(crate) fn fold(tx: &Connection) -> Result<()> {
@@ -111,6 +113,7 @@ impl SqliteStore {
         req: &AppendRequest,
         now: Millis,
         fold_every: i64,
+        ids: &TransactionIds,
     ) -> Result<(AppendOutcome, Option<HeadRow>)> {
         let e = &req.event;
         if let Some(dedupe) = &e.dedupe_key {
@@ -131,7 +134,10 @@ impl SqliteStore {
             return Ok((AppendOutcome::Unwatched, None));
         }
         let before = head_row(tx, &e.session_key, &e.agent_id)?;
-        let last_id = last_id(tx)?;
+        let last_id = match ids.last() {
+            Some(id) => id,
+            None => last_id(tx)?,
+        };
         let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
         let stored = e.stored(sequence as u64, now);
         tx.prepare_cached(
@@ -155,6 +161,7 @@ impl SqliteStore {
             id,
         ])
         .map_err(StoreError::classify)?;
+        ids.wrote(id);
         tx.prepare_cached(MOVE_HEAD)?.execute(params![
             stored.session_key,
             stored.agent_id,

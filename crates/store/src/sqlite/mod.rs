@@ -343,9 +343,10 @@ fn keep_plans(conn: &Connection) -> rusqlite::Result<()> {
 impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let fold_every = i64::from(self.inner.options.staged_rows.max(1));
+        let ids = self.inner.writer.transaction_ids();
         let (outcome, _) = self
             .write_async_then(
-                move |c| SqliteStore::append_op(c, &req, now, fold_every),
+                move |c| SqliteStore::append_op(c, &req, now, fold_every, &ids),
                 |tail, (outcome, row)| {
                     if let (AppendOutcome::Recorded { event, .. }, Some(row)) = (outcome, row) {
                         tail.committed(event, *row);

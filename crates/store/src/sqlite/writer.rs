@@ -17,7 +17,7 @@
 
 use crate::{GroupCommitCounter, GroupCommits, Result, StoreError};
 use rusqlite::Connection;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,31 @@ const MAX_BATCH: usize = 512;
 /// How long an idle driver waits for the next job before it stops ([`Writer::linger`]).
 const LINGER: Duration = Duration::from_micros(50);
 
+/// The largest event id the open transaction has written, so the appends of a batch read the log's last
+/// id once, not each (a statement per append, 6 % of the writer's time with 16 writers). Forgotten at
+/// every `BEGIN`: a rolled-back transaction's ids are never reused from here, and another connection's
+/// writes (only between transactions: ours holds the write lock) are read from the log again.
+#[derive(Default)]
+pub(crate) struct TransactionIds {
+    /// 0: nothing written yet in this transaction.
+    last: AtomicI64,
+}
+
+impl TransactionIds {
+    /// The last id this transaction wrote, if it wrote one.
+    pub fn last(&self) -> Option<i64> {
+        Some(self.last.load(Ordering::Relaxed)).filter(|&id| id > 0)
+    }
+
+    pub fn wrote(&self, id: i64) {
+        self.last.store(id, Ordering::Relaxed);
+    }
+
+    fn forget(&self) {
+        self.last.store(0, Ordering::Relaxed);
+    }
+}
+
 pub(crate) struct Writer {
     /// `None` once the store is closed.
     conn: Mutex<Option<Connection>>,
@@ -42,6 +67,7 @@ pub(crate) struct Writer {
     commits: GroupCommitCounter,
     /// A batch is running (from taking its jobs until they are answered).
     in_batch: AtomicBool,
+    ids: Arc<TransactionIds>,
 }
 
 impl Writer {
@@ -52,7 +78,13 @@ impl Writer {
             scheduled: AtomicBool::new(false),
             commits: GroupCommitCounter::default(),
             in_batch: AtomicBool::new(false),
+            ids: Arc::default(),
         }
+    }
+
+    /// What the open transaction has written, for the jobs that run in it.
+    pub fn transaction_ids(&self) -> Arc<TransactionIds> {
+        self.ids.clone()
     }
 
     pub fn group_commits(&self) -> GroupCommits {
@@ -160,7 +192,7 @@ impl Writer {
                 let n = pending.len().min(room);
                 pending.drain(..n).collect()
             };
-            let Batch { outcome, completions, rolled_back } = run_batch(conn, jobs, more);
+            let Batch { outcome, completions, rolled_back } = run_batch(conn, &self.ids, jobs, more);
             let failed = match outcome {
                 Ok(()) => {
                     if !completions.is_empty() {
@@ -214,7 +246,7 @@ impl Writer {
     pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = guard.as_ref().ok_or_else(|| StoreError::Task("the store is closed".into()))?;
-        run(conn, "BEGIN IMMEDIATE").map_err(StoreError::classify)?;
+        begin(conn, &self.ids).map_err(StoreError::classify)?;
         match f(conn) {
             Ok(v) => match run(conn, "COMMIT") {
                 Ok(()) => Ok(v),
@@ -266,14 +298,19 @@ struct Batch {
 /// [`MAX_BATCH`] in all: their callers would otherwise wait for this commit and then for their own.
 /// With 16 writers that doubles the appends per commit (8 to 16), and a commit's pages are mostly the
 /// same whatever it carries (the staging table's edge, head rows, the file header).
-fn run_batch(conn: &Connection, jobs: Vec<Job>, mut more: impl FnMut(usize) -> Vec<Job>) -> Batch {
+fn run_batch(
+    conn: &Connection,
+    ids: &TransactionIds,
+    jobs: Vec<Job>,
+    mut more: impl FnMut(usize) -> Vec<Job>,
+) -> Batch {
     let mut completions = Vec::with_capacity(jobs.len());
     let mut rolled_back = Vec::new();
     let mut open = false;
     let mut taken = jobs.len();
     let mut queue = jobs;
     while !queue.is_empty() {
-        if let Err(e) = run_jobs(conn, queue, &mut open, &mut completions, &mut rolled_back) {
+        if let Err(e) = run_jobs(conn, ids, queue, &mut open, &mut completions, &mut rolled_back) {
             return Batch { outcome: Err(StoreError::classify(e)), completions, rolled_back };
         }
         queue = more(MAX_BATCH.saturating_sub(taken));
@@ -288,6 +325,7 @@ fn run_batch(conn: &Connection, jobs: Vec<Job>, mut more: impl FnMut(usize) -> V
 /// rest of the jobs dropped unrun (their callers see "not executed").
 fn run_jobs(
     conn: &Connection,
+    ids: &TransactionIds,
     jobs: Vec<Job>,
     open: &mut bool,
     completions: &mut Vec<Completion>,
@@ -295,7 +333,7 @@ fn run_jobs(
 ) -> rusqlite::Result<()> {
     for job in jobs {
         if !*open {
-            run(conn, "BEGIN IMMEDIATE")?;
+            begin(conn, ids)?;
             *open = true;
         }
         let before = conn.total_changes();
@@ -313,6 +351,11 @@ fn run_jobs(
         }
     }
     Ok(())
+}
+
+fn begin(conn: &Connection, ids: &TransactionIds) -> rusqlite::Result<()> {
+    ids.forget();
+    run(conn, "BEGIN IMMEDIATE")
 }
 
 /// One transaction-control statement, prepared once per connection (they run several times per write).
