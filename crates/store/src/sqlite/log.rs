@@ -50,6 +50,16 @@ const HEAD_ROW: &str = "SELECT head, floor, updated_at, head_id, head_at FROM se
 const LAST_ID: &str = "SELECT COALESCE((SELECT MAX(id) FROM session_state_events_staged), \
      (SELECT MAX(id) FROM session_state_events), 0)";
 
+/// The event an append's dedupe key already names, in the log or staged (its text built once).
+static DEDUPED: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {EVENT_COLUMNS} FROM session_state_events \
+         WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3 UNION ALL \
+         SELECT {EVENT_COLUMNS} FROM session_state_events_staged \
+         WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3"
+    )
+});
+
 /// Moves every staged row into the log, in id order (the log's right edge grows, its leaves fill whole).
 pub(crate) fn fold(tx: &Connection) -> Result<()> {
     tx.prepare_cached(&format!(
@@ -118,12 +128,7 @@ impl SqliteStore {
         let e = &req.event;
         if let Some(dedupe) = &e.dedupe_key {
             let existing = tx
-                .prepare_cached(&format!(
-                    "SELECT {EVENT_COLUMNS} FROM session_state_events \
-                     WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3 UNION ALL \
-                     SELECT {EVENT_COLUMNS} FROM session_state_events_staged \
-                     WHERE session_key = ?1 AND agent_id = ?2 AND dedupe_key = ?3"
-                ))?
+                .prepare_cached(&DEDUPED)?
                 .query_row(params![e.session_key, e.agent_id, dedupe], event_from_row)
                 .optional()?;
             if let Some(existing) = existing {

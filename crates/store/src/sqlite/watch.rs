@@ -7,6 +7,7 @@ use sessionwatch_core::{
     AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, decide_registration,
     policy,
 };
+use std::sync::LazyLock;
 
 const CURSOR_COLUMNS: &str =
     "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
@@ -136,14 +137,19 @@ pub(crate) fn is_watched(c: &Connection, target: &str) -> Result<bool> {
 /// The cursors held on `target` with nothing pending (`M = L`), the only ones an append moves
 /// ([`policy::fan_out`]); in no particular order: the single writer needs no lock order, and it orders
 /// every append with every claim, so the pending ones need not be read.
-pub(crate) fn settled_cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
-    Ok(c.prepare_cached(&format!(
+/// Read by every append that notifies: its text is built once.
+static SETTLED_CURSORS_ON: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
          INDEXED BY idx_cursors_settled_target \
          WHERE target_session_key = ?1 AND material_sequence <= last_seen_sequence"
-    ))?
-    .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
-    .collect::<rusqlite::Result<_>>()?)
+    )
+});
+
+pub(crate) fn settled_cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
+    Ok(c.prepare_cached(&SETTLED_CURSORS_ON)?
+        .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
+        .collect::<rusqlite::Result<_>>()?)
 }
 
 /// Pending watchers that no gateway hosts yet are claimed for `host`, so exactly one gateway recovers them.
