@@ -134,9 +134,6 @@ pub(crate) fn is_watched(c: &Connection, target: &str) -> Result<bool> {
         .query_row([target], |r| r.get(0))?)
 }
 
-/// The cursors held on `target` with nothing pending (`M = L`), the only ones an append moves
-/// ([`policy::fan_out`]); in no particular order: the single writer needs no lock order, and it orders
-/// every append with every claim, so the pending ones need not be read.
 /// Read by every append that notifies: its text is built once.
 static SETTLED_CURSORS_ON: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -146,6 +143,9 @@ static SETTLED_CURSORS_ON: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The cursors held on `target` with nothing pending (`M = L`), the only ones an append moves
+/// ([`policy::fan_out`]); in no particular order: the single writer needs no lock order, and it orders
+/// every append with every claim, so the pending ones need not be read.
 pub(crate) fn settled_cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
     Ok(c.prepare_cached(&SETTLED_CURSORS_ON)?
         .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
