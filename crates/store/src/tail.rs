@@ -57,7 +57,7 @@ impl Tail {
     }
 
     /// After the commit that appended `event`, whose session's head row became `row`.
-    pub fn committed(&self, event: &StoredEvent, row: HeadRow) {
+    pub fn committed(&self, event: Arc<StoredEvent>, row: HeadRow) {
         let mut agents = self.lock();
         // Looked up by `&str` first: the agent's key is allocated once, not on every append.
         if !agents.contains_key(&event.agent_id) {
@@ -68,7 +68,7 @@ impl Tail {
             && t.row.head + 1 == event.sequence
             && t.row.floor == row.floor
         {
-            t.events.push_back(Arc::new(event.clone()));
+            t.events.push_back(event);
             if t.events.len() > EVENTS_PER_SESSION {
                 t.events.pop_front();
             }
@@ -77,7 +77,7 @@ impl Tail {
         }
         // New, or not the continuation of what is held (e.g. after another process's writes): start over
         // from this one event, which is exactly the log's tail.
-        let fresh = SessionTail { row, events: VecDeque::from([Arc::new(event.clone())]) };
+        let fresh = SessionTail { row, events: VecDeque::from([event.clone()]) };
         if sessions.insert(event.session_key.clone(), fresh).is_none() {
             let total: usize = agents.values().map(HashMap::len).sum();
             if total > SESSIONS {

@@ -33,7 +33,7 @@ use futures_util::future::{join, join_all};
 use sessionwatch_core::policy::fan_out;
 use sessionwatch_core::{Cursor, EventKind, Millis, Notice, StoredEvent};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 
@@ -210,7 +210,7 @@ impl PostgresStore {
             Ok(appended) => {
                 self.inner.appends.commits.committed(jobs.len());
                 for (job, a) in jobs.into_iter().zip(appended) {
-                    self.inner.tail.committed(&a.event, a.row);
+                    self.inner.tail.committed(Arc::new(a.event.clone()), a.row);
                     let _ = job.done.send(Ok(AppendOutcome::Recorded { event: a.event, notices: a.notices }));
                 }
             }

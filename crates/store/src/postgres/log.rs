@@ -146,7 +146,7 @@ impl PostgresStore {
         };
         tx.commit().await?;
         let row = HeadRow::moved_by_every_append(sequence as u64, u(floor), now);
-        self.inner.tail.committed(&stored, row);
+        self.inner.tail.committed(Arc::new(stored.clone()), row);
         Ok(AppendOutcome::Recorded { event: stored, notices })
     }
 

@@ -20,6 +20,7 @@ pub use checkpoint::WAL_CHECKPOINT_PAGES;
 pub use lock::GatewayLock;
 pub use schema::{SCHEMA_VERSION, migrate_to};
 
+use crate::tail::HeadRow;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert,
     NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
@@ -344,17 +345,26 @@ impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let fold_every = i64::from(self.inner.options.staged_rows.max(1));
         let ids = self.inner.writer.transaction_ids();
-        let (outcome, _) = self
-            .write_async_then(
-                move |c| SqliteStore::append_op(c, &req, now, fold_every, &ids),
-                |tail, (outcome, row)| {
-                    if let (AppendOutcome::Recorded { event, .. }, Some(row)) = (outcome, row) {
-                        tail.committed(event, *row);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tail = self.inner.tail.clone();
+        let lone = self.inner.writer.submit(
+            move |c| SqliteStore::append_op(c, &req, now, fold_every, &ids),
+            move |r: Result<(AppendOutcome, Option<HeadRow>)>| {
+                // The caller hears first and goes on while the tail takes the event, still in commit
+                // order (a page read meanwhile finds the entry behind the durable head row and scans).
+                let fill = match &r {
+                    Ok((AppendOutcome::Recorded { event, .. }, Some(row))) => {
+                        Some((Arc::new(event.clone()), *row))
                     }
-                },
-            )
-            .await?;
-        Ok(outcome)
+                    _ => None,
+                };
+                let _ = tx.send(r.map(|(outcome, _)| outcome));
+                if let Some((event, row)) = fill {
+                    tail.committed(event, row);
+                }
+            },
+        );
+        self.inner.answers.wait(rx, lone).await
     }
 
     async fn register_watch(

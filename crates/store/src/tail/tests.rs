@@ -11,7 +11,7 @@ fn row(head: u64, floor: u64) -> HeadRow {
 
 fn fill(tail: &Tail, key: &str, from: u64, to: u64, floor: u64) {
     for s in from..=to {
-        tail.committed(&event(key, s), row(s, floor));
+        tail.committed(Arc::new(event(key, s)), row(s, floor));
     }
 }
 
@@ -66,7 +66,7 @@ fn a_durable_row_that_moved_on_is_not_answered_from_memory() {
 fn a_gap_in_the_commits_starts_the_entry_over() {
     let tail = Tail::default();
     fill(&tail, "agent:main:a", 1, 5, 0);
-    tail.committed(&event("agent:main:a", 8), row(8, 0)); // 6 and 7 were written by someone else
+    tail.committed(Arc::new(event("agent:main:a", 8)), row(8, 0)); // 6 and 7 were written by someone else
     let limit = Limit::new(10).unwrap();
     assert!(tail.page("agent:main:a", "main", 5, limit, row(8, 0)).is_none());
     assert_eq!(sequences(&tail.page("agent:main:a", "main", 7, limit, row(8, 0)).unwrap()), vec![8]);
