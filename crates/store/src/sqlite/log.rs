@@ -357,6 +357,12 @@ mod tests {
 
     const KEY: &str = "agent:main:a";
 
+    /// Returns once the tail holds every append answered so far: an append's caller hears just before
+    /// the writer puts its event in the tail, and the writer does so before it runs the next write.
+    async fn tail_filled(store: &SqliteStore) {
+        store.write_async(|_| Ok(())).await.unwrap();
+    }
+
     /// A fresh store with `events` human messages appended to [`KEY`].
     async fn store_with(events: i64) -> (SqliteStore, TempDir) {
         let dir = tempfile::tempdir().unwrap();
@@ -373,6 +379,7 @@ mod tests {
     #[tokio::test]
     async fn a_recent_window_is_answered_on_the_calling_thread_by_readers_that_never_wait() {
         let (store, _dir) = store_with(3).await;
+        tail_filled(&store).await;
         let limit = Limit::new(200).unwrap();
         let page = store.tail_page_now(KEY, "main", 1, limit).expect("served from the tail");
         assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![2, 3]);
@@ -434,6 +441,7 @@ mod tests {
         store.prune(policy, 2_000).await.unwrap();
         let req = AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
         store.append(req, 3_000).await.unwrap();
+        tail_filled(&store).await;
         let limit = Limit::new(200).unwrap();
         let page = store.tail_page_now(KEY, "main", 5, limit).expect("served from the tail");
         assert_eq!(page, store.changes_since_sync(KEY, "main", 5, limit).unwrap());
