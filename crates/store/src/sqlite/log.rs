@@ -1,6 +1,6 @@
 //! Appending to the signal log and reading it back.
 
-use super::writer::TransactionIds;
+use super::transaction::WriteTx;
 use super::{SqliteStore, watch};
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
@@ -94,8 +94,12 @@ pub(crate) fn head(conn: &Connection, key: &str, agent: &str) -> Result<Head> {
 }
 
 pub(crate) fn head_row(conn: &Connection, key: &str, agent: &str) -> Result<HeadRow> {
-    let row = conn
-        .prepare_cached(HEAD_ROW)?
+    head_row_with(&mut *conn.prepare_cached(HEAD_ROW)?, key, agent)
+}
+
+/// [`head_row`] through `HEAD_ROW` prepared by the caller.
+fn head_row_with(st: &mut rusqlite::Statement<'_>, key: &str, agent: &str) -> Result<HeadRow> {
+    let row = st
         .query_row(params![key, agent], |r| {
             Ok(HeadRow {
                 head: r.get::<_, i64>(0)? as u64,
@@ -109,6 +113,11 @@ pub(crate) fn head_row(conn: &Connection, key: &str, agent: &str) -> Result<Head
     Ok(row.unwrap_or_default())
 }
 
+/// Stages an appended event (the log's columns and its id).
+const STAGE: &str = "INSERT INTO session_state_events_staged (session_key, agent_id, sequence, session_id, \
+     kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+
 /// Moves a session's head row to the event just staged (its floor stays).
 /// Parameters: session key, agent, head, now, head event id, head event time.
 pub(crate) const MOVE_HEAD: &str = "INSERT INTO session_state_heads \
@@ -119,11 +128,10 @@ impl SqliteStore {
     /// Appends to the staging table, folding it into the log when the id is a multiple of `fold_every`;
     /// a recorded event comes with its session's head row after the append (for the tail cache).
     pub(crate) fn append_op(
-        tx: &Connection,
+        tx: &WriteTx<'_>,
         req: &AppendRequest,
         now: Millis,
         fold_every: i64,
-        ids: &TransactionIds,
     ) -> Result<(AppendOutcome, Option<HeadRow>)> {
         let e = &req.event;
         if let Some(dedupe) = &e.dedupe_key {
@@ -138,43 +146,42 @@ impl SqliteStore {
         if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
-        let before = head_row(tx, &e.session_key, &e.agent_id)?;
-        let last_id = match ids.last() {
+        let before = tx.with(HEAD_ROW, |st| head_row_with(st, &e.session_key, &e.agent_id))?;
+        let last_id = match tx.last_id() {
             Some(id) => id,
             None => last_id(tx)?,
         };
         let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
         let stored = e.stored(sequence as u64, now);
-        tx.prepare_cached(
-            "INSERT INTO session_state_events_staged (session_key, agent_id, sequence, session_id, kind, \
-             actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )?
-        .execute(params![
-            stored.session_key,
-            stored.agent_id,
-            sequence,
-            stored.session_id,
-            stored.kind.as_str(),
-            stored.actor.kind.as_str(),
-            stored.actor.id,
-            stored.run_id,
-            stored.occurred_at,
-            stored.summary,
-            payload::encode(&stored.payload),
-            stored.dedupe_key,
-            id,
-        ])
-        .map_err(StoreError::classify)?;
-        ids.wrote(id);
-        tx.prepare_cached(MOVE_HEAD)?.execute(params![
-            stored.session_key,
-            stored.agent_id,
-            sequence,
-            now,
-            id,
-            stored.occurred_at
-        ])?;
+        tx.with(STAGE, |st| {
+            st.execute(params![
+                stored.session_key,
+                stored.agent_id,
+                sequence,
+                stored.session_id,
+                stored.kind.as_str(),
+                stored.actor.kind.as_str(),
+                stored.actor.id,
+                stored.run_id,
+                stored.occurred_at,
+                stored.summary,
+                payload::encode(&stored.payload),
+                stored.dedupe_key,
+                id,
+            ])
+            .map_err(StoreError::classify)
+        })?;
+        tx.wrote(id);
+        tx.with(MOVE_HEAD, |st| {
+            Ok(st.execute(params![
+                stored.session_key,
+                stored.agent_id,
+                sequence,
+                now,
+                id,
+                stored.occurred_at
+            ])?)
+        })?;
         if id % fold_every == 0 {
             fold_or_keep_staged(tx)?;
         }

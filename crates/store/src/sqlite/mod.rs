@@ -13,6 +13,7 @@ mod prune;
 mod runs;
 mod schema;
 mod sessions;
+mod transaction;
 mod watch;
 mod writer;
 
@@ -32,6 +33,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use transaction::WriteTx;
 
 /// SQLite's `synchronous` setting for the WAL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +203,7 @@ impl SqliteStore {
     /// Runs `f` in the next group commit; answers after that commit.
     async fn write_async<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         self.write_async_then(f, |_, _| {}).await
     }
@@ -209,7 +211,7 @@ impl SqliteStore {
     /// As `write_async`; `committed` runs after the commit (in commit order, before the caller hears).
     async fn write_async_then<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
         committed: impl FnOnce(&crate::tail::Tail, &T) + Send + 'static,
     ) -> Result<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -344,11 +346,10 @@ fn keep_plans(conn: &Connection) -> rusqlite::Result<()> {
 impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let fold_every = i64::from(self.inner.options.staged_rows.max(1));
-        let ids = self.inner.writer.transaction_ids();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let tail = self.inner.tail.clone();
         let lone = self.inner.writer.submit(
-            move |c| SqliteStore::append_op(c, &req, now, fold_every, &ids),
+            move |c| SqliteStore::append_op(c, &req, now, fold_every),
             move |r: Result<(AppendOutcome, Option<HeadRow>)>| {
                 // The caller hears first and goes on while the tail takes the event, still in commit
                 // order (a page read meanwhile finds the entry behind the durable head row and scans).

@@ -1,6 +1,7 @@
 //! Watch cursors: registration, acknowledgement, the start-up sweep and clean-up.
 
 use super::SqliteStore;
+use super::transaction::WriteTx;
 use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::{
@@ -146,10 +147,12 @@ static SETTLED_CURSORS_ON: LazyLock<String> = LazyLock::new(|| {
 /// The cursors held on `target` with nothing pending (`M = L`), the only ones an append moves
 /// ([`policy::fan_out`]); in no particular order: the single writer needs no lock order, and it orders
 /// every append with every claim, so the pending ones need not be read.
-pub(crate) fn settled_cursors_on(c: &Connection, target: &str) -> Result<Vec<(String, Cursor)>> {
-    Ok(c.prepare_cached(&SETTLED_CURSORS_ON)?
-        .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
-        .collect::<rusqlite::Result<_>>()?)
+pub(crate) fn settled_cursors_on(tx: &WriteTx<'_>, target: &str) -> Result<Vec<(String, Cursor)>> {
+    tx.with(SETTLED_CURSORS_ON.as_str(), |st| {
+        Ok(st
+            .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
+            .collect::<rusqlite::Result<_>>()?)
+    })
 }
 
 /// Pending watchers that no gateway hosts yet are claimed for `host`, so exactly one gateway recovers them.

@@ -15,47 +15,23 @@
 //! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
 //! 5 s busy wait must not stall an async worker thread and with it unrelated requests.
 
+use super::transaction::WriteTx;
 use crate::{GroupCommitCounter, GroupCommits, Result, StoreError};
 use rusqlite::Connection;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Told once the batch's commit outcome is known: `None` when it committed.
 type Completion = Box<dyn FnOnce(Option<&StoreError>) + Send>;
 /// Runs the job's work; answers whether it succeeded, and its completion.
-type Job = Box<dyn FnOnce(&Connection) -> (bool, Completion) + Send>;
+type Job = Box<dyn FnOnce(&WriteTx<'_>) -> (bool, Completion) + Send>;
 
 /// At most this many jobs share one commit, so a single transaction stays short.
 const MAX_BATCH: usize = 512;
 
 /// How long an idle driver waits for the next job before it stops ([`Writer::linger`]).
 const LINGER: Duration = Duration::from_micros(50);
-
-/// The largest event id the open transaction has written, so the appends of a batch read the log's last
-/// id once, not each (a statement per append, 6 % of the writer's time with 16 writers). Forgotten at
-/// every `BEGIN`: a rolled-back transaction's ids are never reused from here, and another connection's
-/// writes (only between transactions: ours holds the write lock) are read from the log again.
-#[derive(Default)]
-pub(crate) struct TransactionIds {
-    /// 0: nothing written yet in this transaction.
-    last: AtomicI64,
-}
-
-impl TransactionIds {
-    /// The last id this transaction wrote, if it wrote one.
-    pub fn last(&self) -> Option<i64> {
-        Some(self.last.load(Ordering::Relaxed)).filter(|&id| id > 0)
-    }
-
-    pub fn wrote(&self, id: i64) {
-        self.last.store(id, Ordering::Relaxed);
-    }
-
-    fn forget(&self) {
-        self.last.store(0, Ordering::Relaxed);
-    }
-}
 
 pub(crate) struct Writer {
     /// `None` once the store is closed.
@@ -67,7 +43,6 @@ pub(crate) struct Writer {
     commits: GroupCommitCounter,
     /// A batch is running (from taking its jobs until they are answered).
     in_batch: AtomicBool,
-    ids: Arc<TransactionIds>,
 }
 
 impl Writer {
@@ -78,13 +53,7 @@ impl Writer {
             scheduled: AtomicBool::new(false),
             commits: GroupCommitCounter::default(),
             in_batch: AtomicBool::new(false),
-            ids: Arc::default(),
         }
-    }
-
-    /// What the open transaction has written, for the jobs that run in it.
-    pub fn transaction_ids(&self) -> Arc<TransactionIds> {
-        self.ids.clone()
     }
 
     pub fn group_commits(&self) -> GroupCommits {
@@ -99,11 +68,11 @@ impl Writer {
     /// write is a lone one: nothing was queued or running, so it will be answered after one lone commit.
     pub fn submit<T: Send + 'static>(
         self: &Arc<Self>,
-        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> bool {
-        let job: Job = Box::new(move |conn: &Connection| {
-            let result = f(conn);
+        let job: Job = Box::new(move |tx: &WriteTx<'_>| {
+            let result = f(tx);
             let succeeded = result.is_ok();
             // The job's own error wins; a job that succeeded fails with its batch.
             let completion: Completion = Box::new(move |batch_error: Option<&StoreError>| {
@@ -192,7 +161,7 @@ impl Writer {
                 let n = pending.len().min(room);
                 pending.drain(..n).collect()
             };
-            let Batch { outcome, completions, rolled_back } = run_batch(conn, &self.ids, jobs, more);
+            let Batch { outcome, completions, rolled_back } = run_batch(conn, jobs, more);
             let failed = match outcome {
                 Ok(()) => {
                     if !completions.is_empty() {
@@ -246,7 +215,7 @@ impl Writer {
     pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = guard.as_ref().ok_or_else(|| StoreError::Task("the store is closed".into()))?;
-        begin(conn, &self.ids).map_err(StoreError::classify)?;
+        run(conn, "BEGIN IMMEDIATE").map_err(StoreError::classify)?;
         match f(conn) {
             Ok(v) => match run(conn, "COMMIT") {
                 Ok(()) => Ok(v),
@@ -298,64 +267,58 @@ struct Batch {
 /// [`MAX_BATCH`] in all: their callers would otherwise wait for this commit and then for their own.
 /// With 16 writers that doubles the appends per commit (8 to 16), and a commit's pages are mostly the
 /// same whatever it carries (the staging table's edge, head rows, the file header).
-fn run_batch(
-    conn: &Connection,
-    ids: &TransactionIds,
-    jobs: Vec<Job>,
-    mut more: impl FnMut(usize) -> Vec<Job>,
-) -> Batch {
+fn run_batch(conn: &Connection, jobs: Vec<Job>, mut more: impl FnMut(usize) -> Vec<Job>) -> Batch {
     let mut completions = Vec::with_capacity(jobs.len());
     let mut rolled_back = Vec::new();
-    let mut open = false;
+    let mut open = None;
     let mut taken = jobs.len();
     let mut queue = jobs;
     while !queue.is_empty() {
-        if let Err(e) = run_jobs(conn, ids, queue, &mut open, &mut completions, &mut rolled_back) {
+        if let Err(e) = run_jobs(conn, queue, &mut open, &mut completions, &mut rolled_back) {
             return Batch { outcome: Err(StoreError::classify(e)), completions, rolled_back };
         }
         queue = more(MAX_BATCH.saturating_sub(taken));
         taken += queue.len();
     }
-    let outcome = if open { run(conn, "COMMIT").map_err(StoreError::classify) } else { Ok(()) };
+    // Taking the transaction returns its held statements to the connection's cache.
+    let outcome =
+        if open.take().is_some() { run(conn, "COMMIT").map_err(StoreError::classify) } else { Ok(()) };
     Batch { outcome, completions, rolled_back }
 }
 
 /// Runs `jobs` in the open transaction (beginning one if none is), moving the completions of a
 /// transaction that a job's failure rolled back to `rolled_back`. A failed `BEGIN` is returned, the
 /// rest of the jobs dropped unrun (their callers see "not executed").
-fn run_jobs(
-    conn: &Connection,
-    ids: &TransactionIds,
+fn run_jobs<'c>(
+    conn: &'c Connection,
     jobs: Vec<Job>,
-    open: &mut bool,
+    open: &mut Option<WriteTx<'c>>,
     completions: &mut Vec<Completion>,
     rolled_back: &mut Vec<Completion>,
 ) -> rusqlite::Result<()> {
     for job in jobs {
-        if !*open {
-            begin(conn, ids)?;
-            *open = true;
-        }
+        let tx = match open {
+            Some(tx) => tx,
+            None => {
+                run(conn, "BEGIN IMMEDIATE")?;
+                open.insert(WriteTx::new(conn))
+            }
+        };
         let before = conn.total_changes();
-        let (succeeded, completion) = job(conn);
+        let (succeeded, completion) = job(tx);
         let half_done = !succeeded && conn.total_changes() != before;
         if half_done || conn.is_autocommit() {
+            *open = None;
             if !conn.is_autocommit() {
                 let _ = run(conn, "ROLLBACK");
             }
             rolled_back.append(completions);
             rolled_back.push(completion); // its own error is what its caller hears
-            *open = false;
         } else {
             completions.push(completion);
         }
     }
     Ok(())
-}
-
-fn begin(conn: &Connection, ids: &TransactionIds) -> rusqlite::Result<()> {
-    ids.forget();
-    run(conn, "BEGIN IMMEDIATE")
 }
 
 /// One transaction-control statement, prepared once per connection (they run several times per write).
