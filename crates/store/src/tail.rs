@@ -39,6 +39,17 @@ impl HeadRow {
     }
 }
 
+/// What a committed write does to the tail, decided from its result before its caller hears and applied
+/// right after (by the SQLite writer, in commit order).
+pub(crate) enum TailChange {
+    /// [`Tail::committed`].
+    Committed(Arc<StoredEvent>, HeadRow),
+    /// [`Tail::forget`].
+    Forget { key: String, agent: String },
+    /// [`Tail::clear`].
+    Clear,
+}
+
 struct SessionTail {
     row: HeadRow,
     /// Contiguous sequences ending at `row.head`.
@@ -101,6 +112,14 @@ impl Tail {
 
     pub fn clear(&self) {
         self.lock().clear();
+    }
+
+    pub fn apply(&self, change: TailChange) {
+        match change {
+            TailChange::Committed(event, row) => self.committed(event, row),
+            TailChange::Forget { key, agent } => self.forget(&key, &agent),
+            TailChange::Clear => self.clear(),
+        }
     }
 
     /// The page after `since` if the entry was derived from `durable` and holds every event after `since`.

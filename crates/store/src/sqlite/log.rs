@@ -135,10 +135,9 @@ impl SqliteStore {
     ) -> Result<(AppendOutcome, Option<HeadRow>)> {
         let e = &req.event;
         if let Some(dedupe) = &e.dedupe_key {
-            let existing = tx
-                .prepare_cached(&DEDUPED)?
-                .query_row(params![e.session_key, e.agent_id, dedupe], event_from_row)
-                .optional()?;
+            let existing = tx.with(DEDUPED.as_str(), |st| {
+                Ok(st.query_row(params![e.session_key, e.agent_id, dedupe], event_from_row).optional()?)
+            })?;
             if let Some(existing) = existing {
                 return Ok((AppendOutcome::Duplicate(existing), None));
             }

@@ -21,7 +21,7 @@ pub use checkpoint::WAL_CHECKPOINT_PAGES;
 pub use lock::GatewayLock;
 pub use schema::{SCHEMA_VERSION, migrate_to};
 
-use crate::tail::HeadRow;
+use crate::tail::TailChange;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert,
     NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
@@ -205,22 +205,25 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.write_async_then(f, |_, _| {}).await
+        self.write_async_then(f, |_| None).await
     }
 
-    /// As `write_async`; `committed` runs after the commit (in commit order, before the caller hears).
+    /// As `write_async`; what `change` decides from a committed result is done to the tail cache just
+    /// after the caller hears, still on the writer and in commit order. The caller goes on meanwhile: a
+    /// page read in between finds the entry behind the durable head row and scans.
     async fn write_async_then<T: Send + 'static>(
         &self,
         f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
-        committed: impl FnOnce(&crate::tail::Tail, &T) + Send + 'static,
+        change: impl FnOnce(&T) -> Option<TailChange> + Send + 'static,
     ) -> Result<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let tail = self.inner.tail.clone();
         let lone = self.inner.writer.submit(f, move |r| {
-            if let Ok(v) = &r {
-                committed(&tail, v);
-            }
+            let change = r.as_ref().ok().and_then(change);
             let _ = tx.send(r);
+            if let Some(change) = change {
+                tail.apply(change);
+            }
         });
         self.inner.answers.wait(rx, lone).await
     }
@@ -346,26 +349,18 @@ fn keep_plans(conn: &Connection) -> rusqlite::Result<()> {
 impl Store for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let fold_every = i64::from(self.inner.options.staged_rows.max(1));
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let tail = self.inner.tail.clone();
-        let lone = self.inner.writer.submit(
-            move |c| SqliteStore::append_op(c, &req, now, fold_every),
-            move |r: Result<(AppendOutcome, Option<HeadRow>)>| {
-                // The caller hears first and goes on while the tail takes the event, still in commit
-                // order (a page read meanwhile finds the entry behind the durable head row and scans).
-                let fill = match &r {
-                    Ok((AppendOutcome::Recorded { event, .. }, Some(row))) => {
-                        Some((Arc::new(event.clone()), *row))
+        let (outcome, _) = self
+            .write_async_then(
+                move |c| SqliteStore::append_op(c, &req, now, fold_every),
+                |(outcome, row)| match (outcome, row) {
+                    (AppendOutcome::Recorded { event, .. }, Some(row)) => {
+                        Some(TailChange::Committed(Arc::new(event.clone()), *row))
                     }
                     _ => None,
-                };
-                let _ = tx.send(r.map(|(outcome, _)| outcome));
-                if let Some((event, row)) = fill {
-                    tail.committed(event, row);
-                }
-            },
-        );
-        self.inner.answers.wait(rx, lone).await
+                },
+            )
+            .await?;
+        Ok(outcome)
     }
 
     async fn register_watch(
@@ -452,7 +447,8 @@ impl Store for SqliteStore {
     }
 
     async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
-        self.write_async_then(move |c| SqliteStore::prune_op(c, policy, now), |tail, _| tail.clear()).await
+        self.write_async_then(move |c| SqliteStore::prune_op(c, policy, now), |_| Some(TailChange::Clear))
+            .await
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
@@ -482,7 +478,7 @@ impl Store for SqliteStore {
         let (key, agent) = (session_key.clone(), agent_id.clone());
         self.write_async_then(
             move |c| SqliteStore::delete_session_state_op(c, &session_key, &agent_id),
-            move |tail, _| tail.forget(&key, &agent),
+            move |_| Some(TailChange::Forget { key, agent }),
         )
         .await
     }
@@ -520,7 +516,7 @@ impl Store for SqliteStore {
         let (k, a) = (key.clone(), agent.clone());
         self.write_async_then(
             move |c| SqliteStore::reset_session_op(c, &key, &agent, &new_id, now),
-            move |tail, _| tail.forget(&k, &a),
+            move |_| Some(TailChange::Forget { key: k, agent: a }),
         )
         .await
     }
