@@ -145,7 +145,10 @@ impl SqliteStore {
         if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
-        let before = tx.with(HEAD_ROW, |st| head_row_with(st, &e.session_key, &e.agent_id))?;
+        let before = match tx.head(&e.session_key, &e.agent_id) {
+            Some(row) => row,
+            None => tx.with(HEAD_ROW, |st| head_row_with(st, &e.session_key, &e.agent_id))?,
+        };
         let last_id = match tx.last_id() {
             Some(id) => id,
             None => last_id(tx)?,
@@ -181,6 +184,14 @@ impl SqliteStore {
                 stored.occurred_at
             ])?)
         })?;
+        let row = HeadRow {
+            head: sequence as u64,
+            updated_at: now,
+            head_id: id,
+            head_at: stored.occurred_at,
+            ..before
+        };
+        tx.moved_head(&stored.session_key, &stored.agent_id, row);
         if id % fold_every == 0 {
             fold_or_keep_staged(tx)?;
         }
@@ -211,8 +222,6 @@ impl SqliteStore {
                 out.notices
             }
         };
-        let row =
-            HeadRow { head: sequence, updated_at: now, head_id: id, head_at: stored.occurred_at, ..before };
         Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
     }
 
@@ -418,6 +427,36 @@ mod tests {
         );
         assert!(appended.is_err(), "rolled back with the failed job: {appended:?}");
         assert!(failed.is_err());
+        match store.append(human(), 3_000).await.unwrap() {
+            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The writer remembers the head an append moved; when a later failure in the same transaction rolls
+    /// that append back (here a job that keeps the memory, as an append failing half-done does), the
+    /// memory goes with it and the next append numbers on from the log, leaving no hole.
+    #[tokio::test]
+    async fn a_rolled_back_append_is_not_remembered() {
+        use crate::sqlite::{transaction::WriteTx, writer::Memory};
+        use crate::{AppendOutcome, StoreError};
+        let (store, _dir) = store_with(1).await;
+        let human = || AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
+        let held = store.inner.writer.hold();
+        let appended = store.append(human(), 2_000);
+        let (tx, failed) = tokio::sync::oneshot::channel();
+        let fail_after_writing = |c: &WriteTx<'_>| -> crate::Result<()> {
+            c.execute("INSERT INTO sessionwatch_meta (key, value) VALUES ('test', 'x')", [])?;
+            Err(StoreError::InvalidData("fails after writing".into()))
+        };
+        let writer = store.inner.writer.clone();
+        let (appended, ()) = tokio::join!(appended, async move {
+            tokio::task::yield_now().await; // the append is queued by now
+            writer.submit(Memory::Kept, fail_after_writing, move |r| drop(tx.send(r)));
+            drop(held);
+        });
+        assert!(appended.is_err(), "rolled back with the failed job: {appended:?}");
+        assert!(failed.await.unwrap().is_err());
         match store.append(human(), 3_000).await.unwrap() {
             AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 2),
             other => panic!("{other:?}"),

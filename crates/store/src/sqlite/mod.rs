@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use transaction::WriteTx;
+use writer::Memory;
 
 /// SQLite's `synchronous` setting for the WAL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,7 +206,7 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.write_async_then(f, |_| None).await
+        self.write_async_then(Memory::Forgotten, f, |_| None).await
     }
 
     /// As `write_async`; what `change` decides from a committed result is done to the tail cache just
@@ -213,12 +214,13 @@ impl SqliteStore {
     /// page read in between finds the entry behind the durable head row and scans.
     async fn write_async_then<T: Send + 'static>(
         &self,
+        memory: Memory,
         f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
         change: impl FnOnce(&T) -> Option<TailChange> + Send + 'static,
     ) -> Result<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let tail = self.inner.tail.clone();
-        let lone = self.inner.writer.submit(f, move |r| {
+        let lone = self.inner.writer.submit(memory, f, move |r| {
             let change = r.as_ref().ok().and_then(change);
             let _ = tx.send(r);
             if let Some(change) = change {
@@ -351,6 +353,7 @@ impl Store for SqliteStore {
         let fold_every = i64::from(self.inner.options.staged_rows.max(1));
         let (outcome, _) = self
             .write_async_then(
+                Memory::Kept,
                 move |c| SqliteStore::append_op(c, &req, now, fold_every),
                 |(outcome, row)| match (outcome, row) {
                     (AppendOutcome::Recorded { event, .. }, Some(row)) => {
@@ -447,8 +450,12 @@ impl Store for SqliteStore {
     }
 
     async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
-        self.write_async_then(move |c| SqliteStore::prune_op(c, policy, now), |_| Some(TailChange::Clear))
-            .await
+        self.write_async_then(
+            Memory::Forgotten,
+            move |c| SqliteStore::prune_op(c, policy, now),
+            |_| Some(TailChange::Clear),
+        )
+        .await
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {
@@ -477,6 +484,7 @@ impl Store for SqliteStore {
     async fn delete_session_state(&self, session_key: String, agent_id: String) -> Result<()> {
         let (key, agent) = (session_key.clone(), agent_id.clone());
         self.write_async_then(
+            Memory::Forgotten,
             move |c| SqliteStore::delete_session_state_op(c, &session_key, &agent_id),
             move |_| Some(TailChange::Forget { key, agent }),
         )
@@ -515,6 +523,7 @@ impl Store for SqliteStore {
     async fn reset_session(&self, key: String, agent: String, new_id: String, now: Millis) -> Result<bool> {
         let (k, a) = (key.clone(), agent.clone());
         self.write_async_then(
+            Memory::Forgotten,
             move |c| SqliteStore::reset_session_op(c, &key, &agent, &new_id, now),
             move |_| Some(TailChange::Forget { key: k, agent: a }),
         )

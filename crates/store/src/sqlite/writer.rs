@@ -15,9 +15,10 @@
 //! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
 //! 5 s busy wait must not stall an async worker thread and with it unrelated requests.
 
-use super::transaction::WriteTx;
+use super::transaction::{WriteTx, WriterMemory};
 use crate::{GroupCommitCounter, GroupCommits, Result, StoreError};
 use rusqlite::Connection;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -33,9 +34,24 @@ const MAX_BATCH: usize = 512;
 /// How long an idle driver waits for the next job before it stops ([`Writer::linger`]).
 const LINGER: Duration = Duration::from_micros(50);
 
+/// Whether a job keeps the writer's memory of head rows and the last id true by itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Memory {
+    /// An append: it reads head rows and ids through the memory and tells it what it wrote.
+    Kept,
+    /// Any other write may change head rows or ids: the memory is forgotten before it runs.
+    Forgotten,
+}
+
+/// The writer's connection and what it remembers between transactions.
+pub(crate) struct Held {
+    conn: Connection,
+    memory: RefCell<WriterMemory>,
+}
+
 pub(crate) struct Writer {
     /// `None` once the store is closed.
-    conn: Mutex<Option<Connection>>,
+    conn: Mutex<Option<Held>>,
     pending: Mutex<Vec<Job>>,
     /// A driver has been started and has not yet seen an empty queue.
     scheduled: AtomicBool,
@@ -48,7 +64,7 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn new(conn: Connection) -> Writer {
         Writer {
-            conn: Mutex::new(Some(conn)),
+            conn: Mutex::new(Some(Held { conn, memory: RefCell::default() })),
             pending: Mutex::new(Vec::new()),
             scheduled: AtomicBool::new(false),
             commits: GroupCommitCounter::default(),
@@ -68,10 +84,14 @@ impl Writer {
     /// write is a lone one: nothing was queued or running, so it will be answered after one lone commit.
     pub fn submit<T: Send + 'static>(
         self: &Arc<Self>,
+        memory: Memory,
         f: impl FnOnce(&WriteTx<'_>) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> bool {
         let job: Job = Box::new(move |tx: &WriteTx<'_>| {
+            if memory == Memory::Forgotten {
+                tx.forget();
+            }
             let result = f(tx);
             let succeeded = result.is_ok();
             // The job's own error wins; a job that succeeded fails with its batch.
@@ -142,7 +162,7 @@ impl Writer {
     fn drive(&self) {
         loop {
             let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(conn) = guard.as_ref() else {
+            let Some(Held { conn, memory }) = guard.as_ref() else {
                 // Closed: the queued jobs are dropped unrun and their callers hear "not executed".
                 self.lock_pending().clear();
                 return;
@@ -161,7 +181,7 @@ impl Writer {
                 let n = pending.len().min(room);
                 pending.drain(..n).collect()
             };
-            let Batch { outcome, completions, rolled_back } = run_batch(conn, jobs, more);
+            let Batch { outcome, completions, rolled_back } = run_batch(conn, memory, jobs, more);
             let failed = match outcome {
                 Ok(()) => {
                     if !completions.is_empty() {
@@ -171,6 +191,7 @@ impl Writer {
                 }
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
+                    memory.borrow_mut().forget();
                     Some(e)
                 }
             };
@@ -206,7 +227,7 @@ impl Writer {
 
     /// Holds the connection: queued jobs wait, so jobs submitted meanwhile share the next batch.
     #[cfg(test)]
-    pub fn hold(&self) -> MutexGuard<'_, Option<Connection>> {
+    pub fn hold(&self) -> MutexGuard<'_, Option<Held>> {
         self.conn.lock().unwrap()
     }
 
@@ -214,7 +235,9 @@ impl Writer {
     #[cfg(feature = "bench")]
     pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let conn = guard.as_ref().ok_or_else(|| StoreError::Task("the store is closed".into()))?;
+        let Held { conn, memory } =
+            guard.as_ref().ok_or_else(|| StoreError::Task("the store is closed".into()))?;
+        memory.borrow_mut().forget(); // `f` writes whatever it likes
         run(conn, "BEGIN IMMEDIATE").map_err(StoreError::classify)?;
         match f(conn) {
             Ok(v) => match run(conn, "COMMIT") {
@@ -267,14 +290,19 @@ struct Batch {
 /// [`MAX_BATCH`] in all: their callers would otherwise wait for this commit and then for their own.
 /// With 16 writers that doubles the appends per commit (8 to 16), and a commit's pages are mostly the
 /// same whatever it carries (the staging table's edge, head rows, the file header).
-fn run_batch(conn: &Connection, jobs: Vec<Job>, mut more: impl FnMut(usize) -> Vec<Job>) -> Batch {
+fn run_batch(
+    conn: &Connection,
+    memory: &RefCell<WriterMemory>,
+    jobs: Vec<Job>,
+    mut more: impl FnMut(usize) -> Vec<Job>,
+) -> Batch {
     let mut completions = Vec::with_capacity(jobs.len());
     let mut rolled_back = Vec::new();
     let mut open = None;
     let mut taken = jobs.len();
     let mut queue = jobs;
     while !queue.is_empty() {
-        if let Err(e) = run_jobs(conn, queue, &mut open, &mut completions, &mut rolled_back) {
+        if let Err(e) = run_jobs(conn, memory, queue, &mut open, &mut completions, &mut rolled_back) {
             return Batch { outcome: Err(StoreError::classify(e)), completions, rolled_back };
         }
         queue = more(MAX_BATCH.saturating_sub(taken));
@@ -291,6 +319,7 @@ fn run_batch(conn: &Connection, jobs: Vec<Job>, mut more: impl FnMut(usize) -> V
 /// rest of the jobs dropped unrun (their callers see "not executed").
 fn run_jobs<'c>(
     conn: &'c Connection,
+    memory: &'c RefCell<WriterMemory>,
     jobs: Vec<Job>,
     open: &mut Option<WriteTx<'c>>,
     completions: &mut Vec<Completion>,
@@ -301,7 +330,7 @@ fn run_jobs<'c>(
             Some(tx) => tx,
             None => {
                 run(conn, "BEGIN IMMEDIATE")?;
-                open.insert(WriteTx::new(conn))
+                open.insert(WriteTx::new(conn, memory)?)
             }
         };
         let before = conn.total_changes();
@@ -312,6 +341,7 @@ fn run_jobs<'c>(
             if !conn.is_autocommit() {
                 let _ = run(conn, "ROLLBACK");
             }
+            memory.borrow_mut().forget(); // it may hold what the rolled-back jobs wrote
             rolled_back.append(completions);
             rolled_back.push(completion); // its own error is what its caller hears
         } else {
@@ -344,6 +374,7 @@ mod tests {
     fn insert(w: &Arc<Writer>, x: i64, fail: bool) -> Receiver<Result<()>> {
         let (tx, rx) = channel();
         w.submit(
+            super::Memory::Forgotten,
             move |c| {
                 c.execute("INSERT INTO t VALUES (?1)", [x])?;
                 if fail { Err(StoreError::InvalidData(format!("job {x} fails"))) } else { Ok(()) }
@@ -356,6 +387,7 @@ mod tests {
     fn rows(w: &Arc<Writer>) -> Vec<i64> {
         let (tx, rx) = channel();
         w.submit(
+            super::Memory::Forgotten,
             |c| {
                 let mut st = c.prepare("SELECT x FROM t ORDER BY x")?;
                 Ok(st.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?)
@@ -391,6 +423,7 @@ mod tests {
     fn refuse(w: &Arc<Writer>, x: i64) -> Receiver<Result<()>> {
         let (tx, rx) = channel();
         w.submit(
+            super::Memory::Forgotten,
             move |c| {
                 c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
                 Err(StoreError::InvalidData(format!("job {x} refused")))
@@ -432,9 +465,11 @@ mod tests {
         let (tx, rx) = channel::<Result<()>>();
         let (inner, tx2) = (w.clone(), tx.clone());
         w.submit(
+            super::Memory::Forgotten,
             move |c| {
                 c.execute("INSERT INTO t VALUES (1)", [])?;
                 inner.submit(
+                    super::Memory::Forgotten,
                     |c| Ok(c.execute("INSERT INTO t VALUES (2)", []).map(|_| ())?),
                     move |r| tx2.send(r).unwrap(),
                 );
@@ -453,7 +488,14 @@ mod tests {
         let w = writer();
         let submit = |w: &Arc<Writer>| {
             let (tx, rx) = channel();
-            (w.submit(|c| Ok(c.execute("INSERT INTO t VALUES (1)", [])?), move |r| tx.send(r).unwrap()), rx)
+            (
+                w.submit(
+                    super::Memory::Forgotten,
+                    |c| Ok(c.execute("INSERT INTO t VALUES (1)", [])?),
+                    move |r| tx.send(r).unwrap(),
+                ),
+                rx,
+            )
         };
         let held = w.hold(); // the driver waits here with the first job still queued
         let (first, first_done) = submit(&w);
