@@ -356,18 +356,23 @@ impl NewEvent {
 impl NewEvent {
     /// The row this event becomes at `sequence`, with occurred-at clamped against `now`.
     pub fn stored(&self, sequence: u64, now: Millis) -> StoredEvent {
+        self.clone().into_stored(sequence, now)
+    }
+
+    /// [`stored`](Self::stored), taking the event's fields instead of copying them.
+    pub fn into_stored(self, sequence: u64, now: Millis) -> StoredEvent {
         StoredEvent {
             sequence,
-            session_key: self.session_key.clone(),
-            agent_id: self.agent_id.clone(),
-            session_id: self.session_id.clone(),
+            session_key: self.session_key,
+            agent_id: self.agent_id,
+            session_id: self.session_id,
             kind: self.kind,
-            actor: self.actor.clone(),
-            run_id: self.run_id.clone(),
+            actor: self.actor,
+            run_id: self.run_id,
             occurred_at: clamp_occurred_at(self.occurred_at, now),
-            summary: self.summary.clone(),
-            payload: self.payload.clone(),
-            dedupe_key: self.dedupe_key.clone(),
+            summary: self.summary,
+            payload: self.payload,
+            dedupe_key: self.dedupe_key,
         }
     }
 }

@@ -4,6 +4,7 @@ use crate::{Kernel, Signal};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Limit, NewEvent, RecordPolicy, StoredEvent};
 use sessionwatch_store::{AppendOutcome, AppendRequest, Head, Store};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// The outcome of a best-effort append.
@@ -54,9 +55,10 @@ impl<S: Store> Kernel<S> {
                     self.remind(&target, event.actor.id.as_deref(), &notices);
                 }
                 self.maybe_schedule_prune(now);
-                RecordOutcome::Recorded(event)
+                // The store's tail cache shares the event: copied here, on the caller's thread.
+                RecordOutcome::Recorded(Arc::unwrap_or_clone(event))
             }
-            Ok(AppendOutcome::Duplicate(e)) => RecordOutcome::Duplicate(e),
+            Ok(AppendOutcome::Duplicate(e)) => RecordOutcome::Duplicate(*e),
             Ok(AppendOutcome::Unwatched) => RecordOutcome::Unwatched,
             Err(e) => {
                 self.inner.metrics.events_not_recorded.fetch_add(1, Ordering::Relaxed);

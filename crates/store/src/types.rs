@@ -2,6 +2,7 @@ pub use sessionwatch_core::Acknowledged;
 use sessionwatch_core::{
     Cursor, DAY_MS, Millis, NewEvent, Notice, RecordPolicy, RegisterDecision, StoredEvent,
 };
+use std::sync::Arc;
 
 /// An append and the context its producer knows.
 #[derive(Clone, Debug)]
@@ -44,11 +45,12 @@ pub enum HostSignal {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AppendOutcome {
     Recorded {
-        event: StoredEvent,
+        /// Shared with the tail cache, which keeps the same event.
+        event: Arc<StoredEvent>,
         notices: Vec<Notice>,
     },
     /// The dedupe key was already recorded for this session: the existing row, nothing changed.
-    Duplicate(StoredEvent),
+    Duplicate(Box<StoredEvent>),
     /// `only_if_watched` and nobody watches the session: nothing written.
     Unwatched,
 }

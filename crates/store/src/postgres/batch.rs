@@ -210,8 +210,9 @@ impl PostgresStore {
             Ok(appended) => {
                 self.inner.appends.commits.committed(jobs.len());
                 for (job, a) in jobs.into_iter().zip(appended) {
-                    self.inner.tail.committed(Arc::new(a.event.clone()), a.row);
-                    let _ = job.done.send(Ok(AppendOutcome::Recorded { event: a.event, notices: a.notices }));
+                    let event = Arc::new(a.event);
+                    self.inner.tail.committed(event.clone(), a.row);
+                    let _ = job.done.send(Ok(AppendOutcome::Recorded { event, notices: a.notices }));
                 }
             }
             Err(BatchError::NotCommitted(e)) => {

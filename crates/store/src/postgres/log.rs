@@ -100,7 +100,7 @@ impl PostgresStore {
             if let Some(row) = existing {
                 let event = event_from_row(&row)?;
                 tx.rollback().await?;
-                return Ok(AppendOutcome::Duplicate(event));
+                return Ok(AppendOutcome::Duplicate(Box::new(event)));
             }
         }
         if req.policy.only_if_watched && !watch::is_watched(&tx, &e.session_key).await? {
@@ -146,8 +146,9 @@ impl PostgresStore {
         };
         tx.commit().await?;
         let row = HeadRow::moved_by_every_append(sequence as u64, u(floor), now);
-        self.inner.tail.committed(Arc::new(stored.clone()), row);
-        Ok(AppendOutcome::Recorded { event: stored, notices })
+        let event = Arc::new(stored);
+        self.inner.tail.committed(event.clone(), row);
+        Ok(AppendOutcome::Recorded { event, notices })
     }
 
     /// Inside the append transaction: notices of watchers hosted by another gateway are pushed to it

@@ -129,20 +129,20 @@ impl SqliteStore {
     /// a recorded event comes with its session's head row after the append (for the tail cache).
     pub(crate) fn append_op(
         tx: &WriteTx<'_>,
-        req: &AppendRequest,
+        req: AppendRequest,
         now: Millis,
         fold_every: i64,
     ) -> Result<(AppendOutcome, Option<HeadRow>)> {
-        let e = &req.event;
+        let AppendRequest { event: e, policy, watcher_store, .. } = req;
         if let Some(dedupe) = &e.dedupe_key {
             let existing = tx.with(DEDUPED.as_str(), |st| {
                 Ok(st.query_row(params![e.session_key, e.agent_id, dedupe], event_from_row).optional()?)
             })?;
             if let Some(existing) = existing {
-                return Ok((AppendOutcome::Duplicate(existing), None));
+                return Ok((AppendOutcome::Duplicate(Box::new(existing)), None));
             }
         }
-        if req.policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
+        if policy.only_if_watched && !watch::is_watched(tx, &e.session_key)? {
             return Ok((AppendOutcome::Unwatched, None));
         }
         let before = match tx.head(&e.session_key, &e.agent_id) {
@@ -154,7 +154,7 @@ impl SqliteStore {
             None => last_id(tx)?,
         };
         let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
-        let stored = e.stored(sequence as u64, now);
+        let stored = e.into_stored(sequence as u64, now);
         tx.with(STAGE, |st| {
             st.execute(params![
                 stored.session_key,
@@ -197,32 +197,32 @@ impl SqliteStore {
         }
 
         let sequence = sequence as u64;
-        let notices = match on_append(e.kind, &e.session_key, &req.policy, sequence, &req.watcher_store, now)
-        {
-            AppendCursors::Untouched => vec![],
-            AppendCursors::Seed(seeds) => {
-                for (watcher, seeded) in &seeds {
-                    watch::save_cursor(tx, watcher, &e.session_key, seeded)?;
+        let notices =
+            match on_append(stored.kind, &stored.session_key, &policy, sequence, &watcher_store, now) {
+                AppendCursors::Untouched => vec![],
+                AppendCursors::Seed(seeds) => {
+                    for (watcher, seeded) in &seeds {
+                        watch::save_cursor(tx, watcher, &stored.session_key, seeded)?;
+                    }
+                    vec![]
                 }
-                vec![]
-            }
-            AppendCursors::FanOut => {
-                let cursors = watch::settled_cursors_on(tx, &e.session_key)?;
-                let out = fan_out(
-                    &e.session_key,
-                    e.actor.id.as_deref(),
-                    sequence,
-                    &req.watcher_store,
-                    now,
-                    cursors,
-                );
-                for (watcher, cursor) in &out.moved {
-                    watch::save_cursor(tx, watcher, &e.session_key, cursor)?;
+                AppendCursors::FanOut => {
+                    let cursors = watch::settled_cursors_on(tx, &stored.session_key)?;
+                    let out = fan_out(
+                        &stored.session_key,
+                        stored.actor.id.as_deref(),
+                        sequence,
+                        &watcher_store,
+                        now,
+                        cursors,
+                    );
+                    for (watcher, cursor) in &out.moved {
+                        watch::save_cursor(tx, watcher, &stored.session_key, cursor)?;
+                    }
+                    out.notices
                 }
-                out.notices
-            }
-        };
-        Ok((AppendOutcome::Recorded { event: stored, notices }, Some(row)))
+            };
+        Ok((AppendOutcome::Recorded { event: Arc::new(stored), notices }, Some(row)))
     }
 
     /// A recent window answered on the calling thread ([`read_now`](SqliteStore::read_now)). `None`

@@ -354,10 +354,10 @@ impl Store for SqliteStore {
         let (outcome, _) = self
             .write_async_then(
                 Memory::Kept,
-                move |c| SqliteStore::append_op(c, &req, now, fold_every),
+                move |c| SqliteStore::append_op(c, req, now, fold_every),
                 |(outcome, row)| match (outcome, row) {
                     (AppendOutcome::Recorded { event, .. }, Some(row)) => {
-                        Some(TailChange::Committed(Arc::new(event.clone()), *row))
+                        Some(TailChange::Committed(event.clone(), *row))
                     }
                     _ => None,
                 },

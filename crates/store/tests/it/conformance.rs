@@ -140,7 +140,7 @@ async fn append<S: Store>(s: &S, r: AppendRequest, now: Millis) -> AppendOutcome
 /// Appends and expects a recorded event; answers it and its notices.
 async fn record<S: Store>(s: &S, r: AppendRequest, now: Millis) -> (StoredEvent, Vec<Notice>) {
     match append(s, r, now).await {
-        AppendOutcome::Recorded { event, notices } => (event, notices),
+        AppendOutcome::Recorded { event, notices } => (std::sync::Arc::unwrap_or_clone(event), notices),
         other => panic!("expected Recorded, got {other:?}"),
     }
 }
@@ -293,7 +293,7 @@ pub async fn dedupe_returns_existing_row_and_changes_nothing<S: Store>(h: &Harne
     let mut r = req(again);
     r.policy.producer_watchers = vec![W2.into()];
     match append(s, r, NOW + 1000).await {
-        AppendOutcome::Duplicate(existing) => assert_eq!(existing, first),
+        AppendOutcome::Duplicate(existing) => assert_eq!(*existing, first),
         other => panic!("expected Duplicate, got {other:?}"),
     }
     assert_eq!(head(s, T).await, head_before, "no head bump");
@@ -310,7 +310,7 @@ pub async fn dedupe_returns_existing_row_and_changes_nothing<S: Store>(h: &Harne
         "r1",
         sessionwatch_core::RunStatus::Failed(sessionwatch_core::RunOutcome::Timeout),
     );
-    assert_eq!(append(s, req(late), NOW + 3).await, AppendOutcome::Duplicate(done));
+    assert_eq!(append(s, req(late), NOW + 3).await, AppendOutcome::Duplicate(Box::new(done)));
     assert_eq!(head(s, T).await.head, 2);
 }
 

@@ -47,7 +47,7 @@ pub async fn record<S: Store>(
     now: Millis,
 ) -> (sessionwatch_core::StoredEvent, Vec<sessionwatch_core::Notice>) {
     match s.append(r, now).await.expect("append") {
-        AppendOutcome::Recorded { event, notices } => (event, notices),
+        AppendOutcome::Recorded { event, notices } => (std::sync::Arc::unwrap_or_clone(event), notices),
         other => panic!("expected Recorded, got {other:?}"),
     }
 }
