@@ -204,10 +204,21 @@ impl SqliteStore {
                     for (watcher, seeded) in &seeds {
                         watch::save_cursor(tx, watcher, &stored.session_key, seeded)?;
                     }
+                    tx.wrote_cursors_on(&stored.session_key);
                     vec![]
                 }
                 AppendCursors::FanOut => {
-                    let cursors = watch::settled_cursors_on(tx, &stored.session_key)?;
+                    // A target found without a settled cursor (none, or all pending) is not looked at
+                    // again until a write other than an append may have settled or added one.
+                    let cursors = if tx.has_no_settled_cursors(&stored.session_key) {
+                        vec![]
+                    } else {
+                        let cursors = watch::settled_cursors_on(tx, &stored.session_key)?;
+                        if cursors.is_empty() {
+                            tx.found_no_settled_cursors(&stored.session_key);
+                        }
+                        cursors
+                    };
                     let out = fan_out(
                         &stored.session_key,
                         stored.actor.id.as_deref(),
