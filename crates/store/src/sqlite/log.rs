@@ -7,7 +7,7 @@ use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::policy::{fan_out, on_append};
 use sessionwatch_core::{
-    Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, StoredEvent,
+    Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, RecordPolicy, StoredEvent,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -124,6 +124,47 @@ pub(crate) const MOVE_HEAD: &str = "INSERT INTO session_state_heads \
      (session_key, agent_id, head, floor, updated_at, head_id, head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6) \
      ON CONFLICT (session_key, agent_id) DO UPDATE SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?6";
 
+/// What an append does to the cursors on its session (spawn seeding, or the fan-out of a material event),
+/// as core decides; answers the notices it causes.
+fn append_cursors(
+    tx: &WriteTx<'_>,
+    stored: &StoredEvent,
+    policy: &RecordPolicy,
+    watcher_store: &str,
+    now: Millis,
+) -> Result<Vec<Notice>> {
+    let target = &stored.session_key;
+    Ok(match on_append(stored.kind, target, policy, stored.sequence, watcher_store, now) {
+        AppendCursors::Untouched => vec![],
+        AppendCursors::Seed(seeds) => {
+            for (watcher, seeded) in &seeds {
+                watch::save_cursor(tx, watcher, target, seeded)?;
+            }
+            tx.wrote_cursors_on(target);
+            vec![]
+        }
+        AppendCursors::FanOut => {
+            // A target found without a settled cursor (none, or all pending) is not looked at again
+            // until a write other than an append may have settled or added one.
+            let cursors = if tx.has_no_settled_cursors(target) {
+                vec![]
+            } else {
+                let cursors = watch::settled_cursors_on(tx, target)?;
+                if cursors.is_empty() {
+                    tx.found_no_settled_cursors(target);
+                }
+                cursors
+            };
+            let out =
+                fan_out(target, stored.actor.id.as_deref(), stored.sequence, watcher_store, now, cursors);
+            for (watcher, cursor) in &out.moved {
+                watch::save_cursor(tx, watcher, target, cursor)?;
+            }
+            out.notices
+        }
+    })
+}
+
 impl SqliteStore {
     /// Appends to the staging table, folding it into the log when the id is a multiple of `fold_every`;
     /// a recorded event comes with its session's head row after the append (for the tail cache).
@@ -196,43 +237,7 @@ impl SqliteStore {
             fold_or_keep_staged(tx)?;
         }
 
-        let sequence = sequence as u64;
-        let notices =
-            match on_append(stored.kind, &stored.session_key, &policy, sequence, &watcher_store, now) {
-                AppendCursors::Untouched => vec![],
-                AppendCursors::Seed(seeds) => {
-                    for (watcher, seeded) in &seeds {
-                        watch::save_cursor(tx, watcher, &stored.session_key, seeded)?;
-                    }
-                    tx.wrote_cursors_on(&stored.session_key);
-                    vec![]
-                }
-                AppendCursors::FanOut => {
-                    // A target found without a settled cursor (none, or all pending) is not looked at
-                    // again until a write other than an append may have settled or added one.
-                    let cursors = if tx.has_no_settled_cursors(&stored.session_key) {
-                        vec![]
-                    } else {
-                        let cursors = watch::settled_cursors_on(tx, &stored.session_key)?;
-                        if cursors.is_empty() {
-                            tx.found_no_settled_cursors(&stored.session_key);
-                        }
-                        cursors
-                    };
-                    let out = fan_out(
-                        &stored.session_key,
-                        stored.actor.id.as_deref(),
-                        sequence,
-                        &watcher_store,
-                        now,
-                        cursors,
-                    );
-                    for (watcher, cursor) in &out.moved {
-                        watch::save_cursor(tx, watcher, &stored.session_key, cursor)?;
-                    }
-                    out.notices
-                }
-            };
+        let notices = append_cursors(tx, &stored, &policy, &watcher_store, now)?;
         Ok((AppendOutcome::Recorded { event: Arc::new(stored), notices }, Some(row)))
     }
 

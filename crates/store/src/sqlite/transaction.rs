@@ -20,8 +20,8 @@ use std::ops::Deref;
 /// At most this many head rows (and as many targets) are remembered; past it the memory starts again.
 const REMEMBERED_HEADS: usize = 4096;
 
-/// The head rows and the last event id as the writer's own appends left them. True only while nothing
-/// else writes them, so it is forgotten whenever something else may have: another connection committed
+/// The head rows, the last event id and the targets without a settled cursor as the writer's own appends
+/// left them. True only while nothing else writes them, so it is forgotten whenever something else may have: another connection committed
 /// (`PRAGMA data_version` moved: checked as each transaction begins, while we hold the write lock, so
 /// nobody can commit during it), a transaction rolled back, or a write other than an append runs on the
 /// writer (retention, deletion, …: [`WriteTx::forget`]).

@@ -34,12 +34,13 @@ const MAX_BATCH: usize = 512;
 /// How long an idle driver waits for the next job before it stops ([`Writer::linger`]).
 const LINGER: Duration = Duration::from_micros(50);
 
-/// Whether a job keeps the writer's memory of head rows and the last id true by itself.
+/// Whether a job keeps the writer's memory (head rows, the last id, targets without a settled cursor)
+/// true by itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Memory {
-    /// An append: it reads head rows and ids through the memory and tells it what it wrote.
+    /// An append: it reads through the memory and tells it what it wrote.
     Kept,
-    /// Any other write may change head rows or ids: the memory is forgotten before it runs.
+    /// Any other write may change head rows, ids or cursors: the memory is forgotten before it runs.
     Forgotten,
 }
 
