@@ -8,8 +8,9 @@
 //! the same read transaction still says exactly what the entry says ([`HeadRow`]); otherwise
 //! the caller falls back to the range scan.
 
+use foldhash::{HashMap, HashMapExt};
 use sessionwatch_core::{ChangesPage, Limit, Millis, StoredEvent};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard};
 

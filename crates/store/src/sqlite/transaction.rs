@@ -12,9 +12,9 @@
 
 use crate::Result;
 use crate::tail::HeadRow;
+use foldhash::{HashMap, HashSet};
 use rusqlite::{CachedStatement, Connection, Statement};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 
 /// At most this many head rows (and as many targets) are remembered; past it the memory starts again.
