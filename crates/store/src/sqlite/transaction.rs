@@ -17,8 +17,8 @@ use rusqlite::{CachedStatement, Connection, Statement};
 use std::cell::RefCell;
 use std::ops::Deref;
 
-/// At most this many head rows (and as many targets) are remembered; past it the memory starts again.
-const REMEMBERED_HEADS: usize = 4096;
+/// At most this many head rows, and as many targets, are remembered; past it that part starts again.
+const REMEMBERED: usize = 4096;
 
 /// The head rows, the last event id and the targets without a settled cursor as the writer's own appends
 /// left them. True only while nothing else writes them, so it is forgotten whenever something else may have: another connection committed
@@ -103,7 +103,7 @@ impl<'c> WriteTx<'c> {
             *held = row;
             return;
         }
-        if m.remembered >= REMEMBERED_HEADS {
+        if m.remembered >= REMEMBERED {
             m.heads.clear();
             m.remembered = 0;
         }
@@ -119,7 +119,7 @@ impl<'c> WriteTx<'c> {
     /// Remembers that `target` has no settled cursor (an append just read none).
     pub fn found_no_settled_cursors(&self, target: &str) {
         let mut m = self.memory.borrow_mut();
-        if m.no_settled_cursors.len() >= REMEMBERED_HEADS {
+        if m.no_settled_cursors.len() >= REMEMBERED {
             m.no_settled_cursors.clear();
         }
         m.no_settled_cursors.insert(target.to_string());
