@@ -176,7 +176,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
-                writer: Arc::new(writer::Writer::new(writer)),
+                writer: Arc::new(writer::Writer::new(writer, log::fold_when_idle)),
                 answers: answer::Answers::default(),
                 readers: Mutex::new(readers),
                 probes: Mutex::new(probes),

@@ -44,6 +44,10 @@ pub(crate) enum Memory {
     Forgotten,
 }
 
+/// What the writer does when no job is queued, on its connection (outside any transaction): answers
+/// whether it did anything.
+pub(crate) type IdleWork = fn(&Connection) -> Result<bool>;
+
 /// The writer's connection and what it remembers between transactions.
 pub(crate) struct Held {
     conn: Connection,
@@ -60,16 +64,18 @@ pub(crate) struct Writer {
     commits: GroupCommitCounter,
     /// A batch is running (from taking its jobs until they are answered).
     in_batch: AtomicBool,
+    idle: IdleWork,
 }
 
 impl Writer {
-    pub fn new(conn: Connection) -> Writer {
+    pub fn new(conn: Connection, idle: IdleWork) -> Writer {
         Writer {
             conn: Mutex::new(Some(Held { conn, memory: RefCell::default() })),
             pending: Mutex::new(Vec::new()),
             scheduled: AtomicBool::new(false),
             commits: GroupCommitCounter::default(),
             in_batch: AtomicBool::new(false),
+            idle,
         }
     }
 
@@ -132,7 +138,7 @@ impl Writer {
     fn drive_scheduled(&self) {
         loop {
             self.drive();
-            if self.linger() {
+            if self.linger() || self.idle_work() {
                 continue;
             }
             self.scheduled.store(false, Ordering::Release);
@@ -156,6 +162,21 @@ impl Writer {
             std::thread::yield_now();
         }
         false
+    }
+
+    /// Runs the idle work once the queue has stayed empty for a while (the linger), so a caller's write
+    /// seldom waits for it; jobs queued meanwhile wait, and run next. Answers whether it did anything
+    /// (the driver then looks at the queue again). Its memory stays: the idle work (a fold) changes no
+    /// head row, id or cursor.
+    fn idle_work(&self) -> bool {
+        let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(Held { conn, .. }) = guard.as_ref() else {
+            return false;
+        };
+        (self.idle)(conn).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the writer's idle work failed");
+            false
+        })
     }
 
     /// Runs queued jobs until the queue is empty, waiting for the connection while an exclusive write
@@ -368,7 +389,7 @@ mod tests {
     fn writer() -> Arc<Writer> {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
-        Arc::new(Writer::new(conn))
+        Arc::new(Writer::new(conn, |_| Ok(false)))
     }
 
     /// Submits a job that inserts `x`, then fails if `fail`; answers where its result arrives.

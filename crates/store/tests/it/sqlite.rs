@@ -184,6 +184,45 @@ async fn pages_are_whole_across_the_log_and_the_staging_table() {
     }
 }
 
+/// A burst of appends leaves its rows staged for the writer to fold once it is idle, in a transaction of
+/// its own, instead of making the append whose id ends a staging round wait for the copy; a few rows
+/// left after a burst stay staged until more come. Pages read the same before and after.
+#[tokio::test]
+async fn a_bursts_staged_rows_are_folded_when_the_writer_is_idle() {
+    use sessionwatch_core::Limit;
+    use sessionwatch_store::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let staged =
+        || rows3::<i64, i64, i64>(&path, "SELECT COUNT(*), 0, 0 FROM session_state_events_staged")[0].0;
+    let logged = || rows3::<i64, i64, i64>(&path, "SELECT COUNT(*), 0, 0 FROM session_state_events")[0].0;
+    let settle = |want_staged: i64| async move {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while staged() != want_staged && std::time::Instant::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    for i in 0..10 {
+        store.append(human(KEY), 1_000 + i).await.unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!((staged(), logged()), (10, 0), "too few rows to fold: they wait");
+    let burst: Vec<_> = (0..300).map(|i| store.append(human(KEY), 2_000 + i)).collect();
+    for appended in futures_util::future::join_all(burst).await {
+        appended.unwrap();
+    }
+    settle(0).await;
+    assert_eq!((staged(), logged()), (0, 310), "folded after the burst, though no id reached 2,048");
+    let reader = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    for since in [0, 200] {
+        let page = reader.changes_since(KEY.into(), "main".into(), since, Limit::MAX).await.unwrap();
+        let want: Vec<u64> = (since + 1..=310).take(200).collect();
+        assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), want);
+        assert_eq!(page.head, 310);
+    }
+}
+
 /// A database file as version `version` of sessionwatch left it (its migrations and nothing else), with
 /// `sql` run on it.
 fn file_at_schema(path: &std::path::Path, version: i64, sql: &str) {
