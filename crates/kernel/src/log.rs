@@ -10,7 +10,8 @@ use std::sync::atomic::Ordering;
 /// The outcome of a best-effort append.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecordOutcome {
-    Recorded(StoredEvent),
+    /// The event as recorded, shared with the store's tail cache (no copy for a caller that drops it).
+    Recorded(Arc<StoredEvent>),
     /// The dedupe key was already recorded: the existing row, nothing changed.
     Duplicate(StoredEvent),
     /// The policy asked for nothing to be written unless watched, and nobody watches the session.
@@ -22,7 +23,8 @@ pub enum RecordOutcome {
 impl RecordOutcome {
     pub fn event(&self) -> Option<&StoredEvent> {
         match self {
-            RecordOutcome::Recorded(e) | RecordOutcome::Duplicate(e) => Some(e),
+            RecordOutcome::Recorded(e) => Some(e),
+            RecordOutcome::Duplicate(e) => Some(e),
             _ => None,
         }
     }
@@ -55,8 +57,7 @@ impl<S: Store> Kernel<S> {
                     self.remind(&target, event.actor.id.as_deref(), &notices);
                 }
                 self.maybe_schedule_prune(now);
-                // The store's tail cache shares the event: copied here, on the caller's thread.
-                RecordOutcome::Recorded(Arc::unwrap_or_clone(event))
+                RecordOutcome::Recorded(event)
             }
             Ok(AppendOutcome::Duplicate(e)) => RecordOutcome::Duplicate(*e),
             Ok(AppendOutcome::Unwatched) => RecordOutcome::Unwatched,

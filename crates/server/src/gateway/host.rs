@@ -102,7 +102,7 @@ impl<S: Store> Gateway<S> {
                 )
                 .await;
             if let RecordOutcome::Recorded(e) = outcome {
-                event = Some(e);
+                event = Some(Arc::unwrap_or_clone(e));
             }
             // The main session watches its groups after their first human turn (queue only, no wake).
             let kind = classify_session_kind(&r.key, row.chat_type.as_deref(), &self.config.main_key);
@@ -199,7 +199,7 @@ impl<S: Store> Gateway<S> {
             let e = NewEvent::goal_changed(&r.key, &r.agent_id, &change, actor)
                 .with_session_id(Some(before.session_id.clone()));
             if let RecordOutcome::Recorded(ev) = self.kernel.record(e, RecordPolicy::always()).await {
-                event = Some(ev);
+                event = Some(Arc::unwrap_or_clone(ev));
             }
         }
         let state_version = self.kernel.head(&r.key, &r.agent_id).await.head;
