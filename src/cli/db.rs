@@ -87,6 +87,13 @@ enum DbCommand {
 pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
     super::init_tracing("warn");
     let path = args.db.clone().unwrap_or_else(|| super::default_data_dir().join("sessionwatch.db"));
+    // Not echoed: a URL may carry a password.
+    if path.to_str().is_some_and(sessionwatch_server::config::is_postgres_url) {
+        anyhow::bail!(
+            "`sessionwatch db` works on a SQLite file, and --db names a PostgreSQL URL: use the client \
+             commands (`sessionwatch status …`) against a gateway serving it"
+        );
+    }
     // Commands that write keep a running gateway's in-memory queues honest by refusing to run beside it;
     // `status` only reads.
     let _lock = match args.command {

@@ -62,6 +62,24 @@ fn db_commands_on_a_file() {
     assert_eq!(std::fs::read(&bad).unwrap(), b"definitely not sqlite");
 }
 
+/// Regression: `db --db postgres://…` took the URL for a file path, made a `postgres:` directory in the
+/// working directory and a SQLite database inside it, and answered as if it had used the shared state.
+#[test]
+fn db_commands_refuse_a_postgres_url() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in ["postgres://postgres@127.0.0.1:5432/test", "postgresql://db-host/sessionwatch"] {
+        for args in [vec!["record", "agent:main:worker", "human"], vec!["status", "agent:main:worker"]] {
+            let out =
+                Command::new(bin()).current_dir(dir.path()).args(["db", "--db", url]).args(&args).output();
+            let out = out.unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{url} {args:?}");
+            assert!(err.contains("works on a SQLite file"), "{err}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was created");
+}
+
 #[tokio::test]
 async fn client_commands_against_a_gateway() {
     let dir = tempfile::tempdir().unwrap();

@@ -396,8 +396,13 @@ impl Config {
     }
 
     pub fn postgres_url(&self) -> Option<&str> {
-        self.database.as_deref().filter(|d| d.starts_with("postgres://") || d.starts_with("postgresql://"))
+        self.database.as_deref().filter(|d| is_postgres_url(d))
     }
+}
+
+/// Whether a `--database` value names a PostgreSQL server rather than a SQLite file.
+pub fn is_postgres_url(database: &str) -> bool {
+    database.starts_with("postgres://") || database.starts_with("postgresql://")
 }
 
 #[cfg(test)]
