@@ -24,7 +24,6 @@ pub use watches::WatchOutcome;
 use queues::Queues;
 use sessionwatch_core::{Clock, HOUR_MS, Millis};
 use sessionwatch_store::{RetentionPolicy, Store};
-use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -119,8 +118,8 @@ struct Inner<S> {
     signals: broadcast::Sender<Signal>,
     last_prune: Mutex<Option<Millis>>,
     pruning: AtomicBool,
-    last_wake: Mutex<HashMap<String, Millis>>,
-    trailing_wakes: Mutex<HashSet<String>>,
+    last_wake: Mutex<foldhash::HashMap<String, Millis>>,
+    trailing_wakes: Mutex<foldhash::HashSet<String>>,
     metrics: Metrics,
     /// Held while draining+acknowledging and while reconciling, so a reconcile never re-queues a notice
     /// that a drain is acknowledging.
@@ -154,8 +153,8 @@ impl<S: Store> Kernel<S> {
                 signals,
                 last_prune: Mutex::new(None),
                 pruning: AtomicBool::new(false),
-                last_wake: Mutex::new(HashMap::new()),
-                trailing_wakes: Mutex::new(HashSet::new()),
+                last_wake: Mutex::default(),
+                trailing_wakes: Mutex::default(),
                 metrics: Metrics::default(),
                 ack_lock: tokio::sync::Mutex::new(()),
                 tasks: Mutex::new(Some(JoinSet::new())),

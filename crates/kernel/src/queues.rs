@@ -1,8 +1,8 @@
 //! Every session's bounded system-event queue, in memory, with an index of which sessions hold a
 //! session-state notice about each target.
 
+use foldhash::{HashMap, HashSet};
 use sessionwatch_core::{Notice, NoticeRef, PushOutcome, QueuedEvent, SystemEventQueue};
-use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 #[derive(Default)]
