@@ -13,7 +13,7 @@ pub enum RecordOutcome {
     /// The event as recorded, shared with the store's tail cache (no copy for a caller that drops it).
     Recorded(Arc<StoredEvent>),
     /// The dedupe key was already recorded: the existing row, nothing changed.
-    Duplicate(StoredEvent),
+    Duplicate(Box<StoredEvent>),
     /// The policy asked for nothing to be written unless watched, and nobody watches the session.
     Unwatched,
     /// The append failed (logged); the caller's turn goes on.
@@ -59,7 +59,7 @@ impl<S: Store> Kernel<S> {
                 self.maybe_schedule_prune(now);
                 RecordOutcome::Recorded(event)
             }
-            Ok(AppendOutcome::Duplicate(e)) => RecordOutcome::Duplicate(*e),
+            Ok(AppendOutcome::Duplicate(e)) => RecordOutcome::Duplicate(e),
             Ok(AppendOutcome::Unwatched) => RecordOutcome::Unwatched,
             Err(e) => {
                 self.inner.metrics.events_not_recorded.fetch_add(1, Ordering::Relaxed);
