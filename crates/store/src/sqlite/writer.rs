@@ -19,8 +19,8 @@ use super::transaction::{WriteTx, WriterMemory};
 use crate::{GroupCommitCounter, GroupCommits, Result, StoreError};
 use rusqlite::Connection;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Told once the batch's commit outcome is known: `None` when it committed.
@@ -48,10 +48,11 @@ pub(crate) enum Memory {
 /// transaction): answers whether it did anything.
 pub(crate) type IdleWork = fn(&Connection) -> Result<bool>;
 
-/// How long the writer must have had no job before it does its idle work: long enough that a writer
-/// under steady load (16 producers) does not do it between batches, where a fold of its own costs a
-/// commit of its own while an append that folds inline shares its batch's (idle work after the 50 µs
-/// linger instead: 122k against 118k appends/s, medians of 12 rounds; after 5 ms: as without it).
+/// How long the writer must have had no job before it does its idle work, its driver parked meanwhile:
+/// long enough that a writer under steady load (16 producers) does not do it between batches, where a
+/// fold costs a commit of its own while an append that folds inline shares its batch's (idle work after
+/// the 50 µs linger instead: 122k against 118k appends/s, medians of 12 rounds). A tokio timer task
+/// instead of the parked driver cost the short concurrent benches about a tenth.
 const QUIET: Duration = Duration::from_millis(5);
 
 /// The writer's connection and what it remembers between transactions.
@@ -73,10 +74,10 @@ pub(crate) struct Writer {
     idle: IdleWork,
     /// [`QUIET`], but in tests.
     quiet: Duration,
-    /// Jobs submitted so far: planned idle work runs only if none came since it was planned.
-    submitted: AtomicU64,
-    /// Idle work is planned (its timer runs).
-    idle_planned: AtomicBool,
+    /// The driver waits on `job_came` for a job before its idle work: set and read under `pending`'s
+    /// lock, so a submit that finds it unset has no sleeper to wake (and makes no system call).
+    driver_waiting: AtomicBool,
+    job_came: Condvar,
 }
 
 impl Writer {
@@ -89,8 +90,8 @@ impl Writer {
             in_batch: AtomicBool::new(false),
             idle,
             quiet: QUIET,
-            submitted: AtomicU64::new(0),
-            idle_planned: AtomicBool::new(false),
+            driver_waiting: AtomicBool::new(false),
+            job_came: Condvar::new(),
         }
     }
 
@@ -136,7 +137,9 @@ impl Writer {
             let mut pending = self.lock_pending();
             let lone = pending.is_empty() && !self.in_batch.load(Ordering::Acquire);
             pending.push(job);
-            self.submitted.fetch_add(1, Ordering::Release);
+            if self.driver_waiting.load(Ordering::Relaxed) {
+                self.job_came.notify_one();
+            }
             lone
         };
         self.schedule();
@@ -149,51 +152,50 @@ impl Writer {
             return;
         }
         let driver = Driver(Some(self.clone()));
-        let run = move || driver.run();
         match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn_blocking(run)),
+            Ok(rt) => drop(rt.spawn_blocking(move || driver.run(true))),
             // Not on a runtime (a plain thread): that thread may block.
-            Err(_) => run(),
+            Err(_) => driver.run(false),
         }
     }
 
-    fn drive_scheduled(self: &Arc<Self>) {
+    /// Drives until the queue stays empty. `on_pool`: a blocking-pool thread, which may park for the
+    /// idle work; the thread of a caller without a runtime does none.
+    fn drive_scheduled(&self, on_pool: bool) {
+        // Jobs ran since the idle work last did.
+        let mut idle_due = false;
         loop {
-            self.drive();
+            idle_due |= self.drive() && on_pool;
             if self.linger() {
+                continue;
+            }
+            if idle_due {
+                if !self.wait_for_job(self.quiet) {
+                    self.idle_work();
+                    idle_due = false;
+                }
                 continue;
             }
             self.scheduled.store(false, Ordering::Release);
             // A job queued after `drive` saw the queue empty, but before the flag dropped, found the flag
             // still set and started no driver: take it over (unless another driver already did).
             if self.lock_pending().is_empty() || self.scheduled.swap(true, Ordering::AcqRel) {
-                self.plan_idle_work();
                 return;
             }
         }
     }
 
-    /// Runs the idle work once no job has been submitted for [`QUIET`] (one plan at a time: it waits
-    /// through later jobs). Only on a runtime: without one nothing would run it later.
-    fn plan_idle_work(self: &Arc<Self>) {
-        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-        if self.idle_planned.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let writer = self.clone();
-        rt.spawn(async move {
-            let mut seen = writer.submitted.load(Ordering::Acquire);
-            loop {
-                tokio::time::sleep(writer.quiet).await;
-                let now = writer.submitted.load(Ordering::Acquire);
-                if now == seen {
-                    break;
-                }
-                seen = now;
-            }
-            writer.idle_planned.store(false, Ordering::Release);
-            let _ = tokio::task::spawn_blocking(move || writer.idle_work()).await;
-        });
+    /// Waits up to `quiet` for a job, parked (the driver is a blocking-pool thread; a submit wakes it).
+    /// Answers whether one came.
+    fn wait_for_job(&self, quiet: Duration) -> bool {
+        let pending = self.lock_pending();
+        self.driver_waiting.store(true, Ordering::Relaxed);
+        let (pending, _) = self
+            .job_came
+            .wait_timeout_while(pending, quiet, |p| p.is_empty())
+            .unwrap_or_else(|p| p.into_inner());
+        self.driver_waiting.store(false, Ordering::Relaxed);
+        !pending.is_empty()
     }
 
     /// Waits briefly for another job before the driver stops: a caller that was just answered usually
@@ -223,13 +225,14 @@ impl Writer {
 
     /// Runs queued jobs until the queue is empty, waiting for the connection while an exclusive write
     /// holds it.
-    fn drive(&self) {
+    fn drive(&self) -> bool {
+        let mut ran = false;
         loop {
             let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
             let Some(Held { conn, memory }) = guard.as_ref() else {
                 // Closed: the queued jobs are dropped unrun and their callers hear "not executed".
                 self.lock_pending().clear();
-                return;
+                return ran;
             };
             let jobs: Vec<Job> = {
                 let mut pending = self.lock_pending();
@@ -238,8 +241,9 @@ impl Writer {
                 pending.drain(..n).collect()
             };
             if jobs.is_empty() {
-                return;
+                return ran;
             }
+            ran = true;
             let more = |room: usize| -> Vec<Job> {
                 let mut pending = self.lock_pending();
                 let n = pending.len().min(room);
@@ -277,7 +281,7 @@ impl Writer {
             self.in_batch.store(false, Ordering::Release);
             drop(guard);
             if self.lock_pending().is_empty() {
-                return;
+                return ran;
             }
         }
     }
@@ -324,9 +328,9 @@ impl Writer {
 struct Driver(Option<Arc<Writer>>);
 
 impl Driver {
-    fn run(mut self) {
+    fn run(mut self, on_pool: bool) {
         if let Some(writer) = self.0.take() {
-            writer.drive_scheduled();
+            writer.drive_scheduled(on_pool);
         }
     }
 }
