@@ -45,8 +45,8 @@ pub(crate) enum Memory {
 }
 
 /// What the writer does when no job has come for [`QUIET`], on its connection (outside any
-/// transaction): answers whether it did anything.
-pub(crate) type IdleWork = fn(&Connection) -> Result<bool>;
+/// transaction).
+pub(crate) type IdleWork = fn(&Connection) -> Result<()>;
 
 /// How long the writer must have had no job before it does its idle work, its driver parked meanwhile:
 /// long enough that a writer under steady load (16 producers) does not do it between batches, where a
@@ -435,7 +435,7 @@ mod tests {
     fn writer() -> Arc<Writer> {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
-        Arc::new(Writer::new(conn, |_| Ok(false)))
+        Arc::new(Writer::new(conn, |_| Ok(())))
     }
 
     /// Submits a job that inserts `x`, then fails if `fail`; answers where its result arrives.
@@ -475,7 +475,10 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
         let quiet = Duration::from_millis(300);
-        let idle: super::IdleWork = |_| Ok(IDLE_RUNS.fetch_add(1, Ordering::SeqCst) < usize::MAX);
+        let idle: super::IdleWork = |_| {
+            IDLE_RUNS.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        };
         let w = Arc::new(Writer::with_quiet(conn, idle, quiet));
         let runs = || IDLE_RUNS.load(Ordering::SeqCst);
         let settled = |want: usize| async move {
