@@ -377,8 +377,15 @@ fn run_batch(
         taken += queue.len();
     }
     // Taking the transaction returns its held statements to the connection's cache.
-    let outcome =
-        if open.take().is_some() { run(conn, "COMMIT").map_err(StoreError::classify) } else { Ok(()) };
+    let outcome = if open.take().is_some() {
+        let committed = run(conn, "COMMIT").map_err(StoreError::classify);
+        if committed.is_ok() {
+            memory.borrow_mut().committed(conn);
+        }
+        committed
+    } else {
+        Ok(())
+    };
     Batch { outcome, completions, rolled_back }
 }
 
