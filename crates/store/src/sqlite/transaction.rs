@@ -21,10 +21,10 @@ use std::ops::Deref;
 const REMEMBERED: usize = 4096;
 
 /// The head rows, the last event id and the targets without a settled cursor as the writer's own appends
-/// left them. True only while nothing else writes them, so it is forgotten whenever something else may have: another connection committed
-/// (the database's data version moved: checked as each transaction begins, while we hold the write
-/// lock, so nobody can commit during it), a transaction rolled back, or a write other than an append runs
-/// on the writer (retention, deletion, …: [`WriteTx::forget`]).
+/// left them. True only while nothing else writes them, so it is forgotten whenever something else may
+/// have: the data version is not the one our last commit recorded (checked as each transaction begins,
+/// while we hold the write lock, so nobody can commit during it), a transaction rolled back, or a write
+/// other than an append runs on the writer (retention, deletion, …: [`WriteTx::forget`]).
 #[derive(Default)]
 pub(crate) struct WriterMemory {
     /// The data version (`SQLITE_FCNTL_DATA_VERSION`) as our last commit left it ([`Self::committed`]):
@@ -40,10 +40,12 @@ pub(crate) struct WriterMemory {
 }
 
 impl WriterMemory {
-    /// Our transaction on `conn` just committed: the data version it left is the one the next
-    /// transaction must find for the memory to stay. (Any commit not followed by this, the idle fold's or
-    /// a bench fixture's, only costs the memory.) `PRAGMA data_version` ignores this connection's own
-    /// commits but is a statement to run: 0.3 µs of a transaction's time against a function call.
+    /// Our transaction on `conn`, begun through [`WriteTx::new`], just committed: the data version it
+    /// left is the one the next transaction must find for the memory to stay. Only such a transaction may
+    /// record it: one that did not check the version as it began (the idle fold's, a bench fixture's)
+    /// could record over another connection's commit. Those only cost the memory. `PRAGMA data_version`
+    /// ignores this connection's own commits but is a statement to run: 0.3 µs of a transaction's time
+    /// against a function call.
     pub fn committed(&mut self, conn: &Connection) {
         self.data_version = data_version(conn).ok();
     }
@@ -72,8 +74,8 @@ pub(crate) struct WriteTx<'c> {
 }
 
 impl<'c> WriteTx<'c> {
-    /// For a transaction just begun on `conn`: forgets `memory` if another connection has committed
-    /// since the last one.
+    /// For a transaction just begun on `conn`: forgets `memory` unless the data version is the one our
+    /// last commit recorded (another connection has committed since, or something unrecorded did).
     pub fn new(conn: &'c Connection, memory: &'c RefCell<WriterMemory>) -> rusqlite::Result<WriteTx<'c>> {
         let version = data_version(conn)?;
         let mut m = memory.borrow_mut();

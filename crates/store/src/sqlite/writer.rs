@@ -13,7 +13,8 @@
 //! before a job's first write.
 //!
 //! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
-//! 5 s busy wait must not stall an async worker thread and with it unrelated requests.
+//! 5 s busy wait must not stall an async worker thread and with it unrelated requests. Once no job has
+//! come for [`QUIET`], the driver does the store's idle work ([`IdleWork`], the staging table's fold).
 
 use super::transaction::{WriteTx, WriterMemory};
 use crate::{GroupCommitCounter, GroupCommits, Result, StoreError};
@@ -170,11 +171,11 @@ impl Writer {
                 continue;
             }
             if idle_due {
-                if !self.wait_for_job(self.quiet) {
-                    self.idle_work();
-                    idle_due = false;
+                if self.wait_for_job() {
+                    continue;
                 }
-                continue;
+                self.idle_work();
+                idle_due = false;
             }
             self.scheduled.store(false, Ordering::Release);
             // A job queued after `drive` saw the queue empty, but before the flag dropped, found the flag
@@ -185,14 +186,14 @@ impl Writer {
         }
     }
 
-    /// Waits up to `quiet` for a job, parked (the driver is a blocking-pool thread; a submit wakes it).
-    /// Answers whether one came.
-    fn wait_for_job(&self, quiet: Duration) -> bool {
+    /// Waits up to the quiet time for a job, parked (the driver is a blocking-pool thread; a submit wakes
+    /// it). Answers whether one came.
+    fn wait_for_job(&self) -> bool {
         let pending = self.lock_pending();
         self.driver_waiting.store(true, Ordering::Relaxed);
         let (pending, _) = self
             .job_came
-            .wait_timeout_while(pending, quiet, |p| p.is_empty())
+            .wait_timeout_while(pending, self.quiet, |p| p.is_empty())
             .unwrap_or_else(|p| p.into_inner());
         self.driver_waiting.store(false, Ordering::Relaxed);
         !pending.is_empty()
