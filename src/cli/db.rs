@@ -190,9 +190,8 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
                 Some(k) => (k.as_str().to_string(), k.agent_id().to_string()),
                 None => (key, "main".into()),
             };
-            let head = kernel.head(&key, &agent).await;
-            let page = kernel.changes_since(&key, &agent, since, limit).await;
-            json!({ "sessionKey": key, "stateVersion": head.head, "stateChanges": wire::state_changes(&page) })
+            let page = kernel.changes_since(&key, &agent, since, limit).await?;
+            json!({ "sessionKey": key, "stateVersion": page.head, "stateChanges": wire::state_changes(&page) })
         }
         DbCommand::Prune { .. } => {
             let r = kernel.prune_now().await?;

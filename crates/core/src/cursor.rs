@@ -112,15 +112,17 @@ impl Cursor {
         self.provenance == Provenance::AmbientGroup
     }
 
-    /// Acknowledge a drained notice: `L = N_frozen`, `N = max(M, N)`. Returns `Some(N_frozen)` when
-    /// material work arrived while the notice was pending, meaning exactly one fresh notice must be
-    /// opened for the remainder (`changesSince N_frozen`).
-    pub fn acknowledge(&mut self, now: Millis) -> Option<u64> {
-        let frozen = self.notified;
-        self.last_seen = frozen;
-        self.notified = self.material.max(frozen);
+    /// Acknowledge a drained notice through the present: `L = N = M`, where M (settled by the store in
+    /// the same transaction) is the newest material event at this moment. The notice told the watcher to
+    /// reconcile from the old L, and a reconcile after the drain returns everything up to now, so work that
+    /// arrived while the notice was pending is covered by it and never reopens a second one; only a
+    /// material event after this opens a fresh notice. (OpenClaw v1 moves L to the frozen N and reopens for
+    /// N..M: in an agent CLI several hooks drain in one turn, so that reopen arrived as a second, redundant
+    /// notice in the same turn. A deliberate difference.)
+    pub fn acknowledge(&mut self, now: Millis) {
+        self.last_seen = self.material;
+        self.notified = self.material;
         self.updated_at = now;
-        (self.material > frozen).then_some(frozen)
     }
 
     /// Delivering a drained notice is a durable claim: it goes out only while the cursor still has it
@@ -128,13 +130,14 @@ impl Cursor {
     /// gateway (or process) already delivered, or whose watch was unwatched, reset or expired, claims
     /// nothing and is dropped; so each notice is delivered once whichever gateway serves the turn. The
     /// delivered text says `changesSince L` of the cursor as it is now, not as it was when queued.
-    pub fn claim(&mut self, now: Millis) -> Option<Claim> {
+    /// Answers that `changesSince`.
+    pub fn claim(&mut self, now: Millis) -> Option<u64> {
         if !self.is_pending() {
             return None;
         }
         let since = self.last_seen;
-        let reopen = self.acknowledge(now);
-        Some(Claim { since, reopen })
+        self.acknowledge(now);
+        Some(since)
     }
 
     /// Start-up sweep: a pending cursor re-opens its notice at `changesSince L` with `N = M`.
@@ -146,13 +149,6 @@ impl Cursor {
         self.updated_at = now;
         Some(self.last_seen)
     }
-}
-
-/// A claimed notice: deliver it at `changesSince since`; `reopen` as for [`Cursor::acknowledge`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Claim {
-    pub since: u64,
-    pub reopen: Option<u64>,
 }
 
 /// Both ends of a watch must be agent-qualified and distinct.

@@ -15,7 +15,7 @@ pub mod queue;
 
 pub use changes::{ChangesPage, Limit, LimitError, MAX_CHANGES_LIMIT};
 pub use cursor::{
-    Claim, Cursor, MaterialDecision, Provenance, RegisterDecision, SkipReason, check_watch_address,
+    Cursor, MaterialDecision, Provenance, RegisterDecision, SkipReason, check_watch_address,
     decide_registration, is_self_caused, on_material,
 };
 pub use event::{

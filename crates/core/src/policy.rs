@@ -7,9 +7,7 @@
 //! asynchronous, and a plan needs neither.
 
 use crate::Millis;
-use crate::cursor::{
-    Claim, Cursor, MaterialDecision, Provenance, check_watch_address, is_self_caused, on_material,
-};
+use crate::cursor::{Cursor, MaterialDecision, Provenance, check_watch_address, is_self_caused, on_material};
 use crate::event::EventKind;
 use crate::key::AgentSessionKey;
 use crate::notice::Notice;
@@ -72,34 +70,44 @@ impl RecordPolicy {
 pub enum AppendCursors {
     /// Nothing: the event is not material.
     Untouched,
-    /// Write these fresh cursors (watcher, cursor) at the event's sequence: a spawn seeds the
-    /// producer's watchers, so only later changes notify them.
-    Seed(Vec<(String, Cursor)>),
+    /// A spawn: read each named watcher's cursor on the session and write what [`spawn_seed`] answers,
+    /// so the producer's watchers learn only of later changes (but keep what they have not seen).
+    Seed(Vec<String>),
     /// Read every cursor held on the session and pass them to [`fan_out`].
     FanOut,
 }
 
 /// Decides what an appended event of `kind` on `target` does to cursors.
-pub fn on_append(
-    kind: EventKind,
-    target: &str,
-    policy: &RecordPolicy,
-    sequence: u64,
-    watcher_store: &str,
-    now: Millis,
-) -> AppendCursors {
+pub fn on_append(kind: EventKind, target: &str, policy: &RecordPolicy) -> AppendCursors {
     if kind == EventKind::ChildSpawned {
-        let seeds = policy
+        let watchers = policy
             .producer_watchers
             .iter()
             .filter(|w| check_watch_address(w, target).is_ok())
-            .map(|w| (w.clone(), Cursor::seeded(sequence, Provenance::Explicit, watcher_store, now)))
+            .cloned()
             .collect();
-        AppendCursors::Seed(seeds)
+        AppendCursors::Seed(watchers)
     } else if kind.notifies() {
         AppendCursors::FanOut
     } else {
         AppendCursors::Untouched
+    }
+}
+
+/// The cursor a spawn at `sequence` leaves for one of the producer's watchers, whose cursor was
+/// `existing`: seeded at the spawn (`L = N = M = sequence`, explicit), so earlier history never notifies.
+/// A respawn never hides a change the watcher has not seen: a notice still pending on a cursor of the
+/// same store stays pending at its `changesSince L`, and M moves to the spawn, so the drain that delivers
+/// it acknowledges through the spawn.
+pub fn spawn_seed(existing: Option<&Cursor>, sequence: u64, watcher_store: &str, now: Millis) -> Cursor {
+    match existing {
+        Some(c) if c.is_pending() && c.store_matches(watcher_store) => Cursor {
+            material: c.material.max(sequence),
+            provenance: Provenance::Explicit,
+            updated_at: now,
+            ..c.clone()
+        },
+        _ => Cursor::seeded(sequence, Provenance::Explicit, watcher_store, now),
     }
 }
 
@@ -201,13 +209,12 @@ pub fn pending_notice(watcher: &str, target: &str, cursor: &Cursor, watcher_stor
 pub struct Acknowledged {
     /// The notices claimed, at the cursor's `changesSince` as it was: deliver exactly these.
     pub delivered: Vec<Notice>,
-    /// Remainders that arrived while a delivered notice was pending: queue them for the next turn.
-    pub reopened: Vec<Notice>,
 }
 
 /// Claims drained notices of `watcher` ([`Cursor::claim`]): `rows` are its cursors on the drained
-/// targets as read inside the transaction (`None`: no cursor). Answers the cursors to write back and
-/// what was delivered and re-opened. A cursor of another store, or with nothing pending, claims nothing.
+/// targets as read (and settled) inside the transaction (`None`: no cursor). Answers the cursors to write
+/// back, each acknowledged through the present, and what was delivered. A cursor of another store, or
+/// with nothing pending, claims nothing.
 pub fn acknowledge(
     watcher: &AgentSessionKey,
     rows: Vec<(AgentSessionKey, Option<Cursor>)>,
@@ -218,17 +225,13 @@ pub fn acknowledge(
     let mut out = Acknowledged::default();
     for (target, cursor) in rows {
         let Some(mut cursor) = cursor.filter(|c| c.store_matches(watcher_store)) else { continue };
-        let Some(Claim { since, reopen }) = cursor.claim(now) else { continue };
-        let notice = |since| Notice {
+        let Some(since) = cursor.claim(now) else { continue };
+        out.delivered.push(Notice {
             watcher: watcher.clone(),
             target: target.clone(),
             since,
             queue_only: cursor.queue_only(),
-        };
-        out.delivered.push(notice(since));
-        if let Some(since) = reopen {
-            out.reopened.push(notice(since));
-        }
+        });
         writes.push((target, cursor));
     }
     (writes, out)

@@ -466,7 +466,7 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
             x ^= x << 17;
             let since = x % (sz.log_rows - 200);
             let start = Instant::now();
-            let page = k.changes_since(key, "main", since, Limit::MAX).await;
+            let page = k.changes_since(key, "main", since, Limit::MAX).await.expect("bench: the page reads");
             lat.push(start.elapsed());
             assert_eq!(page.events.len(), 200, "bench: a full page");
         }
@@ -484,7 +484,8 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
             let k = &k;
             async move {
                 let start = Instant::now();
-                let page = k.changes_since(key, "main", since, Limit::MAX).await;
+                let page =
+                    k.changes_since(key, "main", since, Limit::MAX).await.expect("bench: the page reads");
                 let took = start.elapsed();
                 assert_eq!(page.events.len(), 200, "bench: a full page");
                 took

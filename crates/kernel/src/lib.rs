@@ -100,7 +100,8 @@ pub struct Metrics {
     pub events_not_recorded: AtomicU64,
     pub notices_queued: AtomicU64,
     pub notices_acknowledged: AtomicU64,
-    pub notices_reopened: AtomicU64,
+    /// Drained notices put back undelivered because the store failed to claim them.
+    pub notices_claim_failed: AtomicU64,
     /// Drained notices their durable cursor no longer had pending (delivered elsewhere, watch gone).
     pub notices_dropped_stale: AtomicU64,
     pub wakes: AtomicU64,

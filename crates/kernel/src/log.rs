@@ -2,7 +2,7 @@
 
 use crate::{Kernel, Signal};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Limit, NewEvent, RecordPolicy, StoredEvent};
-use sessionwatch_store::{AppendOutcome, AppendRequest, Head, Store};
+use sessionwatch_store::{AppendOutcome, AppendRequest, Head, Store, StoreError};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -69,30 +69,41 @@ impl<S: Store> Kernel<S> {
         }
     }
 
-    /// `changesSince`, with the head read in the same read as the page: a read failure answers an empty
-    /// page (head 0), never an error.
-    pub async fn changes_since(&self, key: &str, agent_id: &str, since: u64, limit: Limit) -> ChangesPage {
-        match self.inner.store.changes_since(key.to_string(), agent_id.to_string(), since, limit).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(error = %e, session = key, "changesSince read failed");
-                ChangesPage::empty()
-            }
-        }
+    /// `changesSince`, with the head read in the same read as the page. A read failure is an error for
+    /// the caller to report (never an invented empty page: a reconciling agent would be told "nothing
+    /// changed").
+    pub async fn changes_since(
+        &self,
+        key: &str,
+        agent_id: &str,
+        since: u64,
+        limit: Limit,
+    ) -> Result<ChangesPage, StoreError> {
+        self.inner
+            .store
+            .changes_since(key.to_string(), agent_id.to_string(), since, limit)
+            .await
+            .inspect_err(|e| tracing::warn!(error = %e, session = key, "changesSince read failed"))
     }
 
-    /// The session's head (state version) and floor; zeros on a read failure.
-    pub async fn head(&self, key: &str, agent_id: &str) -> Head {
-        self.inner.store.head(key.to_string(), agent_id.to_string()).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, session = key, "head read failed");
-            Head::default()
-        })
+    /// The session's head (state version) and floor.
+    pub async fn head(&self, key: &str, agent_id: &str) -> Result<Head, StoreError> {
+        self.inner
+            .store
+            .head(key.to_string(), agent_id.to_string())
+            .await
+            .inspect_err(|e| tracing::warn!(error = %e, session = key, "head read failed"))
     }
 
-    pub async fn state_versions(&self, sessions: Vec<(String, String)>) -> HashMap<(String, String), u64> {
-        self.inner.store.state_versions(sessions).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "state versions read failed");
-            HashMap::new()
-        })
+    /// The state versions of `sessions` (a session without events is absent).
+    pub async fn state_versions(
+        &self,
+        sessions: Vec<(String, String)>,
+    ) -> Result<HashMap<(String, String), u64>, StoreError> {
+        self.inner
+            .store
+            .state_versions(sessions)
+            .await
+            .inspect_err(|e| tracing::warn!(error = %e, "state versions read failed"))
     }
 }

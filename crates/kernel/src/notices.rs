@@ -35,8 +35,7 @@ impl<S: Store> Kernel<S> {
     /// whether the queue changed.
     pub(crate) fn deliver(&self, notice: &Notice, allow_wake: bool) -> bool {
         // A watcher has at most one line per target: a newer text for the same target replaces the old
-        // one in place. (A material event recorded between a drain and its acknowledgement queues a line
-        // with the old `changesSince`; the reopen after the acknowledgement must not add a second one.)
+        // one in place.
         let added = self.inner.queues.push_notice(notice);
         if let Some(text) = &added {
             self.inner.metrics.notices_queued.fetch_add(1, Ordering::Relaxed);
@@ -161,10 +160,14 @@ impl<S: Store> Kernel<S> {
     }
 
     /// Begins a turn of `session`: drains its queue and claims every drained session-state notice from
-    /// its durable cursor ([`sessionwatch_core::Cursor::claim`]). Only claimed notices are delivered, at
-    /// the cursor's current `changesSince`: one that another gateway already delivered, or whose watch
-    /// is gone, is dropped. A notice whose target changed again meanwhile re-opens exactly once, queued
-    /// for the next turn. Other system events pass through.
+    /// its durable cursor ([`sessionwatch_core::Cursor::claim`]), acknowledging it through the present.
+    /// Only claimed notices are delivered, at the cursor's current `changesSince`: one that another
+    /// gateway already delivered, or whose watch is gone, is dropped. Other system events pass through.
+    ///
+    /// When the store cannot claim, no notice is delivered: they go back into the queue as they were and
+    /// their cursors stay pending, so the next drain (or a restart's sweep) delivers them once the store
+    /// answers. Delivering them unclaimed would repeat them at every drain point until then (and a
+    /// restart would repeat them again), which is the spam this product exists to prevent.
     pub async fn drain(&self, session: &str) -> Vec<QueuedEvent> {
         let _guard = self.inner.ack_lock.lock().await;
         let drained = self.inner.queues.drain(session);
@@ -174,9 +177,12 @@ impl<S: Store> Kernel<S> {
             return drained;
         };
         let Some(claimed) = self.claim(&watcher, targets).await else {
-            // Delivered anyway and the cursors stay pending: at least once while the store fails (the
-            // next start-up or material event re-notifies), never lost.
-            return drained;
+            let (notices, others): (Vec<_>, Vec<_>) = drained.into_iter().partition(|e| e.notice.is_some());
+            self.inner.metrics.notices_claim_failed.fetch_add(notices.len() as u64, Ordering::Relaxed);
+            for e in notices {
+                self.inner.queues.push(session, e, true);
+            }
+            return others;
         };
         let mut delivered: HashMap<String, QueuedEvent> =
             claimed.delivered.iter().map(|n| (n.context_key(), QueuedEvent::from(n))).collect();
@@ -191,9 +197,8 @@ impl<S: Store> Kernel<S> {
 
     /// Acknowledges `watcher`'s notices about `targets` without draining its queue: for a caller that
     /// showed the agent the change another way. Each is claimed from its durable cursor exactly as a
-    /// drain claims it (and its queued line removed); a remainder re-opens once. Answers the notices
-    /// claimed, at the `changesSince` they were pending at; none when the store fails (they stay
-    /// pending).
+    /// drain claims it (and its queued line removed). Answers the notices claimed, at the `changesSince`
+    /// they were pending at; none when the store fails (they stay pending and queued).
     pub async fn acknowledge(&self, watcher: &AgentSessionKey, targets: &[AgentSessionKey]) -> Vec<Notice> {
         let _guard = self.inner.ack_lock.lock().await;
         let taken: Vec<QueuedEvent> = self
@@ -218,8 +223,8 @@ impl<S: Store> Kernel<S> {
         }
     }
 
-    /// The durable claim behind a drain and an acknowledgement (the caller holds `ack_lock`): counts,
-    /// signals and re-queues the remainders. `None` when the store failed (logged).
+    /// The durable claim behind a drain and an acknowledgement (the caller holds `ack_lock`): counts and
+    /// signals. `None` when the store failed (logged).
     async fn claim(&self, watcher: &AgentSessionKey, targets: Vec<AgentSessionKey>) -> Option<Acknowledged> {
         let asked = targets.len();
         let now = self.now();
@@ -237,10 +242,6 @@ impl<S: Store> Kernel<S> {
         if !claimed.delivered.is_empty() {
             let notices = claimed.delivered.len();
             let _ = self.inner.signals.send(Signal::Acknowledged { session: watcher.to_string(), notices });
-        }
-        for notice in &claimed.reopened {
-            m.notices_reopened.fetch_add(1, Ordering::Relaxed);
-            self.deliver(notice, false);
         }
         Some(claimed)
     }

@@ -22,6 +22,9 @@ pub enum ApiError {
     PayloadTooLarge(String),
     #[error("{0}")]
     Internal(String),
+    /// The state store could not answer (a read or write failed): try again later.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl ApiError {
@@ -37,6 +40,7 @@ impl ApiError {
             // OpenClaw's type for its 413.
             ApiError::PayloadTooLarge(_) => "invalid_request_error",
             ApiError::Internal(_) => "internal",
+            ApiError::Unavailable(_) => "unavailable",
         }
     }
 
@@ -53,6 +57,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -68,7 +73,7 @@ impl ApiError {
 impl From<sessionwatch_store::StoreError> for ApiError {
     fn from(e: sessionwatch_store::StoreError) -> Self {
         tracing::warn!(error = %e, "store error");
-        ApiError::Internal("the state store failed; try again".into())
+        ApiError::Unavailable("the state store could not answer; try again".into())
     }
 }
 

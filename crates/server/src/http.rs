@@ -247,6 +247,9 @@ async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> R
         Err(e @ ApiError::Internal(_)) => {
             tool_failure(StatusCode::INTERNAL_SERVER_ERROR, "tool_error", &e.to_string())
         }
+        Err(e @ ApiError::Unavailable(_)) => {
+            tool_failure(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &e.to_string())
+        }
         // An unknown target session: the tool failed (OpenClaw's type) on something that is not there.
         Err(e @ ApiError::NotFound(_)) => tool_failure(StatusCode::NOT_FOUND, "tool_error", &e.to_string()),
         Err(e) => tool_failure(StatusCode::BAD_REQUEST, "tool_error", &e.to_string()),

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 const BUCKETS_SECONDS: [f64; 10] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0];
 
+/// `sessionwatch_notices_reopened_total`: acknowledging through the present never reopens a notice.
+static NEVER_REOPENED: AtomicU64 = AtomicU64::new(0);
+
 /// Request latency histogram.
 #[derive(Default)]
 pub struct HttpMetrics {
@@ -46,8 +49,14 @@ impl HttpMetrics {
             ),
             (
                 "sessionwatch_notices_reopened_total",
-                "Notices re-opened for interleaved work.",
-                &m.notices_reopened,
+                "Notices re-opened for interleaved work: none since a drain acknowledges through the present \
+                 (kept for dashboards and alerts that read it).",
+                &NEVER_REOPENED,
+            ),
+            (
+                "sessionwatch_notice_claims_failed_total",
+                "Drained notices put back in the queue undelivered because the store could not claim them.",
+                &m.notices_claim_failed,
             ),
             (
                 "sessionwatch_notices_dropped_stale_total",

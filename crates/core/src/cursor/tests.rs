@@ -56,20 +56,16 @@ fn material_freezes_n_while_pending_and_keeps_invariant() {
 }
 
 #[test]
-fn acknowledge_moves_to_the_frozen_watermark_and_reopens_once() {
+fn acknowledge_moves_through_the_present_and_never_reopens() {
     for c in all_states(6) {
         let mut a = c.clone();
-        let reopen = a.acknowledge(9);
-        assert_eq!(a.last_seen, c.notified, "L moves to the frozen N, never to the head");
-        assert_eq!(a.notified, c.material.max(c.notified));
-        assert_eq!(reopen.is_some(), c.material > c.notified);
-        assert_eq!(reopen, (c.material > c.notified).then_some(c.notified));
-        assert_eq!(a.is_pending(), reopen.is_some(), "pending after ack exactly when it reopened");
-        // A second acknowledgement of the reopened notice settles everything.
-        let mut b = a.clone();
-        assert_eq!(b.acknowledge(10), None, "a reopen happens at most once per interleaving");
-        assert!(!b.is_pending());
-        assert_eq!(b.last_seen, c.material);
+        a.acknowledge(9);
+        assert_eq!((a.last_seen, a.notified, a.material), (c.material, c.material, c.material), "L = N = M");
+        assert!(!a.is_pending(), "work that arrived while the notice was pending is covered by it");
+        assert_eq!(a.updated_at, 9);
+        // The next material event opens exactly one fresh notice, from the acknowledged present.
+        let next = notify(Some(&a), c.material + 1);
+        assert_eq!((next.last_seen, next.notified), (c.material, c.material + 1));
     }
 }
 
@@ -82,15 +78,15 @@ fn a_claim_delivers_only_a_pending_notice_and_only_once() {
                 assert!(!c.is_pending());
                 assert_eq!(a, c, "a settled cursor is left alone");
             }
-            Some(claim) => {
+            Some(since) => {
+                assert_eq!(since, c.last_seen, "delivered at the changesSince it was pending at");
                 let mut acked = c.clone();
-                let reopen = acked.acknowledge(9);
-                assert_eq!(claim, Claim { since: c.last_seen, reopen });
+                acked.acknowledge(9);
                 assert_eq!(a, acked, "a claim acknowledges");
-                // A second claim of the same notice (another gateway's stale queue) gets only the
-                // reopened remainder, never the same notice again.
+                // A second claim of the same notice (another gateway's stale queue, a second drain point
+                // in the same turn) gets nothing.
                 let mut again = a.clone();
-                assert_eq!(again.claim(10).map(|c| c.since), reopen);
+                assert_eq!(again.claim(10), None);
             }
         }
     }
@@ -104,9 +100,11 @@ fn sweep_restores_exactly_the_pending_cursors() {
         assert_eq!(reopened, c.is_pending().then_some(c.last_seen));
         if reopened.is_some() {
             assert_eq!(s.notified, c.material);
+            assert_eq!(s.last_seen, c.last_seen, "the swept notice's text is the one that was pending");
             let mut acked = s.clone();
-            assert_eq!(acked.acknowledge(4), None);
+            assert_eq!(acked.claim(4), Some(c.last_seen));
             assert_eq!(acked.last_seen, c.material);
+            assert!(!acked.is_pending());
         } else {
             assert_eq!(s, c, "sweep leaves settled cursors alone");
         }
@@ -188,26 +186,30 @@ fn registration_keeps_upgrades_and_seeds() {
 }
 
 /// Port of client-go's `TestReinsert`: an item re-added while processing comes back exactly once
-/// after `Done`, then the queue is empty.
+/// after `Done`, then the queue is empty. Here `Get` is the drain, which claims (acknowledges through the
+/// present) at once: the change that lands while the watcher processes is after the claim, so it opens
+/// exactly one fresh notice.
 #[test]
 fn reinsert_while_processing() {
     let mut c = Cursor::seeded(3, Provenance::Explicit, S, 0);
     c = notify(Some(&c), 4); // Add
     assert_eq!((c.last_seen, c.notified), (3, 4));
-    // Get: the notice is drained (processing); a change lands meanwhile (Add while processing).
-    c = notify(Some(&c), 5);
+    c = notify(Some(&c), 5); // Add again before Get: coalesced into the pending notice
     assert_eq!(c.notified, 4, "frozen while pending");
-    // Done: acknowledge reopens exactly one notice for the remainder.
-    assert_eq!(c.acknowledge(1), Some(4));
-    // Get + Done again: nothing left.
-    assert_eq!(c.acknowledge(2), None);
-    assert!(!c.is_pending());
-    assert_eq!(c.last_seen, 5);
+    // Get: the notice is drained and claimed, covering 4 and 5.
+    assert_eq!(c.claim(1), Some(3));
+    assert_eq!((c.last_seen, c.notified, c.material), (5, 5, 5));
+    // Add while processing: one fresh notice.
+    c = notify(Some(&c), 6);
+    assert_eq!(c.claim(2), Some(5), "re-added exactly once");
+    // Get again: nothing left.
+    assert_eq!(c.claim(3), None);
+    assert_eq!(c.last_seen, 6);
 }
 
 /// In the spirit of client-go's `TestAddWhileProcessing`: producers add before and while the consumer
-/// processes. The first add freezes N; anything after it (a burst before the drain, or work during it)
-/// reopens exactly one notice on acknowledgement, never more, and the cursor always drains to the head.
+/// processes. Everything added before a drain is one notice; anything added after the drain (while the
+/// consumer works) is exactly one more, and the cursor always drains to the head.
 #[test]
 fn add_while_processing_drains() {
     let mut c = Cursor::seeded(0, Provenance::Explicit, S, 0);
@@ -215,24 +217,24 @@ fn add_while_processing_drains() {
     for round in 0..200u64 {
         let before = round % 3;
         let during = (round / 3) % 3;
+        let mut delivered = 0;
         for _ in 0..before {
             seq += 1;
             c = notify(Some(&c), seq);
         }
-        if !c.is_pending() {
-            continue;
+        let seen = c.last_seen;
+        if let Some(since) = c.claim(round as i64) {
+            assert_eq!(since, seen, "the notice says reconcile from what was acknowledged");
+            delivered += 1;
         }
-        let drained_since = c.last_seen; // the text the consumer saw
         for _ in 0..during {
             seq += 1;
             c = notify(Some(&c), seq);
         }
-        let reopen = c.acknowledge(round as i64);
-        assert_eq!(reopen.is_some(), before + during > 1, "reopen exactly when work followed the frozen N");
-        if let Some(since) = reopen {
-            assert!(since > drained_since, "the reopened notice starts after what was drained");
-            assert_eq!(c.acknowledge(round as i64), None);
+        if c.claim(round as i64).is_some() {
+            delivered += 1;
         }
+        assert_eq!(delivered, u64::from(before > 0) + u64::from(during > 0), "one notice per burst");
         assert!(!c.is_pending());
         assert_eq!(c.last_seen, seq);
     }

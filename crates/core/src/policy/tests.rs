@@ -36,21 +36,40 @@ fn the_human_turn_rule() {
 }
 
 #[test]
-fn a_spawn_seeds_its_valid_producer_watchers_at_its_sequence() {
+fn a_spawn_seeds_its_valid_producer_watchers() {
     let policy =
         RecordPolicy { producer_watchers: vec![W.into(), "global".into(), T.into()], only_if_watched: false };
-    let AppendCursors::Seed(seeds) = on_append(EventKind::ChildSpawned, T, &policy, 7, STORE, 5) else {
-        panic!("a spawn seeds");
-    };
     // `global` is not agent-qualified and T cannot watch itself.
-    assert_eq!(seeds, vec![(W.to_string(), Cursor::seeded(7, Provenance::Explicit, STORE, 5))]);
+    assert_eq!(on_append(EventKind::ChildSpawned, T, &policy), AppendCursors::Seed(vec![W.to_string()]));
+}
+
+#[test]
+fn a_spawn_seeds_at_its_sequence_unless_a_notice_is_pending() {
+    let fresh = Cursor::seeded(7, Provenance::Explicit, STORE, 5);
+    assert_eq!(spawn_seed(None, 7, STORE, 5), fresh, "no cursor: seeded at the spawn");
+    assert_eq!(
+        spawn_seed(Some(&cursor(3, 3, 3)), 7, STORE, 5),
+        fresh,
+        "nothing pending: seeded at the spawn"
+    );
+    let mut other_store = cursor(1, 2, 3);
+    other_store.store_path = Some("old".into());
+    assert_eq!(spawn_seed(Some(&other_store), 7, STORE, 5), fresh, "a replaced store's cursor is replaced");
+    // A respawn never hides what the watcher has not seen: L=1, N=2, M=3 (two turns it never saw).
+    let mut ambient = cursor(1, 2, 3);
+    ambient.provenance = Provenance::AmbientGroup;
+    let mut kept = spawn_seed(Some(&ambient), 4, STORE, 5);
+    assert_eq!((kept.last_seen, kept.notified, kept.material), (1, 2, 4), "still pending at changesSince 1");
+    assert_eq!(kept.provenance, Provenance::Explicit, "a spawn edge is explicit");
+    assert_eq!(kept.claim(6), Some(1), "delivered once, changesSince 1");
+    assert_eq!((kept.last_seen, kept.notified, kept.material), (4, 4, 4), "acknowledged through the spawn");
 }
 
 #[test]
 fn material_kinds_fan_out_and_the_rest_touch_nothing() {
     let policy = RecordPolicy::spawned_by(W);
     for kind in EventKind::ALL {
-        let step = on_append(kind, T, &policy, 3, STORE, 0);
+        let step = on_append(kind, T, &policy);
         let expected = match kind {
             EventKind::ChildSpawned => "seed",
             k if k.notifies() => "fan-out",
@@ -129,23 +148,22 @@ fn a_pending_notice_needs_a_pending_cursor_of_this_store_with_exact_keys() {
 }
 
 #[test]
-fn acknowledging_claims_only_pending_cursors_and_reopens_the_remainder_once() {
+fn acknowledging_claims_only_pending_cursors_through_the_present() {
     let (a, b, c, d) =
         (key("agent:main:a:1"), key("agent:main:b:1"), key("agent:main:c:1"), key("agent:main:d:1"));
     let rows = vec![
         (a.clone(), Some(cursor(2, 4, 4))), // pending: delivered, nothing left
-        (b.clone(), Some(cursor(2, 4, 6))), // more arrived while pending: reopened at 4
+        (b.clone(), Some(cursor(2, 4, 6))), // more arrived while pending: covered by the same notice
         (c.clone(), None),                  // no cursor
         (d.clone(), Some(cursor(3, 3, 3))), // already settled elsewhere
     ];
     let (writes, ack) = acknowledge(&key(W), rows, STORE, 10);
     let positions: Vec<_> =
         writes.iter().map(|(t, c)| (t.clone(), c.last_seen, c.notified, c.material)).collect();
-    assert_eq!(positions, vec![(a.clone(), 4, 4, 4), (b.clone(), 4, 6, 6)]);
+    assert_eq!(positions, vec![(a.clone(), 4, 4, 4), (b.clone(), 6, 6, 6)]);
     let n =
         |t: &AgentSessionKey, since| Notice { watcher: key(W), target: t.clone(), since, queue_only: false };
     assert_eq!(ack.delivered, vec![n(&a, 2), n(&b, 2)]);
-    assert_eq!(ack.reopened, vec![n(&b, 4)]);
     let (writes, ack) = acknowledge(&key(W), vec![(a, Some(cursor(2, 4, 4)))], "other", 10);
     assert!(writes.is_empty() && ack == Acknowledged::default(), "another store's cursor claims nothing");
 }

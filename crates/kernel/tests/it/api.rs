@@ -97,7 +97,7 @@ async fn a_page_carries_the_head_it_was_read_with() {
     for _ in 0..6 {
         k.record(NewEvent::human_message(T, "main", "web", None), RecordPolicy::always()).await;
     }
-    let page = k.changes_since(T, "main", 2, Limit::new(2).unwrap()).await;
+    let page = k.changes_since(T, "main", 2, Limit::new(2).unwrap()).await.expect("page");
     assert_eq!(page.head, 6);
     assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![3, 4]);
     assert!(page.truncated);

@@ -141,7 +141,7 @@ fn sigkill_mid_append_loses_no_acknowledged_append() {
             assert_eq!(store.integrity_check().unwrap(), "ok", "round {round}");
             let k = Kernel::start(store, Arc::new(SystemClock), config()).await;
             for key in KEYS {
-                let head = k.head(key, "main").await;
+                let head = k.head(key, "main").await.expect("head");
                 let acked_max = max_acked.get(key).copied().unwrap_or(0);
                 assert!(
                     head.head >= acked_max,
@@ -152,7 +152,7 @@ fn sigkill_mid_append_loses_no_acknowledged_append() {
                 let mut seqs = vec![];
                 let mut since = 0;
                 loop {
-                    let page = k.changes_since(key, "main", since, Limit::MAX).await;
+                    let page = k.changes_since(key, "main", since, Limit::MAX).await.expect("page");
                     seqs.extend(page.events.iter().map(|e| e.sequence));
                     since = page.next_since(since);
                     if !page.truncated {

@@ -42,14 +42,14 @@ async fn disk_full_fails_the_append_but_not_the_store() {
     assert_eq!(reason, StoreError::Full.to_string(), "a typed, clear error");
     assert_eq!(k.metrics().events_not_recorded.load(std::sync::atomic::Ordering::Relaxed), 1);
     // The failed append left no trace: the head is unchanged, again after a second failure.
-    assert_eq!(k.head(T, "main").await.head, recorded);
+    assert_eq!(k.head(T, "main").await.expect("head").head, recorded);
     assert!(matches!(k.record(event(0), RecordPolicy::always()).await, RecordOutcome::NotRecorded(_)));
-    assert_eq!(k.head(T, "main").await.head, recorded);
+    assert_eq!(k.head(T, "main").await.expect("head").head, recorded);
     // Reads still work and see exactly 1..=head.
     let mut seqs = vec![];
     let mut since = 0;
     loop {
-        let page = k.changes_since(T, "main", since, Limit::MAX).await;
+        let page = k.changes_since(T, "main", since, Limit::MAX).await.expect("page");
         seqs.extend(page.events.iter().map(|e| e.sequence));
         since = page.next_since(since);
         if !page.truncated {
@@ -289,4 +289,73 @@ fn sqlite_files_that_are_not_ours_are_refused_untouched() {
         assert!(err.to_string().contains(named), "{what}: the error names what it found: {err}");
         assert!(!path.with_extension("db-wal").exists(), "{what}: no WAL file was created");
     }
+}
+
+/// Another connection to the same database file (the store's own connections keep working on it).
+fn side_connection(env: &Env) -> rusqlite::Connection {
+    let c = rusqlite::Connection::open(env.db()).expect("open a side connection");
+    c.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    c
+}
+
+/// Issue 33 item 3: a read the store cannot answer is an error, never an empty page at head 0 (a
+/// reconciling agent would be told "nothing changed").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_read_is_an_error_not_an_empty_page() {
+    let env = Env::new();
+    let k = env.start().await;
+    for i in 0..3 {
+        assert!(matches!(k.record(event(i), RecordPolicy::always()).await, RecordOutcome::Recorded(_)));
+    }
+    assert_eq!(k.changes_since(T, "main", 0, Limit::MAX).await.expect("page").head, 3);
+    let side = side_connection(&env);
+    side.execute_batch("ALTER TABLE session_state_heads RENAME TO heads_away;").unwrap();
+    assert!(k.changes_since(T, "main", 0, Limit::MAX).await.is_err(), "a page without its head is no page");
+    assert!(k.changes_since(T, "main", 2, Limit::MAX).await.is_err(), "not even a recent one from memory");
+    assert!(k.head(T, "main").await.is_err());
+    assert!(k.state_versions(vec![(T.into(), "main".into())]).await.is_err());
+    side.execute_batch("ALTER TABLE heads_away RENAME TO session_state_heads;").unwrap();
+    let page = k.changes_since(T, "main", 0, Limit::MAX).await.expect("answers again");
+    assert_eq!((page.head, page.events.len()), (3, 3));
+}
+
+/// Issue 33 item 4: when the store cannot claim a drained notice, the turn gets no notice (delivering it
+/// unclaimed would repeat it at every drain point until the store answers); it stays queued and its
+/// cursor pending, and the first drain after the store recovers delivers it exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_claim_delivers_nothing_and_keeps_the_notice() {
+    use crate::common::notices;
+    use sessionwatch_core::{HumanTurnSource, Provenance, QueuedEvent};
+    const W: &str = "agent:main:main";
+    let env = Env::new();
+    let k = env.start().await;
+    assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
+    let human = || {
+        k.record(
+            NewEvent::human_message(T, "main", "telegram", None),
+            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+        )
+    };
+    human().await;
+    let other = QueuedEvent::other("Home created", "home:test");
+    assert!(k.enqueue(W, other, false));
+    let side = side_connection(&env);
+    side.execute_batch(
+        "CREATE TRIGGER fail_claim BEFORE UPDATE ON session_watch_cursors BEGIN SELECT RAISE(ABORT, 'injected'); END;",
+    )
+    .unwrap();
+    let drained = k.drain(W).await;
+    assert_eq!(drained.len(), 1, "other system events still pass through: {drained:?}");
+    assert!(drained[0].notice.is_none());
+    assert_eq!(notices(&k.peek(W)), vec![(T.to_string(), 0)], "the notice stays queued");
+    assert!(k.drain(W).await.is_empty(), "and is not delivered by the next drain point either");
+    assert_eq!(k.metrics().notices_claim_failed.load(std::sync::atomic::Ordering::Relaxed), 2);
+    let c = sessionwatch_store::Store::cursor(k.store(), W.into(), T.into()).await.unwrap().unwrap();
+    assert!(c.is_pending(), "the cursor is still pending: a restart's sweep would deliver it");
+    side.execute_batch("DROP TRIGGER fail_claim;").unwrap();
+    human().await;
+    assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 0)], "once the store answers: exactly once");
+    assert!(k.drain(W).await.is_empty());
+    let c = sessionwatch_store::Store::cursor(k.store(), W.into(), T.into()).await.unwrap().unwrap();
+    assert_eq!((c.last_seen, c.notified, c.material), (2, 2, 2));
 }

@@ -68,9 +68,8 @@ async fn restart_without_draining_keeps_one_notice_and_covers_later_work() {
     )
     .await;
     assert_eq!(notices(&k.peek(W)), vec![(T.to_string(), 0)]);
-    // The sweep re-opened with N = M = 3, so event 4 arrived while pending: one reopen at 3, then quiet.
+    // One drain covers all four changes, then quiet.
     assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 0)]);
-    assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 3)]);
     assert!(k.drain(W).await.is_empty());
     drop(k);
     let k = env.start().await;

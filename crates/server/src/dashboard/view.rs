@@ -160,7 +160,7 @@ pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> a
     let versions = gateway
         .kernel()
         .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
-        .await;
+        .await?;
     let edges =
         edges_of(store.watch_edges(rows.iter().map(|r| r.session_key.clone()).collect(), MAX_EDGES).await?);
     // The page's own links (adopted sessions, watched or not), not every link of the store.
@@ -223,7 +223,7 @@ pub async fn session<S: Store>(
     let link = store.get_link(k.clone(), agent.clone()).await?;
     let reconcile = match since {
         Some(since) => {
-            Some(Reconcile { since, page: kernel.changes_since(&k, &agent, since, Limit::MAX).await })
+            Some(Reconcile { since, page: kernel.changes_since(&k, &agent, since, Limit::MAX).await? })
         }
         None => None,
     };

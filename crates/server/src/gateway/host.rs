@@ -114,7 +114,7 @@ impl<S: Store> Gateway<S> {
                 self.kernel.register_watch(&home, &r.key, Provenance::AmbientGroup).await;
             }
         }
-        let state_version = self.kernel.head(&r.key, &r.agent_id).await.head;
+        let state_version = self.kernel.head(&r.key, &r.agent_id).await?.head;
         Ok(InboundOutput { session_key: r.key, session_id: row.session_id, state_version, event })
     }
 
@@ -202,7 +202,7 @@ impl<S: Store> Gateway<S> {
                 event = Some(Arc::unwrap_or_clone(ev));
             }
         }
-        let state_version = self.kernel.head(&r.key, &r.agent_id).await.head;
+        let state_version = self.kernel.head(&r.key, &r.agent_id).await?.head;
         Ok(GoalOutput { session_key: r.key, changed, event, state_version })
     }
 

@@ -116,10 +116,10 @@ impl<S: Store> Gateway<S> {
         let (state_version, changes) = match changes_since {
             // The head read with the page, so the two agree.
             Some(since) => {
-                let page = self.kernel.changes_since(key, agent, since, limit).await;
+                let page = self.kernel.changes_since(key, agent, since, limit).await?;
                 (page.head, Some(page))
             }
-            None => (self.kernel.head(key, agent).await.head, None),
+            None => (self.kernel.head(key, agent).await?.head, None),
         };
         Ok(ToolOutput::Status(Box::new(StatusOutput { session, state_version, changes })))
     }
@@ -145,7 +145,7 @@ impl<S: Store> Gateway<S> {
         let versions = self
             .kernel
             .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
-            .await;
+            .await?;
         let sessions = rows
             .into_iter()
             .map(|r| {

@@ -290,7 +290,7 @@ async fn the_timeline_pages_back_to_a_pruned_floor() {
         h.human_turn(WORKER, &format!("turn {i}")).await;
     }
     h.gateway.kernel().prune_now().await.unwrap();
-    let head = h.gateway.kernel().head(WORKER, "main").await;
+    let head = h.gateway.kernel().head(WORKER, "main").await.expect("head");
     assert_eq!(head.head, 120);
     assert!(head.floor > 0 && head.floor < 70, "some history was pruned: {head:?}");
 

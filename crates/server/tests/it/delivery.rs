@@ -29,7 +29,8 @@ async fn a_turn_that_fails_to_take_the_inbox_loses_no_notice() {
     )
     .unwrap();
     let failed = h.post(&format!("/v1/sessions/{}/turns", enc(MAIN)), json!({})).await;
-    assert_eq!(failed.status, 500, "{}", failed.body);
+    assert_eq!(failed.status, 503, "{}", failed.body);
+    assert_eq!(failed.body["error"]["type"], "unavailable", "{}", failed.body);
     db.execute_batch("DROP TRIGGER fail_take;").unwrap();
     let turn = h.post(&format!("/v1/sessions/{}/turns", enc(MAIN)), json!({})).await;
     assert_eq!(turn.status, 200, "{}", turn.body);
@@ -120,4 +121,34 @@ async fn metrics_count_the_stores_group_commits() {
     assert!(writes_after >= writes + 3, "three recorded turns: {writes} -> {writes_after}");
     assert!(commits_after > commits, "{commits} -> {commits_after}");
     assert!(commits_after - commits <= writes_after - writes, "a commit carries at least one write");
+}
+
+/// Issue 33 item 3 (SPEC §5): a reconcile the store cannot answer is the tool error `unavailable` (HTTP
+/// 503), never an empty page at `stateVersion` 0, and the gateway answers again once the store does.
+#[tokio::test]
+async fn a_reconcile_the_store_cannot_answer_is_unavailable() {
+    let h = Harness::start().await;
+    pending_notice(&h).await;
+    let status = |since| json!({ "sessionKey": WORKER, "changesSince": since });
+    let before = h.tool(MAIN, "session_status", status(0)).await;
+    assert!(before["stateVersion"].as_u64().unwrap() > 0);
+    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
+    db.execute_batch("ALTER TABLE session_state_heads RENAME TO heads_away;").unwrap();
+    for args in [status(0), status(1), json!({ "sessionKey": WORKER })] {
+        let r = h.tool_reply(MAIN, "session_status", args.clone()).await;
+        assert_eq!(r.status, 503, "{args}: {}", r.body);
+        assert_eq!(r.body["ok"], false);
+        assert_eq!(r.body["error"]["type"], "unavailable", "{}", r.body);
+    }
+    let list = h.tool_reply(MAIN, "sessions_list", json!({})).await;
+    assert_eq!(
+        (list.status, list.body["error"]["type"].clone()),
+        (503, json!("unavailable")),
+        "{}",
+        list.body
+    );
+    db.execute_batch("ALTER TABLE heads_away RENAME TO session_state_heads;").unwrap();
+    let after = h.tool(MAIN, "session_status", status(0)).await;
+    assert_eq!(after["stateVersion"], before["stateVersion"]);
+    assert_eq!(after["stateChanges"], before["stateChanges"]);
 }

@@ -186,3 +186,20 @@ async fn notices_endpoint_drains_the_queue_not_the_inbox() {
     other.cancel().await.unwrap();
     gw.stop().await;
 }
+
+/// Issue 33 item 3: over MCP, a reconcile the store cannot answer is a tool result with `isError`, never
+/// an empty page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_reconcile_the_store_cannot_answer_is_an_error() {
+    let gw = TestGateway::start().await;
+    let client = gw.client(Some(MAIN)).await;
+    let status = json!({ "sessionKey": MAIN, "changesSince": 0 });
+    ok(call(&client, "session_status", status.clone()).await);
+    let db = rusqlite::Connection::open(gw._dir.path().join("sw.db")).unwrap();
+    db.execute_batch("ALTER TABLE session_state_heads RENAME TO heads_away;").unwrap();
+    tool_error(&call(&client, "session_status", status.clone()).await, "unavailable", "try again");
+    db.execute_batch("ALTER TABLE heads_away RENAME TO session_state_heads;").unwrap();
+    ok(call(&client, "session_status", status).await);
+    client.cancel().await.unwrap();
+    gw.stop().await;
+}

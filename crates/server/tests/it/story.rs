@@ -56,7 +56,7 @@ async fn twenty_rapid_changes_give_one_notice() {
 }
 
 #[tokio::test]
-async fn interleaved_work_reopens_exactly_one() {
+async fn a_burst_is_one_notice_and_later_work_one_more() {
     let h = Harness::start().await;
     let child = h.spawn_child(MAIN).await;
     h.human_turn(&child, "first").await;
@@ -64,15 +64,20 @@ async fn interleaved_work_reopens_exactly_one() {
     assert_eq!(first.len(), 1);
     assert!(h.turn(MAIN).await.is_empty());
 
-    // Work lands while a notice is pending, then the watcher drains: one reopen for the remainder.
+    // A burst lands while a notice is pending, then the watcher drains: one notice covers all of it, and
+    // the next drain (another hook of the same turn) finds nothing.
     h.human_turn(&child, "second").await;
     h.human_turn(&child, "third").await;
     h.human_turn(&child, "fourth").await;
     let drained = h.turn(MAIN).await;
     assert_eq!(drained.len(), 1);
-    let reopened = h.turn(MAIN).await;
-    assert_eq!(reopened.len(), 1, "exactly one reopen");
-    assert!(since_of(&reopened[0]) > since_of(&drained[0]));
+    assert!(since_of(&drained[0]) > since_of(&first[0]));
+    assert!(h.turn(MAIN).await.is_empty(), "no second notice for the same burst");
+    // Work after the drain: exactly one fresh notice, from where the last one was acknowledged.
+    h.human_turn(&child, "fifth").await;
+    let fresh = h.turn(MAIN).await;
+    assert_eq!(fresh.len(), 1);
+    assert!(since_of(&fresh[0]) > since_of(&drained[0]));
     assert!(h.turn(MAIN).await.is_empty(), "and nothing after it");
 }
 
@@ -215,7 +220,7 @@ async fn delete_removes_history_and_cursors() {
     let r = h.tool_reply(MAIN, "session_status", json!({ "sessionKey": child, "changesSince": 0 })).await;
     assert_eq!(r.status, 404);
     assert_eq!(r.body["error"]["type"], "tool_error");
-    let head = h.gateway.kernel().head(&child, "main").await;
+    let head = h.gateway.kernel().head(&child, "main").await.expect("head");
     assert_eq!(head.head, 0, "history and head are gone");
     let r = h.post(&format!("/v1/sessions/{}/turns", enc(&child)), json!({})).await;
     assert_eq!(r.status, 404);

@@ -5,7 +5,7 @@ use super::{Params, PostgresStore, execute, i, query, query_one, query_opt, u, w
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use deadpool_postgres::GenericClient;
-use sessionwatch_core::policy::{fan_out, on_append};
+use sessionwatch_core::policy::{fan_out, on_append, spawn_seed};
 use sessionwatch_core::{
     Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, StoredEvent,
 };
@@ -306,11 +306,13 @@ async fn move_cursors(
     now: Millis,
 ) -> Result<Vec<Notice>> {
     let e = &req.event;
-    Ok(match on_append(e.kind, &e.session_key, &req.policy, sequence, &req.watcher_store, now) {
+    Ok(match on_append(e.kind, &e.session_key, &req.policy) {
         AppendCursors::Untouched => vec![],
-        AppendCursors::Seed(seeds) => {
-            for (watcher, seeded) in &seeds {
-                watch::save_cursor(tx, watcher, &e.session_key, seeded).await?;
+        AppendCursors::Seed(watchers) => {
+            for watcher in &watchers {
+                let existing = watch::load_cursor(tx, watcher, &e.session_key, true).await?;
+                let seeded = spawn_seed(existing.as_ref(), sequence, &req.watcher_store, now);
+                watch::save_cursor(tx, watcher, &e.session_key, &seeded).await?;
             }
             vec![]
         }

@@ -5,7 +5,7 @@ use super::{SqliteStore, watch};
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use sessionwatch_core::policy::{fan_out, on_append};
+use sessionwatch_core::policy::{fan_out, on_append, spawn_seed};
 use sessionwatch_core::{
     Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, RecordPolicy, StoredEvent,
 };
@@ -153,11 +153,13 @@ fn append_cursors(
     now: Millis,
 ) -> Result<Vec<Notice>> {
     let target = &stored.session_key;
-    Ok(match on_append(stored.kind, target, policy, stored.sequence, watcher_store, now) {
+    Ok(match on_append(stored.kind, target, policy) {
         AppendCursors::Untouched => vec![],
-        AppendCursors::Seed(seeds) => {
-            for (watcher, seeded) in &seeds {
-                watch::save_cursor(tx, watcher, target, seeded)?;
+        AppendCursors::Seed(watchers) => {
+            for watcher in &watchers {
+                let existing = watch::load_cursor(tx, watcher, target)?;
+                let seeded = spawn_seed(existing.as_ref(), stored.sequence, watcher_store, now);
+                watch::save_cursor(tx, watcher, target, &seeded)?;
             }
             tx.wrote_cursors_on(target);
             vec![]

@@ -65,7 +65,8 @@ macro_rules! conformance_suite {
             cursor_bound_to_another_store_is_inert,
             legacy_cursor_must_register_again,
             registration_rules,
-            acknowledge_reopens_exactly_once,
+            acknowledge_goes_through_the_present,
+            a_respawn_keeps_an_unseen_change_pending,
             sweep_reopens_pending_cursors_of_existing_watchers,
             changes_since_pages_and_gaps_from_the_floor,
             state_versions_for_many_sessions,
@@ -590,7 +591,7 @@ pub async fn registration_rules<S: Store>(h: &Harness<S>) {
     assert_eq!(out.unwrap().decision, RegisterDecision::Refused(SkipReason::SelfWatch));
 }
 
-pub async fn acknowledge_reopens_exactly_once<S: Store>(h: &Harness<S>) {
+pub async fn acknowledge_goes_through_the_present<S: Store>(h: &Harness<S>) {
     let s = &h.store;
     register(s, W, T, Provenance::Explicit, STORE, NOW).await;
     register(s, W, T2, Provenance::AmbientGroup, STORE, NOW).await;
@@ -602,32 +603,62 @@ pub async fn acknowledge_reopens_exactly_once<S: Store>(h: &Harness<S>) {
     let first = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 5).await.unwrap();
     let t2_notice = |since| Notice { watcher: key(W), target: key(T2), since, queue_only: true };
     assert_eq!(first.delivered, vec![notice(W, T, 0), t2_notice(0)], "both were pending: both delivered");
-    assert_eq!(first.reopened, vec![notice(W, T, 1)], "only T had work after the frozen watermark");
     let t = cursor(s, W, T).await.unwrap();
-    assert_eq!((lnm(&t), t.updated_at), ((1, 3, 3), NOW + 5));
+    assert_eq!((lnm(&t), t.updated_at), ((3, 3, 3), NOW + 5), "the burst is covered by the one notice");
     let t2 = cursor(s, W, T2).await.unwrap();
     assert_eq!(lnm(&t2), (1, 1, 1));
-    // The reopened notice of an ambient watch stays queue-only.
-    record(s, req(human(T2)), NOW + 6).await;
+    // A drain point later in the same turn claims nothing: no second notice for the same burst.
+    let second = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 6).await.unwrap();
+    assert_eq!(second, Acknowledged::default());
+    assert_eq!(cursor(s, W, T).await.unwrap().updated_at, NOW + 5, "a settled cursor is not touched");
+    // A change after the drain opens one fresh notice; an ambient watch's stays queue-only.
     record(s, req(human(T2)), NOW + 7).await;
-    let again = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 8).await.unwrap();
-    assert_eq!(again.delivered, vec![notice(W, T, 1), t2_notice(1)], "the reopened T and the new T2");
-    assert_eq!(again.reopened, vec![t2_notice(2)]);
-    assert_eq!(lnm(&cursor(s, W, T).await.unwrap()), (3, 3, 3), "the reopen settles with one more ack");
-    let settle = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 9).await.unwrap();
-    assert_eq!(settle.delivered, vec![t2_notice(2)]);
+    record(s, req(human(T2)), NOW + 8).await;
+    let again = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 9).await.unwrap();
+    assert_eq!(again.delivered, vec![t2_notice(1)]);
     assert_eq!(lnm(&cursor(s, W, T2).await.unwrap()), (3, 3, 3));
-    // A notice already delivered is not delivered again (a stale copy in another gateway's queue), and
-    // a settled cursor is not touched.
-    let stale = s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 10).await.unwrap();
-    assert_eq!(stale, Acknowledged::default());
-    assert_eq!(cursor(s, W, T).await.unwrap().updated_at, NOW + 8);
     // Acknowledging a target without a cursor is a no-op.
     assert_eq!(
         s.acknowledge(key(W2), vec![key(T)], STORE.into(), NOW).await.unwrap(),
         Acknowledged::default()
     );
     assert_eq!(cursor(s, W2, T).await, None);
+}
+
+/// A respawn never hides a change the parent has not seen: the parent's cursor on its child has a
+/// pending notice (L=1, N=2, M=3: two human turns it never saw) when it spawns the same child key again.
+/// The notice stays pending (durably), is delivered once at `changesSince 1`, and its drain acknowledges
+/// through the spawn (L=N=M=4).
+pub async fn a_respawn_keeps_an_unseen_change_pending<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    let spawn = |run: &str| {
+        let mut r = req(NewEvent::child_spawned(T, AGENT, W, run));
+        r.policy.producer_watchers = vec![W.into()];
+        r
+    };
+    ensure_session(s, W).await;
+    record(s, spawn("run-1"), NOW).await;
+    record(s, req(human(T)), NOW + 1).await;
+    record(s, req(human(T)), NOW + 2).await;
+    assert_eq!(lnm(&cursor(s, W, T).await.unwrap()), (1, 2, 3));
+    let (respawn, notices) = record(s, spawn("run-2"), NOW + 3).await;
+    assert_eq!(respawn.sequence, 4);
+    assert!(notices.is_empty(), "a spawn seeds, it does not notify");
+    let c = cursor(s, W, T).await.unwrap();
+    assert_eq!(
+        (lnm(&c), c.provenance),
+        ((1, 2, 4), Provenance::Explicit),
+        "still pending, through the spawn"
+    );
+    let pending = s.pending_notices_for_host(STORE.into(), None, Some(W.into())).await.unwrap();
+    assert_eq!(pending, vec![notice(W, T, 1)], "a restart's sweep would find it");
+    let ack = s.acknowledge(key(W), vec![key(T)], STORE.into(), NOW + 4).await.unwrap();
+    assert_eq!(ack.delivered, vec![notice(W, T, 1)], "exactly one notice, changesSince 1");
+    assert_eq!(lnm(&cursor(s, W, T).await.unwrap()), (4, 4, 4));
+    // A respawn with nothing pending seeds at the spawn, as the first spawn did.
+    let (third, _) = record(s, spawn("run-3"), NOW + 5).await;
+    assert_eq!(lnm(&cursor(s, W, T).await.unwrap()), (5, 5, 5));
+    assert_eq!(third.sequence, 5);
 }
 
 pub async fn sweep_reopens_pending_cursors_of_existing_watchers<S: Store>(h: &Harness<S>) {
