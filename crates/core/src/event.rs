@@ -5,50 +5,49 @@ use crate::{DAY_MS, Millis};
 /// Upstream clocks lie: occurred-at is clamped to [now − 24 h, now].
 pub const MAX_OCCURRED_AT_SKEW_MS: Millis = DAY_MS;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    HumanDirectMessage,
-    UpstreamMissing,
-    GoalChanged,
-    ChildSpawned,
-    RunCompleted,
-    RunFailed,
-    Compacted,
-    Adopted,
-    Created,
+/// Declares the event kinds once: the enum, [`EventKind::ALL`], [`EventKind::as_str`] and
+/// [`EventKind::parse`] all come from this one list, so a new kind cannot be left out of any of them (a kind
+/// missing from `ALL` would make every page holding it unreadable, on both stores).
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $kind:ident => $name:literal,)+) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum EventKind {
+            $($(#[$doc])* $kind,)+
+        }
+
+        impl EventKind {
+            pub const ALL: [EventKind; [$(EventKind::$kind),+].len()] = [$(EventKind::$kind),+];
+
+            /// The stored and wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(EventKind::$kind => $name,)+
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<EventKind> {
+                match s {
+                    $($name => Some(EventKind::$kind),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    HumanDirectMessage => "human_direct_message",
+    UpstreamMissing => "upstream_missing",
+    GoalChanged => "goal_changed",
+    ChildSpawned => "child_spawned",
+    RunCompleted => "run_completed",
+    RunFailed => "run_failed",
+    Compacted => "compacted",
+    Adopted => "adopted",
+    Created => "created",
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 9] = [
-        EventKind::HumanDirectMessage,
-        EventKind::UpstreamMissing,
-        EventKind::GoalChanged,
-        EventKind::ChildSpawned,
-        EventKind::RunCompleted,
-        EventKind::RunFailed,
-        EventKind::Compacted,
-        EventKind::Adopted,
-        EventKind::Created,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::HumanDirectMessage => "human_direct_message",
-            EventKind::UpstreamMissing => "upstream_missing",
-            EventKind::GoalChanged => "goal_changed",
-            EventKind::ChildSpawned => "child_spawned",
-            EventKind::RunCompleted => "run_completed",
-            EventKind::RunFailed => "run_failed",
-            EventKind::Compacted => "compacted",
-            EventKind::Adopted => "adopted",
-            EventKind::Created => "created",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<EventKind> {
-        EventKind::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-
     /// Material kinds move watchers' cursors and queue notices; the rest are log-only
     /// (`child_spawned` seeds the spawner's cursor instead).
     pub fn notifies(self) -> bool {

@@ -68,6 +68,7 @@ macro_rules! conformance_suite {
             acknowledge_goes_through_the_present,
             a_respawn_keeps_an_unseen_change_pending,
             sweep_reopens_pending_cursors_of_existing_watchers,
+            every_event_kind_round_trips_through_a_page,
             changes_since_pages_and_gaps_from_the_floor,
             state_versions_for_many_sessions,
             retention_by_age,
@@ -689,6 +690,24 @@ pub async fn sweep_reopens_pending_cursors_of_existing_watchers<S: Store>(h: &Ha
     // After acknowledging, nothing is pending and the sweep is empty.
     s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 13).await.unwrap();
     assert!(s.sweep(STORE.into(), NOW + 14).await.unwrap().is_empty());
+}
+
+/// Every event kind is written and read back as itself through a page (a kind the store could not read
+/// would make every page holding it unreadable).
+pub async fn every_event_kind_round_trips_through_a_page<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    for (i, kind) in EventKind::ALL.into_iter().enumerate() {
+        let mut e = human(T);
+        e.kind = kind;
+        e.summary = format!("{} #{i}", kind.as_str());
+        record(s, AppendRequest::new(e, STORE), NOW + i as Millis).await;
+    }
+    let page = s.changes_since(T.into(), AGENT.into(), 0, Limit::MAX).await.expect("the page reads");
+    let kinds: Vec<EventKind> = page.events.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, EventKind::ALL.to_vec());
+    for kind in EventKind::ALL {
+        assert_eq!(EventKind::parse(kind.as_str()), Some(kind));
+    }
 }
 
 pub async fn changes_since_pages_and_gaps_from_the_floor<S: Store>(h: &Harness<S>) {
