@@ -300,5 +300,17 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad claude reference".into());
     };
+    if never_written(&path, probe.marker_json) {
+        // Adopted at `SessionStart` before the first prompt: an idle session's transcript is not
+        // written yet, which is no evidence that it is gone.
+        return CheckOutcome::Inconclusive("the transcript is not written yet".into());
+    }
     jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut ClaudeClassifier::default())
+}
+
+/// Whether the link's transcript has never been seen (its marker read nothing: offset 0, no first
+/// line) and still does not exist.
+fn never_written(path: &Path, marker_json: &str) -> bool {
+    let unseen = jsonl::JsonlMarker::parse(marker_json).is_some_and(|m| m.offset == 0 && m.head.is_none());
+    unseen && std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
 }

@@ -245,3 +245,39 @@ fn oversized_rows_are_streamed_and_classified() {
     };
     assert_eq!(sessionwatch_upstream::check(CatalogId::Claude, &probe), CheckOutcome::NoChange);
 }
+
+/// A Claude session adopted at `SessionStart` before its first prompt has no transcript yet: an idle
+/// TUI is not a deleted session (three such checks made `upstream_missing`, a false notice). Once the
+/// transcript is written, its prompts count; once it is deleted, it is missing.
+#[test]
+fn a_transcript_adopted_before_it_is_written_is_not_missing() {
+    use sessionwatch_upstream::{Probe, claude};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("projects").join("-work-demo").join("s1.jsonl");
+    let adoption = claude::adopt_file(&file, "s1").expect("adopted from the hook's ids");
+    let mut marker = adoption.link.marker_json.clone();
+    let probe = |marker: &str| -> CheckOutcome {
+        claude::check(&Probe {
+            reference_json: &adoption.link.reference_json,
+            marker_json: marker,
+            own_recent_user_texts: &[],
+        })
+    };
+    for _ in 0..4 {
+        assert!(matches!(probe(&marker), CheckOutcome::Inconclusive(_)), "not written yet is not gone");
+    }
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, format!("{}\n", user(json!("first prompt")))).unwrap();
+    match probe(&marker) {
+        CheckOutcome::Activity { human_turns, next_marker_json, .. } => {
+            assert_eq!(human_turns, 1);
+            marker = next_marker_json;
+        }
+        other => panic!("expected the first prompt, got {other:?}"),
+    }
+    std::fs::remove_file(&file).unwrap();
+    assert!(
+        matches!(probe(&marker), CheckOutcome::Missing),
+        "a transcript that was seen and is gone is missing"
+    );
+}
