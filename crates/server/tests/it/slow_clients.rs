@@ -150,3 +150,22 @@ async fn a_body_that_never_arrives_is_given_up() {
         read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("the connection was given up");
     assert!(!answer.contains(" 200 "), "{answer}");
 }
+
+/// Issue 33 item 9: a client that writes its whole oversized body before reading (Python's
+/// `http.client`) got a broken pipe or a reset instead of the 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_writes_a_whole_oversized_body_first_reads_the_413() {
+    let h = start(Limits::default()).await;
+    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+    let body = vec![b'a'; 3 * 1024 * 1024];
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(&body).await.expect("the whole body is taken");
+    let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    assert!(answer.contains("\"type\":\"invalid_request_error\""), "{answer}");
+}
