@@ -268,7 +268,9 @@ async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> R
         );
     }
     match state.gateway.invoke_tool(caller.as_deref(), &call.tool, &call.args).await {
-        Ok(output) => Json(crate::wire::tool_result(&crate::wire::ToolJson::of(&output))).into_response(),
+        Ok((output, notes)) => {
+            Json(crate::wire::tool_result(&crate::wire::ToolJson::of_call(&output, &notes))).into_response()
+        }
         Err(ApiError::UnknownTool(_)) => {
             tool_failure(StatusCode::NOT_FOUND, "not_found", &format!("Tool not available: {}", call.tool))
         }
