@@ -169,3 +169,22 @@ async fn a_client_that_writes_a_whole_oversized_body_first_reads_the_413() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
     assert!(answer.contains("\"type\":\"invalid_request_error\""), "{answer}");
 }
+
+/// The same for a body sent without a length (chunked), refused once 2 MB of it arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_streams_a_whole_oversized_body_first_reads_the_413() {
+    let h = start(Limits::default()).await;
+    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "a".repeat(64 * 1024));
+    for _ in 0..48 {
+        tcp.write_all(chunk.as_bytes()).await.expect("the whole body is taken");
+    }
+    tcp.write_all(b"0\r\n\r\n").await.unwrap();
+    let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+}
