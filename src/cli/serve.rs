@@ -57,6 +57,8 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     super::init_tracing("info");
     let config = load_config(&args)?;
+    // A service's default soft fd limit (often 1024) would cap the connections it can hold.
+    sessionwatch_server::connections::raise_fd_limit();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;

@@ -70,15 +70,21 @@ impl Drop for Server {
 impl Server {
     /// Starts a gateway with extra `serve` arguments.
     pub fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(bin())
+        Server::start_adjusted(data_dir, extra, |_| {})
+    }
+
+    /// Starts a gateway with extra `serve` arguments, its command adjusted first (environment, limits).
+    pub fn start_adjusted(data_dir: &Path, extra: &[&str], adjust: impl FnOnce(&mut Command)) -> Server {
+        let mut command = Command::new(bin());
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .args(extra)
             .env("SESSIONWATCH_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start sessionwatch serve");
+            .stderr(Stdio::inherit());
+        adjust(&mut command);
+        let mut child = command.spawn().expect("start sessionwatch serve");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let base = line

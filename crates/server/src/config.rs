@@ -52,7 +52,9 @@ pub struct Limits {
     pub header_timeout: std::time::Duration,
     /// A request body must arrive in full within this (`gateway.bodyTimeoutSeconds`).
     pub body_timeout: std::time::Duration,
-    /// Connections served at once (`gateway.maxConnections`); more wait in the listen backlog.
+    /// Connections open at once (`gateway.maxConnections`, lowered to what the fd limit allows). At the
+    /// cap, a newcomer takes the slot of the connection idle the longest; when every one has a request in
+    /// flight, it waits in the listen backlog.
     pub max_connections: usize,
     /// Live MCP sessions on `/mcp` (`gateway.mcpMaxSessions`); a new one evicts the least recently used.
     pub mcp_max_sessions: usize,

@@ -147,9 +147,19 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// After a 413, at most this much of the refused body is read and discarded, for at most
+/// [`DISCARD_TIME`], before the connection closes.
+const DISCARD_BYTES: usize = 8 * 1024 * 1024;
+const DISCARD_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A declared `Content-Length` over the limit is refused before a byte of the body is read (a client
 /// announcing 10 GB must not hold a connection until 2 MB arrived); a body that turns out too large
 /// while streaming gets the same JSON answer.
+///
+/// The refused body is then read and discarded (bounded by [`DISCARD_BYTES`] and [`DISCARD_TIME`])
+/// while the answer goes out, and the connection closes after it: closing a socket with unread data
+/// resets it, and a client that writes its whole body before reading (Python's `http.client`) then saw
+/// a broken pipe instead of the 413.
 async fn limit_body_size(req: Request, next: Next) -> Response {
     let too_large = || {
         error_response(
@@ -159,7 +169,10 @@ async fn limit_body_size(req: Request, next: Next) -> Response {
     };
     let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok());
     if declared.and_then(|v| v.trim().parse::<u64>().ok()).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return too_large();
+        tokio::spawn(discard_body(req.into_body()));
+        let mut resp = too_large();
+        resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+        return resp;
     }
     let resp = next.run(req).await;
     let is_json = resp
@@ -167,6 +180,21 @@ async fn limit_body_size(req: Request, next: Next) -> Response {
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if resp.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json { too_large() } else { resp }
+}
+
+/// Reads and drops a refused body, up to [`DISCARD_BYTES`] within [`DISCARD_TIME`].
+async fn discard_body(body: axum::body::Body) {
+    use futures::StreamExt;
+    let mut chunks = body.into_data_stream();
+    let mut discarded = 0;
+    let drain = async {
+        while discarded < DISCARD_BYTES
+            && let Some(Ok(chunk)) = chunks.next().await
+        {
+            discarded += chunk.len();
+        }
+    };
+    let _ = tokio::time::timeout(DISCARD_TIME, drain).await;
 }
 
 /// A path whose percent-escapes do not decode to UTF-8 gets the JSON error body (axum's extractors
@@ -240,7 +268,9 @@ async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> R
         );
     }
     match state.gateway.invoke_tool(caller.as_deref(), &call.tool, &call.args).await {
-        Ok(output) => Json(crate::wire::tool_result(&crate::wire::ToolJson::of(&output))).into_response(),
+        Ok((output, notes)) => {
+            Json(crate::wire::tool_result(&crate::wire::ToolJson::of_call(&output, &notes))).into_response()
+        }
         Err(ApiError::UnknownTool(_)) => {
             tool_failure(StatusCode::NOT_FOUND, "not_found", &format!("Tool not available: {}", call.tool))
         }

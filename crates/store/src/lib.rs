@@ -198,6 +198,20 @@ pub trait Store: Send + Sync + 'static {
         item: InboxItem,
     ) -> impl Future<Output = Result<i64>> + Send;
 
+    /// Everything waiting in the session's inbox, oldest first, left in place.
+    fn pending_inbox(
+        &self,
+        session_key: String,
+        agent_id: String,
+    ) -> impl Future<Output = Result<Vec<InboxItem>>> + Send;
+
+    /// Each session's latest run and children (one read for a page of `sessions_list`); a session
+    /// without either is absent.
+    fn session_activity(
+        &self,
+        sessions: Vec<(String, String)>,
+    ) -> impl Future<Output = Result<HashMap<(String, String), SessionActivity>>> + Send;
+
     /// Takes (removes and answers) everything waiting in the session's inbox, oldest first.
     fn take_inbox(
         &self,

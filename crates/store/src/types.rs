@@ -205,6 +205,16 @@ pub struct NewMessage {
     pub from_session: Option<String>,
 }
 
+/// What a session is doing, as the gateway knows it: its latest run and the sessions it spawned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionActivity {
+    /// The latest run: `None` without runs; `Some(None)` while it runs; `Some(Some(status))` once it
+    /// ended (`ok`, `error`, `timeout`, `cancelled`).
+    pub latest_run: Option<Option<String>>,
+    /// The keys of the sessions it spawned (their rows name it as `spawned_by`), sorted.
+    pub children: Vec<String>,
+}
+
 /// A message waiting for the session's next turn (from `sessions_send` / `sessions_spawn`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InboxItem {

@@ -7,7 +7,7 @@ mod host;
 pub mod nodes;
 mod notices;
 pub mod results;
-mod tool_args;
+pub mod tool_args;
 pub mod tool_spec;
 mod tools;
 pub mod upstream;

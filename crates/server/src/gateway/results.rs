@@ -2,7 +2,7 @@
 //! results back, for the MCP server that reaches a gateway over HTTP).
 
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
-use sessionwatch_store::{InboxItem, SessionRow, TranscriptMessage};
+use sessionwatch_store::{InboxItem, SessionActivity, SessionRow, TranscriptMessage};
 
 /// The result of one tool call.
 #[derive(Clone, Debug)]
@@ -24,10 +24,10 @@ pub struct StatusOutput {
     pub changes: Option<ChangesPage>,
 }
 
-/// `sessions_list`: one page of sessions, each with its state version (0: no history).
+/// `sessions_list`: one page of sessions, each with its state version (0: no history) and activity.
 #[derive(Clone, Debug)]
 pub struct ListOutput {
-    pub sessions: Vec<(SessionRow, u64)>,
+    pub sessions: Vec<(SessionRow, u64, SessionActivity)>,
     pub has_more: bool,
     pub limit: u32,
 }
@@ -38,6 +38,8 @@ pub struct HistoryOutput {
     pub session_key: String,
     pub messages: Vec<TranscriptMessage>,
     pub dropped: usize,
+    /// The session's unread inbox, oldest first.
+    pub pending: Vec<InboxItem>,
 }
 
 /// How a `sessions_send` run ended, as far as the caller waited.
@@ -61,6 +63,8 @@ pub struct SendOutput {
     pub reply: Option<String>,
     /// `watch: true` → whether a watch is in place; `watch: false` → `Some(false)`; not asked → `None`.
     pub watched: Option<bool>,
+    /// The message's item in the target's inbox (durable: it is in the database before the answer).
+    pub inbox_id: i64,
 }
 
 /// `sessions_spawn`.

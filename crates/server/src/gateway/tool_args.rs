@@ -1,22 +1,35 @@
 //! Reading a tool call's arguments by their one definition ([`super::tool_spec`]): names and aliases,
-//! kinds, ranges, clamps and required fields all come from there. Unknown fields, wrong types and
-//! out-of-range values are errors naming the field; nothing is read twice or guessed.
+//! kinds, ranges, clamps and required fields all come from there. Wrong types and out-of-range values
+//! are errors naming the field; nothing is read twice or guessed. An unknown field is ignored and
+//! reported ([`ArgNotes::ignored_args`]), as OpenClaw ignores it: a model's tool call often adds one.
+//! A value above a clamped argument's cap is lowered to it and reported ([`ArgNotes::clamped_args`]).
 
 use super::tool_spec::{DEFAULT_LIST_LIMIT, Kind, SESSION_KINDS, ToolSpec, spec};
 use crate::args::Args;
 use crate::error::{ApiError, ApiResult};
 use serde_json::Value;
 use sessionwatch_core::{Limit, is_valid_agent_id};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// What a call's arguments did not do as given: reported in its result's `details`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgNotes {
+    /// Arguments that had no effect: unknown ones, and those accepted only for compatibility.
+    pub ignored_args: Vec<String>,
+    /// Arguments lowered to their cap: name → (requested, applied).
+    pub clamped_args: BTreeMap<String, (i64, i64)>,
+}
 
 /// Whom `sessions_send` addresses: a key, a session label, or an agent's main session.
-pub(super) enum SendTarget {
+pub(crate) enum SendTarget {
     Key(String),
     Label(String),
     Agent(String),
 }
 
 /// A parsed, validated tool call.
-pub(super) enum ToolCall {
+pub(crate) enum ToolCall {
     Status { session_key: Option<String>, changes_since: Option<u64>, limit: Limit },
     List { kinds: Option<Vec<String>>, limit: u32, offset: u32, active_minutes: Option<i64> },
     History { session_key: String, limit: u32, include_tools: bool },
@@ -29,11 +42,20 @@ pub(super) enum ToolCall {
 struct Fields<'a> {
     spec: &'static ToolSpec,
     args: Args<'a>,
+    notes: RefCell<ArgNotes>,
 }
 
 impl<'a> Fields<'a> {
     fn new(spec: &'static ToolSpec, args: &'a Value) -> ApiResult<Fields<'a>> {
-        Ok(Fields { spec, args: Args::new("args", args, &spec.accepted())? })
+        let accepted = spec.accepted();
+        let unknown: Vec<&str> = match args {
+            Value::Object(m) => m.keys().map(String::as_str).filter(|k| !accepted.contains(k)).collect(),
+            _ => Vec::new(),
+        };
+        let allowed: Vec<&str> = accepted.iter().copied().chain(unknown.iter().copied()).collect();
+        let notes =
+            ArgNotes { ignored_args: unknown.iter().map(|k| k.to_string()).collect(), ..ArgNotes::default() };
+        Ok(Fields { spec, args: Args::new("args", args, &allowed)?, notes: RefCell::new(notes) })
     }
 
     /// The one value given for `name` under its name or an alias (two different values disagree).
@@ -73,6 +95,9 @@ impl<'a> Fields<'a> {
                 _ => e,
             })
         })?;
+        if let Some(n) = n.filter(|n| *n > max) {
+            self.notes.borrow_mut().clamped_args.insert(name.to_string(), (n, max));
+        }
         Ok(n.map(|n| n.min(max)))
     }
 
@@ -125,17 +150,27 @@ impl<'a> Fields<'a> {
     /// Checks the arguments accepted only for compatibility (strings, then ignored).
     fn ignored(&self) -> ApiResult<()> {
         for a in self.spec.args.iter().filter(|a| a.kind == Kind::Ignored) {
-            self.args.opt_str(a.name)?;
+            if self.args.opt_str(a.name)?.is_some() {
+                self.notes.borrow_mut().ignored_args.push(a.name.to_string());
+            }
         }
         Ok(())
     }
 }
 
 impl ToolCall {
-    pub(super) fn parse(tool: &str, args: &Value) -> ApiResult<ToolCall> {
+    /// The call and what its arguments did not do as given.
+    pub(super) fn parse(tool: &str, args: &Value) -> ApiResult<(ToolCall, ArgNotes)> {
         let spec = spec(tool).ok_or_else(|| ApiError::UnknownTool(format!("unknown tool \"{tool}\"")))?;
         let f = Fields::new(spec, args)?;
         f.ignored()?;
+        let call = ToolCall::read(tool, &f)?;
+        let mut notes = f.notes.into_inner();
+        notes.ignored_args.sort();
+        Ok((call, notes))
+    }
+
+    fn read(tool: &str, f: &Fields<'_>) -> ApiResult<ToolCall> {
         let required = |v: Option<String>| v.expect("required arguments are checked by Fields::pick");
         Ok(match tool {
             "session_status" => ToolCall::Status {

@@ -119,9 +119,10 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
     ToolSpec {
         name: "sessions_list",
         title: "List sessions",
-        description: "List sessions, most recently updated first: key, kind, channel, displayName, updatedAt \
-             (ms since the epoch), sessionId and stateVersion (when non-zero). `hasMore` tells whether more \
-             follow (page with offset).",
+        description: "List sessions, most recently updated first: key, kind, channel, displayName, status (its \
+             run state: idle, running, done, failed, timeout, cancelled), childSessions, updatedAt (ms since \
+             the epoch), sessionId and stateVersion (when non-zero). `hasMore` tells whether more follow \
+             (page with offset).",
         args: &[
             arg("kinds", Kind::Kinds, "Only sessions of these kinds."),
             arg(
@@ -140,7 +141,7 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
                 "Only sessions updated within the last N minutes.",
             ),
         ],
-        details: "`count`, `sessions: [{key, kind, channel, displayName?, updatedAt, sessionId, stateVersion?, agentId, archived, pinned, parentSessionKey?}]`, `hasMore`, `limitApplied`",
+        details: "`count`, `sessions: [{key, kind, channel, displayName, status, childSessions, updatedAt, sessionId, stateVersion?, agentId, archived, pinned, parentSessionKey?}]`, `hasMore`, `limitApplied`",
         writes: false,
         idempotent: true,
     },
@@ -159,7 +160,7 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
             ),
             arg("includeTools", Kind::Bool, "Include tool messages (default false)."),
         ],
-        details: "`sessionKey`, `messages`, `truncated`, `droppedMessages`, `contentTruncated`, `contentRedacted`, `bytes`",
+        details: "`sessionKey`, `messages`, `truncated`, `droppedMessages`, `contentTruncated`, `contentRedacted`, `bytes`, `pendingInputs: {items: [{id, runId?, fromSessionKey?, createdAt}], total}`",
         writes: false,
         idempotent: true,
     },
@@ -192,7 +193,7 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
             MODE,
             MODEL,
         ],
-        details: "`runId`, `status`, `reply?`, `sessionKey`, `targetDisposition`, `delivery: {status, mode}`, `watched?`",
+        details: "`runId`, `status`, `reply?`, `sessionKey`, `targetDisposition`, `delivery: {status, mode}`, `watched?`; fire-and-forget: `notificationId`, `durability: \"durable\"`, `runStarted`",
         writes: true,
         idempotent: false,
     },
@@ -212,8 +213,8 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
             arg("agentId", Kind::AgentId, "Agent that owns the child (default: your agent)."),
             arg(
                 "runTimeoutSeconds",
-                Kind::Int { min: 0, max: 604_800, clamp: false },
-                "Time the child run out after this many seconds (0 = never).",
+                Kind::Int { min: 0, max: 604_800, clamp: true },
+                "Time the child run out after this many seconds (0 = never; more than 7 days is 7 days).",
             ),
             MODE,
             MODEL,

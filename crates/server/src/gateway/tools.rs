@@ -4,7 +4,7 @@
 use super::results::{
     HistoryOutput, ListOutput, SendOutput, SendStatus, SpawnOutput, StatusOutput, ToolOutput,
 };
-use super::tool_args::{SendTarget, ToolCall};
+use super::tool_args::{ArgNotes, SendTarget, ToolCall};
 use super::{Gateway, RunResult, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
 use serde_json::Value;
@@ -28,13 +28,19 @@ pub const WRITING_TOOLS: [&str; 3] = ["sessions_send", "sessions_spawn", "sessio
 
 impl<S: Store> Gateway<S> {
     /// Invokes a tool as `caller` (default `main`; created on first use).
-    pub async fn invoke_tool(&self, caller: Option<&str>, tool: &str, args: &Value) -> ApiResult<ToolOutput> {
+    /// Answers the result and what the arguments did not do as given (ignored, clamped).
+    pub async fn invoke_tool(
+        &self,
+        caller: Option<&str>,
+        tool: &str,
+        args: &Value,
+    ) -> ApiResult<(ToolOutput, ArgNotes)> {
         if !TOOL_NAMES.contains(&tool) {
             return Err(ApiError::UnknownTool(format!("unknown tool \"{tool}\"")));
         }
         let caller = self.resolve_caller(caller)?;
         // Validate arguments before anything is written (bad input changes nothing).
-        let mut call = ToolCall::parse(tool, args)?;
+        let (mut call, notes) = ToolCall::parse(tool, args)?;
         if let ToolCall::Send { target, .. } = &mut call {
             *target = SendTarget::Key(self.send_target_key(&caller, target).await?);
         }
@@ -45,7 +51,7 @@ impl<S: Store> Gateway<S> {
         // The row of the session a status, history or send is about, read once: another session's was
         // read by the check, the caller's own by `ensure_session`.
         let target = other.unwrap_or(me);
-        match call {
+        let output = match call {
             ToolCall::Status { changes_since, limit, .. } => {
                 self.session_status(target, changes_since, limit).await
             }
@@ -62,7 +68,8 @@ impl<S: Store> Gateway<S> {
                 self.sessions_spawn(&caller, task, label, agent_id, run_timeout_seconds).await
             }
             ToolCall::Unwatch { session_key } => self.sessions_unwatch(&caller, &session_key).await,
-        }
+        }?;
+        Ok((output, notes))
     }
 
     /// Resolves the call's target and, unless it is the caller itself, checks that it exists, all before
@@ -142,15 +149,18 @@ impl<S: Store> Gateway<S> {
         let mut rows = self.kernel.store().list_sessions(filter).await?;
         let has_more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
-        let versions = self
-            .kernel
-            .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
-            .await?;
+        let ids: Vec<(String, String)> =
+            rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect();
+        let (versions, activity) =
+            tokio::join!(self.kernel.state_versions(ids.clone()), self.kernel.store().session_activity(ids));
+        let (versions, mut activity) = (versions?, activity?);
         let sessions = rows
             .into_iter()
             .map(|r| {
-                let v = versions.get(&(r.session_key.clone(), r.agent_id.clone())).copied().unwrap_or(0);
-                (r, v)
+                let id = (r.session_key.clone(), r.agent_id.clone());
+                let v = versions.get(&id).copied().unwrap_or(0);
+                let a = activity.remove(&id).unwrap_or_default();
+                (r, v, a)
             })
             .collect();
         Ok(ToolOutput::List(ListOutput { sessions, has_more, limit }))
@@ -162,12 +172,21 @@ impl<S: Store> Gateway<S> {
         limit: u32,
         include_tools: bool,
     ) -> ApiResult<ToolOutput> {
-        let messages =
-            self.kernel.store().messages(row.session_key.clone(), row.agent_id.clone(), 500).await?;
+        let store = self.kernel.store();
+        let (messages, pending) = tokio::join!(
+            store.messages(row.session_key.clone(), row.agent_id.clone(), 500),
+            store.pending_inbox(row.session_key.clone(), row.agent_id.clone())
+        );
+        let (messages, pending) = (messages?, pending?);
         let mut shown: Vec<_> = messages.into_iter().filter(|m| include_tools || m.role != "tool").collect();
         let dropped = shown.len().saturating_sub(limit as usize);
         shown.drain(..dropped);
-        Ok(ToolOutput::History(HistoryOutput { session_key: row.session_key, messages: shown, dropped }))
+        Ok(ToolOutput::History(HistoryOutput {
+            session_key: row.session_key,
+            messages: shown,
+            dropped,
+            pending,
+        }))
     }
 
     async fn sessions_send(
@@ -181,7 +200,9 @@ impl<S: Store> Gateway<S> {
         let target = SessionRef { key: row.session_key.clone(), agent_id: row.agent_id.clone() };
         let run_id = self.start_run(&row, &caller.key, false).await?;
         let waiter = (timeout_seconds > 0).then(|| self.wait_for_run(&run_id));
-        self.deliver_message(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key)).await?;
+        let inbox_id = self
+            .deliver_message(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key))
+            .await?;
         // Dispatched: only now may the sender watch the session that received it.
         let watched = match watch {
             Some(true) => Some(
@@ -215,6 +236,7 @@ impl<S: Store> Gateway<S> {
             waited: timeout_seconds > 0,
             reply,
             watched,
+            inbox_id,
         }))
     }
 
@@ -252,7 +274,7 @@ impl<S: Store> Gateway<S> {
         Ok(())
     }
 
-    /// Puts a message in the session's inbox and transcript and tells the stream.
+    /// Puts a message in the session's inbox and transcript and tells the stream; answers the inbox item's id.
     pub(super) async fn deliver_message(
         &self,
         target: &SessionRef,
@@ -260,7 +282,7 @@ impl<S: Store> Gateway<S> {
         text: &str,
         run_id: Option<&str>,
         from: Option<&str>,
-    ) -> ApiResult<()> {
+    ) -> ApiResult<i64> {
         let store = self.kernel.store();
         let now = self.now();
         // Submitted together, the two writes share one group commit instead of waiting for one each.
@@ -288,7 +310,7 @@ impl<S: Store> Gateway<S> {
             now,
         );
         let (inbox, message) = tokio::join!(inbox, message);
-        inbox?;
+        let inbox_id = inbox?;
         let id = message?;
         self.kernel.publish(Signal::Message {
             session: target.key.clone(),
@@ -296,7 +318,7 @@ impl<S: Store> Gateway<S> {
             role: "user".into(),
             run_id: run_id.map(str::to_string),
         });
-        Ok(())
+        Ok(inbox_id)
     }
 
     async fn sessions_spawn(

@@ -44,7 +44,8 @@ impl<S: Store> EmbeddedBackend<S> {
 
 impl<S: Store> ToolBackend for EmbeddedBackend<S> {
     async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<ToolJson> {
-        Ok(ToolJson::of(&self.gateway.invoke_tool(Some(caller), tool, args).await?))
+        let (output, notes) = self.gateway.invoke_tool(Some(caller), tool, args).await?;
+        Ok(ToolJson::of_call(&output, &notes))
     }
 
     async fn session_of_tool_use(&self, tool_use_id: &str) -> Option<String> {

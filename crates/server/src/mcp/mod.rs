@@ -222,8 +222,9 @@ fn summary(result: &ToolJson) -> String {
                     r.kind,
                     r.state_version.unwrap_or(0)
                 ));
-                if let Some(name) = &r.display_name {
-                    s.push_str(&format!(", \"{name}\""));
+                s.push_str(&format!(", {}", r.status));
+                if r.display_name != r.key {
+                    s.push_str(&format!(", \"{}\"", r.display_name));
                 }
             }
             return s;

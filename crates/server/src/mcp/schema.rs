@@ -49,7 +49,8 @@ fn input_schema(spec: &ToolSpec) -> JsonObject {
         "type": "object",
         "properties": properties,
         "required": required,
-        "additionalProperties": false,
+        // An unknown argument is ignored and reported in the result's `ignoredArgs`, not refused.
+        "additionalProperties": true,
     });
     match schema {
         Value::Object(m) => m,
@@ -89,7 +90,7 @@ mod tests {
         assert_eq!(names, TOOL_NAMES.map(str::to_string).to_vec());
         for t in tools() {
             assert_eq!(t.input_schema["type"], "object", "{}", t.name);
-            assert_eq!(t.input_schema["additionalProperties"], false, "{}", t.name);
+            assert_eq!(t.input_schema["additionalProperties"], true, "{}", t.name);
             assert!(t.description.as_deref().is_some_and(|d| d.len() > 40), "{}", t.name);
         }
     }

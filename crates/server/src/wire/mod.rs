@@ -11,8 +11,8 @@ mod tools;
 pub use host::*;
 
 pub use tools::{
-    EventJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson, StateChangesJson, StatusJson,
-    StatusText, SystemEventJson, ToolJson, UnwatchJson,
+    ArgNotesJson, ClampJson, EventJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson,
+    StateChangesJson, StatusJson, StatusText, SystemEventJson, ToolJson, UnwatchJson,
 };
 
 /// An error: `{"type", "message"}` (inside `{"ok": false, "error": …}` over HTTP, as MCP structured content

@@ -3,12 +3,14 @@
 //! gateway over HTTP, so both MCP paths read the same typed values.
 
 use crate::gateway::results::{HistoryOutput, ListOutput, SendOutput, SendStatus, StatusOutput, ToolOutput};
+use crate::gateway::tool_args::ArgNotes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
-use sessionwatch_store::{PayloadJson, SessionRow, TranscriptMessage};
+use sessionwatch_store::{PayloadJson, SessionActivity, SessionRow, TranscriptMessage};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// One event of `stateChanges.events`: only the documented fields.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,6 +80,9 @@ pub struct StatusJson {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub state_changes: Option<StateChangesJson>,
     pub status_text: StatusText,
+    /// Arguments ignored or clamped (absent when none).
+    #[serde(flatten, default)]
+    pub notes: ArgNotesJson,
 }
 
 /// A status text with its JSON string form, escaped once: a `/tools/invoke` answer carries the text twice
@@ -130,8 +135,12 @@ pub struct SessionRowJson {
     pub key: String,
     pub kind: String,
     pub channel: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub display_name: Option<String>,
+    /// Its label, else its key.
+    pub display_name: String,
+    /// Its run state as the gateway knows it ([`run_state`]).
+    pub status: String,
+    /// The keys of the sessions it spawned.
+    pub child_sessions: Vec<String>,
     pub updated_at: i64,
     pub session_id: String,
     /// Absent for a session without history.
@@ -145,12 +154,14 @@ pub struct SessionRowJson {
 }
 
 impl SessionRowJson {
-    pub fn of(s: &SessionRow, state_version: u64) -> SessionRowJson {
+    pub fn of(s: &SessionRow, state_version: u64, activity: &SessionActivity) -> SessionRowJson {
         SessionRowJson {
             key: s.session_key.clone(),
             kind: s.kind.clone(),
             channel: s.channel.clone(),
-            display_name: s.label.clone(),
+            display_name: s.label.clone().unwrap_or_else(|| s.session_key.clone()),
+            status: run_state(&activity.latest_run).to_string(),
+            child_sessions: activity.children.clone(),
             updated_at: s.updated_at,
             session_id: s.session_id.clone(),
             state_version: (state_version > 0).then_some(state_version),
@@ -162,6 +173,19 @@ impl SessionRowJson {
     }
 }
 
+/// A session's run state from its latest run: `idle` (none), `running`, `done` (ok), `failed` (error),
+/// `timeout`, `cancelled`.
+pub fn run_state(latest_run: &Option<Option<String>>) -> &'static str {
+    match latest_run.as_ref().map(|s| s.as_deref()) {
+        None => "idle",
+        Some(None) => "running",
+        Some(Some("ok")) => "done",
+        Some(Some("timeout")) => "timeout",
+        Some(Some("cancelled")) => "cancelled",
+        Some(Some(_)) => "failed",
+    }
+}
+
 /// `sessions_list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -170,6 +194,9 @@ pub struct ListJson {
     pub sessions: Vec<SessionRowJson>,
     pub has_more: bool,
     pub limit_applied: u32,
+    /// Arguments ignored or clamped (absent when none).
+    #[serde(flatten, default)]
+    pub notes: ArgNotesJson,
 }
 
 /// A transcript message.
@@ -209,6 +236,34 @@ pub struct HistoryJson {
     pub content_redacted: bool,
     /// The size of `messages` as JSON.
     pub bytes: usize,
+    /// The session's unread inbox (OpenClaw's field).
+    pub pending_inputs: PendingInputsJson,
+    /// Arguments ignored or clamped (absent when none).
+    #[serde(flatten, default)]
+    pub notes: ArgNotesJson,
+}
+
+/// At most this many pending inputs are listed (`total` counts them all).
+const PENDING_INPUTS_SHOWN: usize = 50;
+
+/// `sessions_history.pendingInputs`: the unread inbox, oldest first, without texts (a message sent
+/// to the session is in its transcript already).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PendingInputsJson {
+    pub items: Vec<PendingInputJson>,
+    pub total: usize,
+}
+
+/// One unread inbox item.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingInputJson {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub from_session_key: Option<String>,
+    pub created_at: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -230,6 +285,17 @@ pub struct SendJson {
     pub reply: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub watched: Option<bool>,
+    /// Fire-and-forget only (OpenClaw's fields): the queued inbox item, that it is stored (`"durable"`),
+    /// and that a run of the target was started for it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub notification_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub durability: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_started: Option<bool>,
+    /// Arguments ignored or clamped (absent when none).
+    #[serde(flatten, default)]
+    pub notes: ArgNotesJson,
 }
 
 /// `sessions_spawn`.
@@ -242,12 +308,51 @@ pub struct SpawnJson {
     pub mode: String,
     pub expects_completion_message: bool,
     pub note: String,
+    /// Arguments ignored or clamped (absent when none).
+    #[serde(flatten, default)]
+    pub notes: ArgNotesJson,
 }
 
 /// `sessions_unwatch`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UnwatchJson {
     pub unwatched: bool,
+    /// Arguments ignored or clamped (absent when none).
+    #[serde(flatten, default)]
+    pub notes: ArgNotesJson,
+}
+
+/// What a call's arguments did not do as given: `ignoredArgs` (unknown arguments, and those accepted
+/// only for compatibility) and `clampedArgs` (`{name: {requested, applied}}`), each absent when empty.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgNotesJson {
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub ignored_args: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub clamped_args: BTreeMap<String, ClampJson>,
+}
+
+/// A clamped argument: what was asked and what applies.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClampJson {
+    pub requested: i64,
+    pub applied: i64,
+}
+
+impl From<&ArgNotes> for ArgNotesJson {
+    fn from(n: &ArgNotes) -> ArgNotesJson {
+        ArgNotesJson {
+            ignored_args: n.ignored_args.clone(),
+            clamped_args: n
+                .clamped_args
+                .iter()
+                .map(|(k, (requested, applied))| {
+                    (k.clone(), ClampJson { requested: *requested, applied: *applied })
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A tool's result as JSON, by tool.
@@ -263,6 +368,21 @@ pub enum ToolJson {
 }
 
 impl ToolJson {
+    /// A call's result with what its arguments did not do as given.
+    pub fn of_call(output: &ToolOutput, notes: &ArgNotes) -> ToolJson {
+        let mut json = ToolJson::of(output);
+        let slot = match &mut json {
+            ToolJson::Status(j) => &mut j.notes,
+            ToolJson::List(j) => &mut j.notes,
+            ToolJson::History(j) => &mut j.notes,
+            ToolJson::Send(j) => &mut j.notes,
+            ToolJson::Spawn(j) => &mut j.notes,
+            ToolJson::Unwatch(j) => &mut j.notes,
+        };
+        *slot = ArgNotesJson::from(notes);
+        json
+    }
+
     pub fn of(output: &ToolOutput) -> ToolJson {
         match output {
             ToolOutput::Status(s) => ToolJson::Status(status(s)),
@@ -277,8 +397,11 @@ impl ToolJson {
                 expects_completion_message: true,
                 note: "the child runs on its own; its terminal outcome is recorded and announced to you"
                     .into(),
+                notes: ArgNotesJson::default(),
             }),
-            ToolOutput::Unwatch { unwatched } => ToolJson::Unwatch(UnwatchJson { unwatched: *unwatched }),
+            ToolOutput::Unwatch { unwatched } => {
+                ToolJson::Unwatch(UnwatchJson { unwatched: *unwatched, notes: ArgNotesJson::default() })
+            }
         }
     }
 
@@ -350,12 +473,20 @@ fn status(s: &StatusOutput) -> StatusJson {
         state_version: s.state_version,
         state_changes: changes,
         status_text: StatusText::new(text),
+        notes: ArgNotesJson::default(),
     }
 }
 
 fn list(l: &ListOutput) -> ListJson {
-    let sessions: Vec<SessionRowJson> = l.sessions.iter().map(|(r, v)| SessionRowJson::of(r, *v)).collect();
-    ListJson { count: sessions.len(), sessions, has_more: l.has_more, limit_applied: l.limit }
+    let sessions: Vec<SessionRowJson> =
+        l.sessions.iter().map(|(r, v, a)| SessionRowJson::of(r, *v, a)).collect();
+    ListJson {
+        count: sessions.len(),
+        sessions,
+        has_more: l.has_more,
+        limit_applied: l.limit,
+        notes: ArgNotesJson::default(),
+    }
 }
 
 fn history(h: &HistoryOutput) -> HistoryJson {
@@ -369,6 +500,21 @@ fn history(h: &HistoryOutput) -> HistoryJson {
         content_truncated: false,
         content_redacted: false,
         bytes,
+        pending_inputs: PendingInputsJson {
+            items: h
+                .pending
+                .iter()
+                .take(PENDING_INPUTS_SHOWN)
+                .map(|i| PendingInputJson {
+                    id: i.id.to_string(),
+                    run_id: i.run_id.clone(),
+                    from_session_key: i.from_session.clone(),
+                    created_at: i.created_at,
+                })
+                .collect(),
+            total: h.pending.len(),
+        },
+        notes: ArgNotesJson::default(),
     }
 }
 
@@ -390,6 +536,10 @@ fn send(s: &SendOutput) -> SendJson {
         },
         reply: s.reply.clone(),
         watched: s.watched,
+        notification_id: (!s.waited).then(|| s.inbox_id.to_string()),
+        durability: (!s.waited).then(|| "durable".to_string()),
+        run_started: (!s.waited).then_some(true),
+        notes: ArgNotesJson::default(),
     }
 }
 

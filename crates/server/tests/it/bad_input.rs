@@ -137,9 +137,10 @@ async fn hostile_requests_get_clear_errors_and_change_nothing() {
             400,
             Some("tool_error"),
         ),
+        // An unknown field is ignored (issue 33 item 10), but never excuses a known one of the wrong type.
         tool(
-            "unknown field",
-            json!({ "tool": "session_status", "sessionKey": main, "args": { "sessionKey": child, "since": 1 } }),
+            "unknown field beside a wrong type",
+            json!({ "tool": "sessions_send", "sessionKey": main, "args": { "sessionKey": child, "message": 5, "since": 1 } }),
             400,
             Some("tool_error"),
         ),

@@ -138,10 +138,14 @@ pub async fn story(client: &RunningService<RoleClient, ()>, human_turn: impl Asy
         "invalid_argument",
         "message",
     );
+    // An unknown argument is ignored and reported (as OpenClaw ignores it); a known one of the wrong
+    // type is still refused, before anything is written.
+    let status = ok(call(client, "session_status", json!({ "bogus": 1 })).await);
+    assert_eq!(structured(&status)["ignoredArgs"], json!(["bogus"]), "{}", text(&status));
     tool_error(
-        &call(client, "sessions_spawn", json!({ "task": "x", "bogus": 1 })).await,
+        &call(client, "sessions_spawn", json!({ "task": 5, "bogus": 1 })).await,
         "invalid_argument",
-        "bogus",
+        "task",
     );
     tool_error(
         &call(client, "sessions_history", json!({ "sessionKey": "agent:main:nowhere" })).await,

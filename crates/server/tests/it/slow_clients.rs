@@ -1,6 +1,7 @@
 //! Issue 11 item 6: slow and hostile connections. Headers that never finish, a body that never arrives
 //! and a 10 GB `Content-Length` each used to hold a connection (and its file descriptor) forever; 1,100
-//! of them exhausted the fd limit and `/healthz` timed out.
+//! of them exhausted the fd limit and `/healthz` timed out. Issue 33 item 8: idle connections at the
+//! connection cap gave way to nobody, so `/healthz` still waited for their header timeout.
 
 use crate::support::*;
 use sessionwatch_server::Config;
@@ -55,24 +56,63 @@ async fn connections_that_never_finish_their_headers_are_closed() {
     }
 }
 
+/// A request whose body is still arriving: in flight, so its connection is never shed.
+async fn request_in_flight(h: &Harness) -> TcpStream {
+    let mut tcp = TcpStream::connect(addr(h)).await.unwrap();
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tool\":"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_beyond_the_cap_wait_and_the_gateway_keeps_its_descriptors() {
+async fn connections_beyond_the_cap_wait_while_every_slot_has_a_request_in_flight() {
     let h =
         start(Limits { max_connections: 4, header_timeout: Duration::from_secs(60), ..Limits::default() })
             .await;
     let mut held = Vec::new();
     for _ in 0..4 {
-        let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
-        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
-        held.push(tcp);
+        held.push(request_in_flight(&h).await);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         !healthz(&h, Duration::from_millis(700)).await,
-        "a fifth connection is not served while 4 are held"
+        "a fifth connection is not served while 4 requests are in flight"
     );
     drop(held.pop());
     assert!(healthz(&h, Duration::from_secs(5)).await, "served as soon as a slot frees");
+}
+
+/// Issue 33 item 8: at the cap, the connection idle the longest (no request in flight: headers not
+/// finished, or between keep-alive requests) gives its slot to a client that sends its request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_the_longest_idle_connection_gives_its_slot_up() {
+    let h =
+        start(Limits { max_connections: 4, header_timeout: Duration::from_secs(60), ..Limits::default() })
+            .await;
+    let mut busy = request_in_flight(&h).await;
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+        idle.push(tcp);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(healthz(&h, Duration::from_secs(2)).await, "served at once, not after the header timeout");
+    assert!(
+        read_until_closed(&mut idle[0], Duration::from_secs(2)).await.is_some(),
+        "the oldest idle connection was closed to make room"
+    );
+    for (i, tcp) in idle.iter_mut().enumerate().skip(1) {
+        assert!(read_until_closed(tcp, Duration::from_millis(200)).await.is_none(), "idle {i} kept");
+    }
+    assert!(
+        read_until_closed(&mut busy, Duration::from_millis(200)).await.is_none(),
+        "a request in flight is never shed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,4 +149,42 @@ async fn a_body_that_never_arrives_is_given_up() {
     let answer =
         read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("the connection was given up");
     assert!(!answer.contains(" 200 "), "{answer}");
+}
+
+/// Issue 33 item 9: a client that writes its whole oversized body before reading (Python's
+/// `http.client`) got a broken pipe or a reset instead of the 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_writes_a_whole_oversized_body_first_reads_the_413() {
+    let h = start(Limits::default()).await;
+    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+    let body = vec![b'a'; 3 * 1024 * 1024];
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(&body).await.expect("the whole body is taken");
+    let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    assert!(answer.contains("\"type\":\"invalid_request_error\""), "{answer}");
+}
+
+/// The same for a body sent without a length (chunked), refused once 2 MB of it arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_streams_a_whole_oversized_body_first_reads_the_413() {
+    let h = start(Limits::default()).await;
+    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "a".repeat(64 * 1024));
+    for _ in 0..48 {
+        tcp.write_all(chunk.as_bytes()).await.expect("the whole body is taken");
+    }
+    tcp.write_all(b"0\r\n\r\n").await.unwrap();
+    let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
 }

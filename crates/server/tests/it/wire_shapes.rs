@@ -1,7 +1,7 @@
 //! Wire shapes as snapshots: the changesSince JSON, the notice text, begin-turn and errors.
 
 use crate::support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use sessionwatch_core::ManualClock;
 use std::sync::Arc;
 
@@ -50,4 +50,54 @@ async fn wire_shapes() {
 
     let err = h.tool_reply(MAIN, "session_status", json!({ "sessionKey": "agent:main:nobody" })).await;
     insta::assert_json_snapshot!("error_not_found", err.body);
+}
+
+/// Issue 33 item 10: OpenClaw's fields a client reads, filled from what the gateway knows: list rows'
+/// `displayName`, run `status` and `childSessions`; history's unread inbox; an ignored argument and a
+/// clamped one reported, not refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openclaw_fields_carry_run_state_children_and_the_unread_inbox() {
+    let h = Harness::start().await;
+    let parent = "agent:main:main";
+    let spawned = h
+        .tool(
+            parent,
+            "sessions_spawn",
+            json!({ "task": "work", "label": "worker", "runTimeoutSeconds": 9_999_999, "priority": "high" }),
+        )
+        .await;
+    assert_eq!(spawned["ignoredArgs"], json!(["priority"]));
+    assert_eq!(
+        spawned["clampedArgs"]["runTimeoutSeconds"],
+        json!({ "requested": 9_999_999, "applied": 604_800 })
+    );
+    let child = spawned["childSessionKey"].as_str().unwrap().to_string();
+    let run = spawned["runId"].as_str().unwrap().to_string();
+
+    let row = |list: &Value, key: &str| {
+        list["sessions"].as_array().unwrap().iter().find(|r| r["key"] == key).cloned().unwrap()
+    };
+    let list = h.tool(parent, "sessions_list", json!({})).await;
+    assert_eq!(row(&list, parent)["childSessions"], json!([child]));
+    assert_eq!(row(&list, parent)["status"], "idle");
+    assert_eq!(row(&list, parent)["displayName"], parent);
+    assert_eq!(row(&list, &child)["status"], "running");
+    assert_eq!(row(&list, &child)["displayName"], "worker");
+    assert_eq!(row(&list, &child)["childSessions"], json!([]));
+
+    let history = h.tool(parent, "sessions_history", json!({ "sessionKey": child })).await;
+    let pending = &history["pendingInputs"];
+    assert_eq!(pending["total"], 1, "{history}");
+    assert_eq!(pending["items"][0]["runId"], run.as_str());
+    assert_eq!(pending["items"][0]["fromSessionKey"], parent);
+    assert!(pending["items"][0].get("text").is_none(), "no text beyond the transcript's");
+
+    let r = h.post(&format!("/v1/runs/{run}/result"), json!({ "status": "error" })).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let list = h.tool(parent, "sessions_list", json!({})).await;
+    assert_eq!(row(&list, &child)["status"], "failed");
+    // The child's turn takes its inbox: nothing is pending any more.
+    h.turn(&child).await;
+    let history = h.tool(parent, "sessions_history", json!({ "sessionKey": child })).await;
+    assert_eq!(history["pendingInputs"], json!({ "items": [], "total": 0 }));
 }

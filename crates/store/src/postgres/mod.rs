@@ -25,6 +25,7 @@ mod watch;
 
 pub use schema::SCHEMA_VERSION;
 
+use crate::SessionActivity;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, HostSignal, InboxItem,
     LinkUpsert, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy,
@@ -427,6 +428,17 @@ impl Store for PostgresStore {
 
     async fn push_inbox(&self, key: String, agent: String, item: InboxItem) -> Result<i64> {
         self.push_inbox_pg(&key, &agent, &item).await
+    }
+
+    async fn pending_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {
+        self.pending_inbox_pg(&key, &agent).await
+    }
+
+    async fn session_activity(
+        &self,
+        sessions: Vec<(String, String)>,
+    ) -> Result<HashMap<(String, String), SessionActivity>> {
+        self.session_activity_pg(&sessions).await
     }
 
     async fn take_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {

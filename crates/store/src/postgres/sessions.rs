@@ -2,11 +2,12 @@
 
 use super::{PostgresStore, execute, query, query_one, query_opt};
 use crate::{
-    InboxItem, NewMessage, NewSession, Result, SessionFilter, SessionRow, StoreError, TRANSCRIPT_CAP,
-    TranscriptMessage,
+    InboxItem, NewMessage, NewSession, Result, SessionActivity, SessionFilter, SessionRow, StoreError,
+    TRANSCRIPT_CAP, TranscriptMessage,
 };
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::Millis;
+use std::collections::HashMap;
 use tokio_postgres::Row;
 
 const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
@@ -258,6 +259,66 @@ impl PostgresStore {
         )
         .await?
         .get(0))
+    }
+
+    pub(crate) async fn pending_inbox_pg(&self, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
+        let client = self.client().await?;
+        query(
+            &client,
+            "SELECT id, run_id, from_session, text, created_at FROM session_inbox \
+             WHERE session_key = $1 AND agent_id = $2 ORDER BY id",
+            &[&key, &agent],
+        )
+        .await?
+        .iter()
+        .map(inbox_from_row)
+        .collect()
+    }
+
+    pub(crate) async fn session_activity_pg(
+        &self,
+        sessions: &[(String, String)],
+    ) -> Result<HashMap<(String, String), SessionActivity>> {
+        let mut out: HashMap<(String, String), SessionActivity> = HashMap::new();
+        if sessions.is_empty() {
+            return Ok(out);
+        }
+        let client = self.client().await?;
+        let keys: Vec<&str> = sessions.iter().map(|(k, _)| k.as_str()).collect();
+        let agents: Vec<&str> = sessions.iter().map(|(_, a)| a.as_str()).collect();
+        let runs = query(
+            &client,
+            "SELECT q.session_key, q.agent_id, r.status \
+             FROM unnest($1::text[], $2::text[]) AS q(session_key, agent_id) \
+             CROSS JOIN LATERAL (SELECT status FROM session_runs \
+               WHERE session_key = q.session_key AND agent_id = q.agent_id \
+               ORDER BY created_at DESC, run_id DESC LIMIT 1) r",
+            &[&keys, &agents],
+        )
+        .await?;
+        for r in runs {
+            let status: Option<String> = r.try_get(2)?;
+            out.entry((r.try_get(0)?, r.try_get(1)?)).or_default().latest_run = Some(status);
+        }
+        let by_key: HashMap<&str, &(String, String)> = sessions.iter().map(|s| (s.0.as_str(), s)).collect();
+        let children = query(
+            &client,
+            "SELECT spawned_by, session_key FROM sessions WHERE spawned_by = ANY($1::text[]) \
+             ORDER BY session_key",
+            &[&keys],
+        )
+        .await?;
+        for r in children {
+            let parent: String = r.try_get(0)?;
+            if let Some(s) = by_key.get(parent.as_str()) {
+                out.entry((*s).clone()).or_default().children.push(r.try_get(1)?);
+            }
+        }
+        for a in out.values_mut() {
+            a.children.sort();
+            a.children.dedup();
+        }
+        Ok(out)
     }
 
     pub(crate) async fn take_inbox_pg(&self, key: &str, agent: &str) -> Result<Vec<InboxItem>> {

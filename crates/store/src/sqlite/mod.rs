@@ -21,6 +21,7 @@ pub use checkpoint::WAL_CHECKPOINT_PAGES;
 pub use lock::GatewayLock;
 pub use schema::{SCHEMA_VERSION, migrate_to};
 
+use crate::SessionActivity;
 use crate::tail::TailChange;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert,
@@ -558,6 +559,17 @@ impl Store for SqliteStore {
 
     async fn push_inbox(&self, key: String, agent: String, item: InboxItem) -> Result<i64> {
         self.write_async(move |c| SqliteStore::push_inbox_op(c, &key, &agent, &item)).await
+    }
+
+    async fn pending_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {
+        self.blocking(move |s| s.read(|c| SqliteStore::pending_inbox_op(c, &key, &agent))).await
+    }
+
+    async fn session_activity(
+        &self,
+        sessions: Vec<(String, String)>,
+    ) -> Result<HashMap<(String, String), SessionActivity>> {
+        self.blocking(move |s| s.read(|c| SqliteStore::session_activity_op(c, &sessions))).await
     }
 
     async fn take_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {

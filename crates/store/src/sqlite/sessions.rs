@@ -2,10 +2,12 @@
 
 use super::SqliteStore;
 use crate::{
-    InboxItem, NewMessage, NewSession, Result, SessionFilter, SessionRow, TRANSCRIPT_CAP, TranscriptMessage,
+    InboxItem, NewMessage, NewSession, Result, SessionActivity, SessionFilter, SessionRow, TRANSCRIPT_CAP,
+    TranscriptMessage,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::Millis;
+use std::collections::HashMap;
 
 const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
      spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at";
@@ -222,6 +224,56 @@ impl SqliteStore {
                 params![key, agent, item.run_id, item.from_session, item.text, item.created_at],
                 |r| r.get(0),
             )?)
+    }
+
+    pub(crate) fn pending_inbox_op(c: &Connection, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
+        Ok(c.prepare_cached(
+            "SELECT id, run_id, from_session, text, created_at FROM session_inbox \
+             WHERE session_key = ?1 AND agent_id = ?2 ORDER BY id",
+        )?
+        .query_map(params![key, agent], |r| {
+            Ok(InboxItem {
+                id: r.get(0)?,
+                run_id: r.get(1)?,
+                from_session: r.get(2)?,
+                text: r.get(3)?,
+                created_at: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub(crate) fn session_activity_op(
+        c: &Connection,
+        sessions: &[(String, String)],
+    ) -> Result<HashMap<(String, String), SessionActivity>> {
+        let mut out: HashMap<(String, String), SessionActivity> = HashMap::new();
+        let mut latest = c.prepare_cached(
+            "SELECT status FROM session_runs WHERE session_key = ?1 AND agent_id = ?2 \
+             ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        )?;
+        for (key, agent) in sessions {
+            if let Some(status) =
+                latest.query_row(params![key, agent], |r| r.get::<_, Option<String>>(0)).optional()?
+            {
+                out.entry((key.clone(), agent.clone())).or_default().latest_run = Some(status);
+            }
+        }
+        // A child's row names its parent by key alone; one pass over the spawned rows.
+        let by_key: HashMap<&str, &(String, String)> = sessions.iter().map(|s| (s.0.as_str(), s)).collect();
+        let mut children =
+            c.prepare_cached("SELECT spawned_by, session_key FROM sessions WHERE spawned_by IS NOT NULL")?;
+        let rows = children.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        for row in rows {
+            let (parent, child) = row?;
+            if let Some(s) = by_key.get(parent.as_str()) {
+                out.entry((*s).clone()).or_default().children.push(child);
+            }
+        }
+        for a in out.values_mut() {
+            a.children.sort();
+        }
+        Ok(out)
     }
 
     pub(crate) fn take_inbox_op(tx: &Connection, key: &str, agent: &str) -> Result<Vec<InboxItem>> {

@@ -79,6 +79,7 @@ macro_rules! conformance_suite {
             delete_session_state_removes_both_sides,
             watch_edges_name_both_ends,
             list_sessions_filters_by_agent_and_pages,
+            session_activity_and_the_pending_inbox,
             nodes_are_found_by_token_and_revoked,
             a_transcript_answers_its_newest_messages_up_to_the_cap,
         );

@@ -72,6 +72,71 @@ pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) 
     assert!(s.list_sessions(past_the_end).await.unwrap().is_empty());
 }
 
+/// `sessions_list`'s run state and children, and `sessions_history`'s unread inbox (issue 33 item 10).
+pub async fn session_activity_and_the_pending_inbox<S: Store>(h: &Harness<S>) {
+    use sessionwatch_store::{InboxItem, RunRow, SessionActivity};
+    let s = &h.store;
+    let session = |k: &str, parent: Option<&str>| NewSession {
+        session_key: k.into(),
+        agent_id: AGENT.into(),
+        session_id: format!("{k}-1"),
+        kind: "other".into(),
+        spawned_by: parent.map(str::to_string),
+        ..NewSession::default()
+    };
+    s.ensure_session(session(W, None), NOW).await.unwrap();
+    s.ensure_session(session(T2, Some(W)), NOW).await.unwrap();
+    s.ensure_session(session(T, Some(W)), NOW).await.unwrap();
+    let run = |id: &str, created_at: Millis| RunRow {
+        run_id: id.into(),
+        session_key: T.into(),
+        agent_id: AGENT.into(),
+        session_id: format!("{T}-1"),
+        requester: Some(W.into()),
+        is_child: true,
+        status: None,
+        reply: None,
+        superseded: false,
+        created_at,
+        finished_at: None,
+    };
+    s.create_run(run("r1", NOW)).await.unwrap();
+    s.finish_run("r1".into(), "error".into(), None, None, NOW + 1).await.unwrap();
+    let ids = vec![(W.to_string(), AGENT.to_string()), (T.to_string(), AGENT.to_string())];
+    let activity = s.session_activity(ids.clone()).await.unwrap();
+    let mut children = vec![T.to_string(), T2.to_string()];
+    children.sort();
+    assert_eq!(
+        activity.get(&ids[0]),
+        Some(&SessionActivity { latest_run: None, children }),
+        "W spawned both, ran nothing"
+    );
+    assert_eq!(activity[&ids[1]].latest_run, Some(Some("error".to_string())));
+    s.create_run(run("r2", NOW + 2)).await.unwrap();
+    let activity = s.session_activity(ids.clone()).await.unwrap();
+    assert_eq!(activity[&ids[1]].latest_run, Some(None), "the latest run is running");
+    assert!(s.session_activity(vec![]).await.unwrap().is_empty());
+
+    let item = |text: &str| InboxItem {
+        id: 0,
+        run_id: Some("r2".into()),
+        from_session: Some(W.into()),
+        text: text.into(),
+        created_at: NOW,
+    };
+    s.push_inbox(T.into(), AGENT.into(), item("first")).await.unwrap();
+    s.push_inbox(T.into(), AGENT.into(), item("second")).await.unwrap();
+    let texts = |items: Vec<InboxItem>| items.into_iter().map(|i| i.text).collect::<Vec<_>>();
+    assert_eq!(texts(s.pending_inbox(T.into(), AGENT.into()).await.unwrap()), ["first", "second"]);
+    assert_eq!(
+        texts(s.pending_inbox(T.into(), AGENT.into()).await.unwrap()),
+        ["first", "second"],
+        "reading leaves it in place"
+    );
+    assert_eq!(texts(s.take_inbox(T.into(), AGENT.into()).await.unwrap()), ["first", "second"]);
+    assert!(s.pending_inbox(T.into(), AGENT.into()).await.unwrap().is_empty());
+}
+
 pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
     let s = &h.store;
     assert!(s.create_node("buildbox".into(), "hash-b".into(), NOW).await.unwrap());
