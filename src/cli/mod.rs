@@ -9,6 +9,7 @@ mod db;
 mod demo;
 mod embedded;
 mod hook;
+mod hook_outage;
 mod hooks_install;
 mod mcp;
 mod node;
@@ -19,8 +20,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `sessionwatch --version`: the package version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SESSIONWATCH_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "sessionwatch", version, about = "Session state awareness for multi-agent AI gateways")]
+#[command(name = "sessionwatch", version = VERSION, about = "Session state awareness for multi-agent AI gateways")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -137,6 +141,31 @@ pub fn init_tracing(default: &str) {
 
 pub fn default_data_dir() -> PathBuf {
     sessionwatch_server::config::default_data_dir()
+}
+
+/// A client's gateway URL and data dir (`discovery::ClientContext`); what it skipped on the way (a stale
+/// or malformed runtime file, an unreadable config) is said on stderr, never fatal.
+pub fn resolve_gateway(
+    context: sessionwatch_server::discovery::ClientContext,
+) -> sessionwatch_server::discovery::ClientGateway {
+    let found = context.resolve();
+    for w in &found.url.warnings {
+        eprintln!("warning: {w}");
+    }
+    tracing::debug!(url = %found.url.url, source = %found.url.source, "gateway URL");
+    found
+}
+
+/// The connection flags of a client command, as the resolution's input.
+pub fn client_context(
+    url: Option<String>,
+    data_dir: Option<PathBuf>,
+) -> sessionwatch_server::discovery::ClientContext {
+    sessionwatch_server::discovery::ClientContext {
+        flag: url.map(|u| (u, "--url".to_string())),
+        data_dir,
+        config: None,
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub mod args;
 pub mod auth;
 pub mod config;
 pub mod dashboard;
+pub mod discovery;
 pub mod error;
 pub mod gateway;
 pub mod guard;
