@@ -394,3 +394,56 @@ fn version_names_the_commit() {
         assert!(out.contains(&format!("({commit})")), "{out} should name {commit}");
     }
 }
+
+/// `hooks install codex` with no codex to trust the hooks with fails (Codex would skip them silently)
+/// and changes nothing; `--untrusted` installs them anyway.
+#[test]
+fn hooks_install_codex_without_codex_fails_unless_untrusted() {
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join(".codex");
+    let h = home.path().to_str().unwrap();
+    let env = [("HOME", h), ("PATH", "/nonexistent"), ("CODEX_HOME", codex_home.to_str().unwrap())];
+    let (ok, _, err) = run(&["hooks", "install", "codex"], &env);
+    assert!(!ok, "must fail: {err}");
+    assert!(err.contains("--codex PATH") && err.contains("--untrusted"), "{err}");
+    assert!(!codex_home.join("hooks.json").exists(), "nothing changed");
+    let (ok, out, err) = run(&["hooks", "install", "codex", "--untrusted"], &env);
+    assert!(ok, "{err}");
+    assert!(out.contains("untrusted"), "{out}");
+    assert!(codex_home.join("hooks.json").exists());
+    let (ok, _, err) = run(&["hooks", "uninstall", "codex"], &env);
+    assert!(ok, "{err}");
+    assert!(!codex_home.join("hooks.json").exists(), "the file install created is gone");
+}
+
+/// With the real Codex (tests/agents/install.sh): install trusts our hooks in config.toml, uninstall
+/// gives config.toml back byte for byte (comments and all) and removes the hooks.json it created.
+#[test]
+fn hooks_uninstall_codex_removes_the_trust_it_added() {
+    let agents =
+        std::env::var("SESSIONWATCH_AGENTS_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/sessionwatch/agents")
+        });
+    let codex =
+        agents.join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    if !codex.exists() {
+        eprintln!("SKIPPED: codex is not installed in {}", agents.display());
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let config = "# my settings\nmodel = \"gpt-5.5\"   # the model\n\n[features]\nplugins = false\n";
+    std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    let env = [("HOME", home.path().to_str().unwrap()), ("CODEX_HOME", codex_home.to_str().unwrap())];
+    let (ok, out, err) = run(&["hooks", "install", "codex", "--codex", codex.to_str().unwrap()], &env);
+    assert!(ok, "{err}");
+    assert!(out.contains("codex: trusted 7"), "{out}");
+    let trusted = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
+    assert_eq!(trusted.matches("trusted_hash").count(), 7, "{trusted}");
+    assert!(trusted.starts_with(config), "the user's config stays as written: {trusted}");
+    let (ok, _, err) = run(&["hooks", "uninstall", "codex"], &env);
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read_to_string(codex_home.join("config.toml")).unwrap(), config);
+    assert!(!codex_home.join("hooks.json").exists());
+}

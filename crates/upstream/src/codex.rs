@@ -339,18 +339,19 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
         .find(|f| thread_id_of(f).as_deref() == Some(thread_id))
         .ok_or_else(not_found)?;
     let entry = entry_for(&file, &thread_names(homes)).ok_or_else(not_found)?;
-    link_file(entry, file, &homes.codex_dir())
+    link_file(entry, file, Some(&homes.codex_dir()))
 }
 
-/// Adopts the rollout a hook names (`<codex home>/sessions/YYYY/MM/DD/rollout-…-<thread>.jsonl`). It
-/// may not exist yet: then the baseline is its start.
+/// Adopts the rollout a hook names (`<codex home>/sessions/YYYY/MM/DD/rollout-…-<thread>.jsonl`). The
+/// TUI writes it only with the first turn, so it may not exist yet: then the link waits for it, and the
+/// first check that finds it takes the baseline there (a resumed or forked thread starts its rollout
+/// with copied history, which is no new turn; the typed prompts are the hooks' to record).
 pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
     let codex_home = file
         .ancestors()
         .find(|a| a.file_name().is_some_and(|n| n == "sessions"))
         .and_then(Path::parent)
-        .ok_or_else(|| UpstreamError::NotFound { catalog: CatalogId::Codex, thread: thread_id.to_string() })?
-        .to_path_buf();
+        .map(Path::to_path_buf);
     let entry = entry_for(file, &HashMap::new()).filter(|_| file.is_file()).unwrap_or_else(|| CatalogEntry {
         catalog_id: CatalogId::Codex,
         thread_id: thread_id.to_string(),
@@ -359,10 +360,21 @@ pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamErro
         updated_at_ms: 0,
         location: file.to_string_lossy().into_owned(),
     });
-    link_file(CatalogEntry { thread_id: thread_id.to_string(), ..entry }, file.to_path_buf(), &codex_home)
+    link_file(
+        CatalogEntry { thread_id: thread_id.to_string(), ..entry },
+        file.to_path_buf(),
+        codex_home.as_deref(),
+    )
 }
 
-fn link_file(entry: CatalogEntry, file: PathBuf, codex_home: &Path) -> Result<Adoption, UpstreamError> {
+/// Marker flag of a link adopted before its rollout was written.
+const AWAITING_FILE: &str = "awaitingFile";
+
+fn link_file(
+    entry: CatalogEntry,
+    file: PathBuf,
+    codex_home: Option<&Path>,
+) -> Result<Adoption, UpstreamError> {
     let thread_id = entry.thread_id.clone();
     let file = if file.extension().is_some_and(|e| e == "zst") {
         // Baseline against the plain form; the compressed one is read once materialised.
@@ -374,19 +386,20 @@ fn link_file(entry: CatalogEntry, file: PathBuf, codex_home: &Path) -> Result<Ad
         jsonl::baseline(&file, &mut CodexClassifier::default())
             .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?
     } else {
-        jsonl::JsonlMarker { offset: 0, humans: None, ..Default::default() }
+        let mut extra = Map::new();
+        extra.insert(AWAITING_FILE.into(), json!(true));
+        jsonl::JsonlMarker { offset: 0, humans: None, extra, ..Default::default() }
     };
+    let mut reference = json!({ "filePath": file.to_string_lossy(), "threadId": thread_id });
+    if let Some(home) = codex_home {
+        reference["codexHome"] = json!(home.to_string_lossy());
+    }
     Ok(Adoption {
         entry,
         link: UpstreamLink {
             catalog_id: CatalogId::Codex,
             upstream_kind: CatalogId::Codex.upstream_kind(),
-            reference_json: json!({
-                "filePath": file.to_string_lossy(),
-                "threadId": thread_id,
-                "codexHome": codex_home.to_string_lossy(),
-            })
-            .to_string(),
+            reference_json: reference.to_string(),
             marker_json: marker.to_json(),
         },
     })
@@ -415,6 +428,9 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad codex reference".into());
     };
+    if jsonl::JsonlMarker::parse(probe.marker_json).is_some_and(|m| m.extra.contains_key(AWAITING_FILE)) {
+        return first_sight(&path);
+    }
     let mut cls = CodexClassifier::default();
     match jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut cls) {
         CheckOutcome::Missing => {
@@ -434,5 +450,23 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
             CheckOutcome::Missing
         }
         o => o,
+    }
+}
+
+/// A link adopted before its rollout existed: not missing while the rollout is unwritten (an idle TUI
+/// writes nothing); once it is there, the baseline is its end, with nothing reported.
+fn first_sight(path: &Path) -> CheckOutcome {
+    if !path.is_file() {
+        return CheckOutcome::Inconclusive("the rollout is not written yet".into());
+    }
+    match jsonl::baseline(path, &mut CodexClassifier::default()) {
+        Ok(m) => CheckOutcome::Activity {
+            human_turns: 0,
+            dedupe_id: format!("baseline:{}", m.offset),
+            next_marker_json: m.to_json(),
+            occurred_at_ms: None,
+            turn_id: None,
+        },
+        Err(e) => CheckOutcome::Inconclusive(format!("cannot read {}: {e}", path.display())),
     }
 }

@@ -12,8 +12,13 @@ use std::time::{Duration, Instant};
 
 const LIST_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Trusts every sessionwatch hook that Codex lists from `hooks_file`; answers how many.
-pub fn trust(codex: &Path, hooks_file: &Path, project_dir: Option<&Path>) -> anyhow::Result<usize> {
+/// Trusts every sessionwatch hook that Codex lists from `hooks_file`; answers how many, and the
+/// `[hooks.state]` keys that were not there before (what uninstall removes again).
+pub fn trust(
+    codex: &Path,
+    hooks_file: &Path,
+    project_dir: Option<&Path>,
+) -> anyhow::Result<(usize, Vec<String>)> {
     let hooks = list_hooks(codex, project_dir)?;
     let file = std::fs::canonicalize(hooks_file).unwrap_or_else(|_| hooks_file.to_path_buf());
     let ours: Vec<(String, String)> = hooks
@@ -30,7 +35,7 @@ pub fn trust(codex: &Path, hooks_file: &Path, project_dir: Option<&Path>) -> any
     if ours.is_empty() {
         bail!("codex lists no sessionwatch hook from {}", file.display());
     }
-    let config = codex_home()?.join("config.toml");
+    let config = config_file()?;
     let text = match std::fs::read_to_string(&config) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -45,19 +50,76 @@ pub fn trust(codex: &Path, hooks_file: &Path, project_dir: Option<&Path>) -> any
     let state = hooks_table.entry("state").or_insert(toml_edit::table());
     let state = state.as_table_mut().context("[hooks.state] in config.toml is not a table")?;
     state.set_implicit(true);
+    let mut added = vec![];
     for (key, hash) in &ours {
+        if !state.contains_key(key) {
+            added.push(key.clone());
+        }
         let entry = state.entry(key).or_insert(toml_edit::table());
         let entry = entry.as_table_mut().context("a [hooks.state] entry is not a table")?;
         entry["trusted_hash"] = toml_edit::value(hash.as_str());
     }
-    std::fs::write(&config, doc.to_string()).with_context(|| format!("cannot write {}", config.display()))?;
-    Ok(ours.len())
+    if doc.to_string() != text {
+        std::fs::write(&config, doc.to_string())
+            .with_context(|| format!("cannot write {}", config.display()))?;
+    }
+    Ok((ours.len(), added))
 }
 
-fn codex_home() -> anyhow::Result<PathBuf> {
-    match std::env::var_os("CODEX_HOME") {
-        Some(d) => Ok(PathBuf::from(d)),
-        None => Ok(PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".codex")),
+/// Removes the `[hooks.state]` entries `keys` from `config` (toml_edit keeps the rest as written);
+/// answers how many were there.
+pub fn untrust(config: &Path, keys: &[String]) -> anyhow::Result<usize> {
+    let text = match std::fs::read_to_string(config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", config.display())),
+    };
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .with_context(|| format!("{} is not valid TOML; it was not changed", config.display()))?;
+    let Some(state) = doc
+        .get_mut("hooks")
+        .and_then(|h| h.as_table_like_mut())
+        .and_then(|h| h.get_mut("state"))
+        .and_then(|s| s.as_table_like_mut())
+    else {
+        return Ok(0);
+    };
+    let removed = keys.iter().filter(|k| state.remove(k).is_some()).count();
+    let state_empty = state.is_empty();
+    if state_empty && let Some(hooks) = doc.get_mut("hooks").and_then(|h| h.as_table_like_mut()) {
+        // Tables that only held our entries go too (an implicit one prints nothing either way).
+        hooks.remove("state");
+        if hooks.is_empty() {
+            doc.remove("hooks");
+        }
+    }
+    if removed > 0 {
+        std::fs::write(config, doc.to_string())
+            .with_context(|| format!("cannot write {}", config.display()))?;
+    }
+    Ok(removed)
+}
+
+/// `$CODEX_HOME/config.toml` (default `~/.codex`).
+pub fn config_file() -> anyhow::Result<PathBuf> {
+    let home = match std::env::var_os("CODEX_HOME") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".codex"),
+    };
+    Ok(home.join("config.toml"))
+}
+
+/// The codex binary to ask: `--codex PATH`, else `codex` on `PATH`; `None` when there is none.
+pub fn find_codex(given: Option<&Path>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    match given {
+        Some(p) => runnable(p).then(|| p.to_path_buf()),
+        None => {
+            std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("codex")).find(|p| runnable(p))
+        }
     }
 }
 

@@ -2,7 +2,6 @@
 //! settings file must not reorder what is there.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Json {
@@ -22,76 +21,10 @@ impl Json {
         }
     }
 
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
-        match self {
-            Json::Object(m) => m.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    /// The object member `key`, appended (as `default`) when missing; `None` if `self` is no object.
-    pub fn entry(&mut self, key: &str, default: Json) -> Option<&mut Json> {
-        let Json::Object(m) = self else { return None };
-        let i = match m.iter().position(|(k, _)| k == key) {
-            Some(i) => i,
-            None => {
-                m.push((key.to_string(), default));
-                m.len() - 1
-            }
-        };
-        Some(&mut m[i].1)
-    }
-
-    pub fn remove(&mut self, key: &str) {
-        if let Json::Object(m) = self {
-            m.retain(|(k, _)| k != key);
-        }
-    }
-
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Json::String(s) => Some(s),
             _ => None,
-        }
-    }
-
-    pub fn is_empty_container(&self) -> bool {
-        matches!(self, Json::Object(m) if m.is_empty()) || matches!(self, Json::Array(a) if a.is_empty())
-    }
-
-    /// Pretty-printed with two spaces (how Claude Code and Codex write these files).
-    pub fn to_pretty(&self) -> String {
-        let mut out = Vec::new();
-        let mut ser = serde_json::Serializer::with_formatter(
-            &mut out,
-            serde_json::ser::PrettyFormatter::with_indent(b"  "),
-        );
-        self.serialize(&mut ser).expect("writing to memory");
-        String::from_utf8(out).expect("JSON is UTF-8")
-    }
-}
-
-impl Serialize for Json {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Json::Null => s.serialize_unit(),
-            Json::Bool(b) => s.serialize_bool(*b),
-            Json::Number(n) => n.serialize(s),
-            Json::String(v) => s.serialize_str(v),
-            Json::Array(a) => {
-                let mut seq = s.serialize_seq(Some(a.len()))?;
-                for v in a {
-                    seq.serialize_element(v)?;
-                }
-                seq.end()
-            }
-            Json::Object(m) => {
-                let mut map = s.serialize_map(Some(m.len()))?;
-                for (k, v) in m {
-                    map.serialize_entry(k, v)?;
-                }
-                map.end()
-            }
         }
     }
 }

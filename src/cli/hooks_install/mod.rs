@@ -2,17 +2,23 @@
 //! settings (Claude `settings.json`, Codex `hooks.json`), merged with what is there.
 //!
 //! Our entries are the handlers whose command runs `sessionwatch hook`; everything else in the file is
-//! left as it was, in its order. Installing twice changes nothing; uninstalling removes only ours (and
-//! the arrays and objects that only held ours). A file that is not the JSON shape the CLI reads is
-//! reported and left untouched.
+//! left as it was, byte for byte (edited on its syntax tree). Installing twice changes nothing;
+//! uninstalling removes only ours (and the arrays and objects that only held ours), and gives back the
+//! file's exact bytes when nothing else changed since (see `record`). A file that is not the JSON shape
+//! the CLI reads is reported and left untouched. Codex hooks are trusted at install (Codex skips
+//! untrusted ones silently), so install needs a codex binary unless `--untrusted`.
 
 mod codex_trust;
 mod json;
+mod record;
+mod settings;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use json::Json;
+use record::{InstallRecord, Records};
 use sessionwatch_upstream::hook::{HookCli, HookEvent};
+use settings::Settings;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -46,6 +52,9 @@ pub struct Target {
     /// Codex: the codex binary used to trust the installed hooks (default: `codex` on PATH).
     #[arg(long)]
     codex: Option<PathBuf>,
+    /// Codex: install without trusting the hooks (Codex skips them until you trust them with /hooks).
+    #[arg(long)]
+    untrusted: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -77,21 +86,36 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
     let file = settings_file(cli, target)?;
     let exe = std::env::current_exe().context("cannot locate the sessionwatch binary")?;
     let ours = Ours { cli, command_prefix: shell_quote(&exe.to_string_lossy()), agent: target.agent.clone() };
+    let records = Records::new(super::default_data_dir().join("hooks-install"));
     match action {
         "install" => {
-            let changed = edit(&file, |doc| install(doc, &ours))?;
+            let trust = match cli {
+                HookCli::Codex if !target.untrusted => Some(TrustWith {
+                    codex: codex_to_trust_with(target.codex.as_deref())?,
+                    project_dir: target.project_dir.clone(),
+                }),
+                _ => None,
+            };
+            let done = install_file(&file, &ours, &records, trust.as_ref())?;
             println!(
                 "{} {}: sessionwatch hooks {}",
                 cli.as_str(),
                 file.display(),
-                if changed { "installed" } else { "already installed" }
+                if done.changed { "installed" } else { "already installed" }
             );
-            if cli == HookCli::Codex {
-                trust_codex(target, &file);
+            match (cli, done.trusted) {
+                (HookCli::Codex, Some(n)) => {
+                    println!("codex: trusted {n} sessionwatch hooks (Codex runs only trusted hooks)")
+                }
+                (HookCli::Codex, None) => println!(
+                    "codex: the hooks are installed untrusted (--untrusted): Codex skips them silently until \
+                     you trust them with /hooks in the Codex TUI"
+                ),
+                _ => {}
             }
         }
         "uninstall" => {
-            let changed = edit(&file, uninstall)?;
+            let changed = uninstall_file(&file, &records)?;
             println!(
                 "{} {}: sessionwatch hooks {}",
                 cli.as_str(),
@@ -102,6 +126,134 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
         _ => status(cli, &file)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Codex runs only trusted hooks and skips the others silently: without a codex to ask for the trust
+/// keys, install refuses (nothing changed) unless `--untrusted` says the user will trust them by hand.
+fn codex_to_trust_with(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    codex_trust::find_codex(given).ok_or_else(|| {
+        let what = match given {
+            Some(p) => format!("--codex {} is not an executable file", p.display()),
+            None => "no codex on PATH".to_string(),
+        };
+        anyhow::anyhow!(
+            "{what}: Codex runs only trusted hooks (and skips untrusted ones silently), and trusting them needs \
+             the codex binary. Put codex on PATH or pass --codex PATH; or pass --untrusted to install them \
+             untrusted and trust them with /hooks in the Codex TUI. Nothing was changed."
+        )
+    })
+}
+
+pub(crate) struct TrustWith {
+    codex: PathBuf,
+    project_dir: Option<PathBuf>,
+}
+
+struct Installed {
+    changed: bool,
+    /// How many hooks Codex now trusts (`None`: not asked to).
+    trusted: Option<usize>,
+}
+
+/// Installs our entries into `file`, keeping a record of its bytes from before our first install, and
+/// (Codex) trusts them; if the trust fails, the file is put back as it was and the error answered.
+fn install_file(
+    file: &Path,
+    ours: &Ours,
+    records: &Records,
+    trust: Option<&TrustWith>,
+) -> anyhow::Result<Installed> {
+    let s = Settings::load(file)?;
+    let had_ours = EVENTS.iter().any(|e| settings::installed_command(&s.value(), *e).is_some());
+    let mut record = match records.get(file) {
+        Some(r) if had_ours => r,
+        // No entry of ours (first install, or the user removed them by hand): the file as it is now
+        // is what uninstall gives back.
+        _ => InstallRecord {
+            path: file.to_path_buf(),
+            original: s.original.clone(),
+            ..InstallRecord::default()
+        },
+    };
+    let changed = settings::install(&s, ours)?;
+    if changed {
+        records.put(file, &record)?;
+        write_file(file, &s.text())?;
+    }
+    let Some(t) = trust else { return Ok(Installed { changed, trusted: None }) };
+    match codex_trust::trust(&t.codex, file, t.project_dir.as_deref()) {
+        Ok((n, added)) => {
+            if !added.is_empty() {
+                record.codex_config = Some(codex_trust::config_file()?);
+                record.codex_trust.extend(added);
+                records.put(file, &record)?;
+            }
+            Ok(Installed { changed, trusted: Some(n) })
+        }
+        Err(e) => {
+            if changed {
+                restore(file, s.original.as_deref())?;
+                if !had_ours {
+                    records.remove(file);
+                }
+            }
+            Err(e.context(format!(
+                "codex could not trust the hooks, so they were not installed ({} is as it was); \
+                 pass --untrusted to install them untrusted",
+                file.display()
+            )))
+        }
+    }
+}
+
+/// Removes our entries; when what is left is the value the file had before our install, the file
+/// gets its very bytes back (or goes, if we created it). Then the Codex trust we added goes too.
+fn uninstall_file(file: &Path, records: &Records) -> anyhow::Result<bool> {
+    let s = Settings::load(file)?;
+    let record = records.get(file);
+    let before = record.as_ref().map(|r| settings::value_of(r.original.as_deref().unwrap_or("")));
+    let mut changed = settings::uninstall(&s, before.as_ref())?;
+    match &record {
+        Some(r) if Some(s.value()) == before => {
+            changed |= s.original != r.original;
+            restore(file, r.original.as_deref())?;
+        }
+        _ if changed => write_file(file, &s.text())?,
+        _ => {}
+    }
+    if let Some(r) = record {
+        if let Some(config) = &r.codex_config {
+            changed |= codex_trust::untrust(config, &r.codex_trust)? > 0;
+        }
+        records.remove(file);
+    }
+    Ok(changed)
+}
+
+/// Puts `file` back to `original` (`None`: it did not exist).
+fn restore(file: &Path, original: Option<&str>) -> anyhow::Result<()> {
+    match original {
+        Some(text) => write_file(file, text),
+        None => match std::fs::remove_file(file) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("cannot remove {}", file.display())),
+        },
+    }
+}
+
+/// Replaces `file` atomically (keeping its permissions).
+fn write_file(file: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let tmp = file.with_extension("sessionwatch-tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    if let Ok(meta) = std::fs::metadata(file) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, file).with_context(|| format!("cannot replace {}", file.display()))?;
+    Ok(())
 }
 
 fn settings_file(cli: HookCli, t: &Target) -> anyhow::Result<PathBuf> {
@@ -152,11 +304,15 @@ impl Ours {
             ("timeout".into(), Json::Number(HOOK_TIMEOUT_SECS.into())),
         ])
     }
-}
 
-/// A handler runs `sessionwatch hook …` (any install location).
-fn is_ours(handler: &Json) -> bool {
-    handler.get("command").and_then(Json::as_str).is_some_and(is_our_command)
+    fn handler_input(&self, event: HookEvent) -> jsonc_parser::cst::CstInputValue {
+        use jsonc_parser::cst::CstInputValue;
+        CstInputValue::Object(vec![
+            ("type".into(), "command".into()),
+            ("command".into(), self.command(event).into()),
+            ("timeout".into(), CstInputValue::Number(HOOK_TIMEOUT_SECS.to_string())),
+        ])
+    }
 }
 
 fn is_our_command(cmd: &str) -> bool {
@@ -172,144 +328,16 @@ fn is_our_command(cmd: &str) -> bool {
         && rest.split_whitespace().next() == Some("hook")
 }
 
-/// Reads, checks, edits and (when it changed) writes the settings file. Answers whether it changed.
-fn edit(file: &Path, change: impl FnOnce(&mut Json) -> anyhow::Result<bool>) -> anyhow::Result<bool> {
-    let original = match std::fs::read_to_string(file) {
-        Ok(s) => Some(s),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
-    let mut doc = match &original {
-        Some(s) if !s.trim().is_empty() => serde_json::from_str::<Json>(s)
-            .with_context(|| format!("{} is not valid JSON; it was not changed", file.display()))?,
-        _ => Json::Object(vec![]),
-    };
-    check_shape(&doc)
-        .with_context(|| format!("{} is not a hook settings file; it was not changed", file.display()))?;
-    if !change(&mut doc)? {
-        return Ok(false);
-    }
-    let mut text = doc.to_pretty();
-    if original.as_deref().is_none_or(|s| s.ends_with('\n')) {
-        text.push('\n');
-    }
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let tmp = file.with_extension("sessionwatch-tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("cannot replace {}", file.display()))?;
-    Ok(true)
-}
-
-/// `{"hooks": {"<Event>": [{"matcher"?, "hooks": [{"type", "command", …}]}]}}`, other keys free.
-fn check_shape(doc: &Json) -> anyhow::Result<()> {
-    let Json::Object(_) = doc else { bail!("the top level is not an object") };
-    let Some(hooks) = doc.get("hooks") else { return Ok(()) };
-    let Json::Object(events) = hooks else { bail!("\"hooks\" is not an object") };
-    for (event, groups) in events {
-        let Json::Array(groups) = groups else { bail!("hooks.{event} is not an array") };
-        for g in groups {
-            match g.get("hooks") {
-                Some(Json::Array(_)) => {}
-                _ => bail!("a hooks.{event} entry has no \"hooks\" array"),
-            }
-        }
-    }
-    Ok(())
-}
-
-fn install(doc: &mut Json, ours: &Ours) -> anyhow::Result<bool> {
-    let before = doc.clone();
-    let hooks = doc.entry("hooks", Json::Object(vec![])).expect("checked: an object");
-    for event in EVENTS {
-        let Some(Json::Array(groups)) = hooks.entry(event.as_str(), Json::Array(vec![])) else {
-            unreachable!("checked: arrays")
-        };
-        let existing = groups.iter_mut().find_map(|g| match g.get_mut("hooks") {
-            Some(Json::Array(handlers)) => handlers.iter_mut().find(|h| is_ours(h)),
-            _ => None,
-        });
-        match existing {
-            Some(h) => *h = ours.handler(event),
-            None => {
-                let mut group = vec![];
-                match event {
-                    HookEvent::PostToolUse => group.push(("matcher".to_string(), Json::String("*".into()))),
-                    // Only MCP calls: it announces the call's tool-use id, so our MCP server knows its
-                    // caller (one identity for hooks and tools).
-                    HookEvent::PreToolUse => {
-                        group.push(("matcher".to_string(), Json::String("mcp__.*".into())))
-                    }
-                    _ => {}
-                }
-                group.push(("hooks".to_string(), Json::Array(vec![ours.handler(event)])));
-                groups.push(Json::Object(group));
-            }
-        }
-    }
-    Ok(*doc != before)
-}
-
-fn uninstall(doc: &mut Json) -> anyhow::Result<bool> {
-    let before = doc.clone();
-    let hooks_was_empty = before.get("hooks").is_some_and(Json::is_empty_container);
-    let Some(Json::Object(events)) = doc.get_mut("hooks") else { return Ok(false) };
-    let mut emptied = vec![];
-    for (event, groups) in events.iter_mut() {
-        let Json::Array(list) = groups else { continue };
-        let had = list.len();
-        list.retain_mut(|g| {
-            let Some(Json::Array(handlers)) = g.get_mut("hooks") else { return true };
-            let n = handlers.len();
-            handlers.retain(|h| !is_ours(h));
-            // A group that only held ours goes; one the user left empty stays.
-            !(handlers.is_empty() && n > 0)
-        });
-        if had > 0 && list.is_empty() {
-            emptied.push(event.clone());
-        }
-    }
-    events.retain(|(k, _)| !emptied.contains(k));
-    if events.is_empty() && !hooks_was_empty {
-        doc.remove("hooks");
-    }
-    Ok(*doc != before)
-}
-
 fn status(cli: HookCli, file: &Path) -> anyhow::Result<()> {
-    let doc = match std::fs::read_to_string(file) {
-        Ok(s) => serde_json::from_str::<Json>(&s)
-            .with_context(|| format!("{} is not valid JSON", file.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Json::Object(vec![]),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
+    let doc = Settings::load(file)?.value();
     println!("{} {}", cli.as_str(), file.display());
     for event in EVENTS {
-        let found = doc.get("hooks").and_then(|h| h.get(event.as_str())).and_then(|groups| match groups {
-            Json::Array(gs) => gs.iter().find_map(|g| match g.get("hooks") {
-                Some(Json::Array(hs)) => hs.iter().find(|h| is_ours(h)).cloned(),
-                _ => None,
-            }),
-            _ => None,
-        });
-        match found.as_ref().and_then(|h| h.get("command")).and_then(Json::as_str) {
+        match settings::installed_command(&doc, event) {
             Some(cmd) => println!("  {:<17} installed: {cmd}", event.as_str()),
             None => println!("  {:<17} not installed", event.as_str()),
         }
     }
     Ok(())
-}
-
-fn trust_codex(target: &Target, file: &Path) {
-    let codex = target.codex.clone().unwrap_or_else(|| PathBuf::from("codex"));
-    match codex_trust::trust(&codex, file, target.project_dir.as_deref()) {
-        Ok(n) => println!("codex: trusted {n} sessionwatch hooks (Codex runs only trusted hooks)"),
-        Err(e) => eprintln!(
-            "codex: the hooks are installed but not trusted yet ({e:#}); Codex skips untrusted hooks silently: \
-             trust them with /hooks in the Codex TUI, or rerun with --codex <path of codex>"
-        ),
-    }
 }
 
 /// Quotes for `sh -c` (both CLIs run the command through a shell) when needed.

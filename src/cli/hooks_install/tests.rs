@@ -41,17 +41,42 @@ const USER_CLAUDE: &str = r#"{
 }
 "#;
 
+/// A scratch settings file and record store.
+struct Scratch {
+    dir: tempfile::TempDir,
+    records: Records,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = tempfile::tempdir().unwrap();
+        let records = Records::new(dir.path().join("data/hooks-install"));
+        Scratch { dir, records }
+    }
+    fn file(&self) -> PathBuf {
+        self.dir.path().join("settings.json")
+    }
+    fn read(&self) -> Option<String> {
+        std::fs::read_to_string(self.file()).ok()
+    }
+    fn install(&self, o: &Ours) -> bool {
+        install_file(&self.file(), o, &self.records, None).unwrap().changed
+    }
+    fn uninstall(&self) -> bool {
+        uninstall_file(&self.file(), &self.records).unwrap()
+    }
+}
+
 fn round_trip(cli: HookCli, original: Option<&str>) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("settings.json");
+    let sc = Scratch::new();
     if let Some(o) = original {
-        std::fs::write(&file, o).unwrap();
+        std::fs::write(sc.file(), o).unwrap();
     }
     let o = ours(cli);
-    assert!(edit(&file, |d| install(d, &o)).unwrap(), "installed");
-    let installed = std::fs::read_to_string(&file).unwrap();
-    assert!(!edit(&file, |d| install(d, &o)).unwrap(), "a second install changes nothing");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+    assert!(sc.install(&o), "installed");
+    let installed = sc.read().unwrap();
+    assert!(!sc.install(&o), "a second install changes nothing");
+    assert_eq!(sc.read().unwrap(), installed);
     let doc: serde_json::Value = serde_json::from_str(&installed).unwrap();
     for event in EVENTS {
         let groups = doc["hooks"][event.as_str()].as_array().unwrap();
@@ -68,18 +93,100 @@ fn round_trip(cli: HookCli, original: Option<&str>) {
         );
     }
     if let Some(o) = original {
-        // The user's hooks stay first, in their order.
+        // The user's text is not reformatted: each of its lines is still there as written (only a
+        // closing bracket may gain our entries before it), and their hooks stay first.
+        // (A one-line file gains line breaks where our entries go: compare it without whitespace.)
+        let squeeze = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+        let (o_cmp, installed_cmp) = if o.trim_end().contains('\n') {
+            (o.to_string(), installed.clone())
+        } else {
+            (squeeze(o), squeeze(&installed))
+        };
+        for line in o_cmp.lines() {
+            let kept = line.trim_end_matches(|c| "]},\r".contains(c));
+            assert!(installed_cmp.contains(kept), "{kept:?} kept as written in:\n{installed}");
+        }
         let first_ours = installed.find("/opt/sw/bin/sessionwatch").unwrap();
         for theirs in ["log-prompt.py", "notify-send"].into_iter().filter(|t| o.contains(t)) {
             assert!(installed.find(theirs).unwrap() < first_ours, "{theirs} stays first");
         }
     }
-    assert!(edit(&file, uninstall).unwrap(), "uninstalled");
-    match original {
-        Some(o) => assert_eq!(std::fs::read_to_string(&file).unwrap(), o, "byte-identical after uninstall"),
-        None => assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}\n"),
+    assert!(sc.uninstall(), "uninstalled");
+    assert_eq!(sc.read().as_deref(), original, "byte-identical after uninstall (no file: removed)");
+    assert!(!sc.uninstall(), "nothing left to remove");
+    assert_eq!(sc.read().as_deref(), original);
+}
+
+/// Hand-formatted files: 4-space indent, inline arrays and objects, CRLF, no final newline.
+const HAND_FORMATTED: [&str; 4] = [
+    "{\n    \"permissions\": {\"allow\": [\"Bash(npm test)\"]},\n    \"hooks\": {\n        \"UserPromptSubmit\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"log-prompt.py\"}]}]\n    },\n    \"model\": \"opus\"\n}\n",
+    "{\r\n  \"model\": \"opus\",\r\n  \"env\": {\"A\": \"1\"}\r\n}\r\n",
+    "{\"model\":\"opus\",\"hooks\":{\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"notify-send done\"}]}]}}",
+    "{\n\t\"z\": 1,\n\t\"a\": [1, 2, 3],\n\t\"hooks\": {}\n}",
+];
+
+#[test]
+fn hand_formatted_files_are_edited_in_place_and_given_back_byte_for_byte() {
+    for (i, text) in HAND_FORMATTED.iter().enumerate() {
+        for cli in [HookCli::Claude, HookCli::Codex] {
+            println!("case {i} {cli:?}");
+            round_trip(cli, Some(text));
+        }
     }
-    assert!(!edit(&file, uninstall).unwrap(), "nothing left to remove");
+}
+
+#[test]
+fn crlf_and_indentation_of_the_file_are_used_for_our_entries() {
+    let sc = Scratch::new();
+    std::fs::write(sc.file(), HAND_FORMATTED[1]).unwrap();
+    sc.install(&ours(HookCli::Claude));
+    let installed = sc.read().unwrap();
+    assert_eq!(installed.matches('\n').count(), installed.matches("\r\n").count(), "CRLF only:\n{installed}");
+    let sc = Scratch::new();
+    std::fs::write(sc.file(), HAND_FORMATTED[0]).unwrap();
+    sc.install(&ours(HookCli::Claude));
+    assert!(sc.read().unwrap().contains("\n        \"Stop\": ["), "4-space indent: {}", sc.read().unwrap());
+}
+
+/// The user edits the file between install and uninstall: uninstall removes only ours, their edit stays.
+#[test]
+fn an_edit_between_install_and_uninstall_is_kept() {
+    let sc = Scratch::new();
+    std::fs::write(sc.file(), HAND_FORMATTED[0]).unwrap();
+    sc.install(&ours(HookCli::Claude));
+    let edited = sc.read().unwrap().replace("\"opus\"", "\"sonnet\"");
+    std::fs::write(sc.file(), &edited).unwrap();
+    assert!(sc.uninstall());
+    let after = sc.read().unwrap();
+    assert!(!after.contains("sessionwatch"), "{after}");
+    assert_eq!(
+        settings::value_of(&after),
+        settings::value_of(&HAND_FORMATTED[0].replace("\"opus\"", "\"sonnet\"")),
+        "{after}"
+    );
+    assert!(after.starts_with("{\n    \"permissions\": {\"allow\": [\"Bash(npm test)\"]},\n"), "{after}");
+}
+
+/// A file installed into before records existed (or whose record is gone): uninstall still removes ours.
+#[test]
+fn uninstall_without_a_record_removes_only_ours() {
+    let sc = Scratch::new();
+    std::fs::write(sc.file(), USER_CLAUDE).unwrap();
+    sc.install(&ours(HookCli::Claude));
+    sc.records.remove(&sc.file());
+    assert!(sc.uninstall());
+    assert_eq!(settings::value_of(&sc.read().unwrap()), settings::value_of(USER_CLAUDE));
+}
+
+#[test]
+fn the_record_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let sc = Scratch::new();
+    sc.install(&ours(HookCli::Claude));
+    let dir = sc.dir.path().join("data/hooks-install");
+    let entry = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap();
+    assert_eq!(entry.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
 }
 
 #[test]
@@ -114,35 +221,38 @@ fn install_and_uninstall_without_a_file() {
 
 #[test]
 fn an_old_install_location_is_replaced_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("settings.json");
+    let sc = Scratch::new();
     let old = Ours { cli: HookCli::Claude, command_prefix: "/old/sessionwatch".into(), agent: None };
-    edit(&file, |d| install(d, &old)).unwrap();
+    sc.install(&old);
     let new = Ours { agent: Some("ops".into()), ..ours(HookCli::Claude) };
-    assert!(edit(&file, |d| install(d, &new)).unwrap());
-    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(sc.install(&new));
+    let text = sc.read().unwrap();
     assert!(!text.contains("/old/sessionwatch"), "{text}");
     assert_eq!(text.matches("hook Stop").count(), 1, "{text}");
     assert!(text.contains("--agent claude --agent-id ops"), "{text}");
+    assert!(sc.uninstall());
+    assert_eq!(sc.read(), None, "the file we created is gone");
 }
 
 #[test]
 fn a_malformed_settings_file_is_reported_and_left_alone() {
     let cases = [
         ("{ not json", "not valid JSON"),
+        ("{\"a\": 1, // comment\n}", "not valid JSON"),
+        (r#"{"hooks": "sessionwatch hook Stop"}"#, "not a hook settings file"),
         ("[1]", "not a hook settings file"),
         (r#"{"hooks": []}"#, "not a hook settings file"),
         (r#"{"hooks": {"Stop": {}}}"#, "not a hook settings file"),
         (r#"{"hooks": {"Stop": [{"command": "x"}]}}"#, "not a hook settings file"),
     ];
     for (text, want) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("settings.json");
+        let sc = Scratch::new();
+        let file = sc.file();
         std::fs::write(&file, text).unwrap();
         for action in ["install", "uninstall"] {
             let err = match action {
-                "install" => edit(&file, |d| install(d, &ours(HookCli::Claude))),
-                _ => edit(&file, uninstall),
+                "install" => install_file(&file, &ours(HookCli::Claude), &sc.records, None).map(|_| true),
+                _ => uninstall_file(&file, &sc.records),
             }
             .expect_err(text);
             assert!(format!("{err:#}").contains(want), "{text}: {err:#}");
@@ -164,4 +274,13 @@ fn our_command_is_recognised_wherever_it_is_installed() {
         assert!(!is_our_command(cmd), "{cmd}");
     }
     assert_eq!(shell_quote("/a b/sessionwatch"), "'/a b/sessionwatch'");
+}
+
+/// Codex without a codex binary to trust the hooks with: install refuses, saying how to fix it.
+#[test]
+fn codex_install_without_a_usable_codex_fails_and_says_how_to_fix_it() {
+    let err = codex_to_trust_with(Some(Path::new("/nonexistent/codex"))).unwrap_err().to_string();
+    for hint in ["--codex PATH", "PATH", "--untrusted", "Nothing was changed"] {
+        assert!(err.contains(hint), "{hint}: {err}");
+    }
 }

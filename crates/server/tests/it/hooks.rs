@@ -105,12 +105,16 @@ fn event_kinds(status: &Value) -> Vec<&str> {
 }
 
 fn human_events(h: &Harness, session: &str) -> usize {
+    human_events_of(h, &key(session))
+}
+
+fn human_events_of(h: &Harness, session_key: &str) -> usize {
     let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
     db.query_row(
         "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
          SELECT kind, session_key FROM session_state_events_staged) \
          WHERE session_key = ?1 AND kind = 'human_direct_message'",
-        [key(session)],
+        [session_key],
         |r| r.get::<_, i64>(0),
     )
     .unwrap() as usize
@@ -321,4 +325,82 @@ async fn an_mcp_call_acts_for_the_session_its_cli_names() {
         "no join: the default caller"
     );
     client.cancel().await.unwrap();
+}
+
+/// A Codex thread whose rollout does not exist yet when its `SessionStart` hook runs (the TUI writes the
+/// rollout only with the first turn). The session is adopted from the hook's ids all the same, and the
+/// baseline is taken when the file appears: what the file held then (history a resumed or forked thread
+/// copies in) is no new human turn; the typed prompt is recorded once, by hook and monitor together.
+#[tokio::test]
+async fn a_codex_session_start_before_its_rollout_exists_is_adopted() {
+    const THREAD: &str = "01a2361a-e5e2-70d2-8b99-d92b15fbab55";
+    const OLD_TURN: &str = "01a23000-0000-7000-8000-000000000001";
+    const TURN: &str = "01a2361a-f447-7822-8fee-39dd92e818b4";
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h); // the manager is a Claude session
+    let codex_home = home._dir.path().join(".codex");
+    let rollout = codex_home.join(format!("sessions/2026/12/06/rollout-2026-12-06T09-34-22-{THREAD}.jsonl"));
+    let codex_key = format!("agent:main:codex:{THREAD}");
+    let codex = |event: &str, extra: Value| {
+        let mut input = json!({
+            "session_id": THREAD, "transcript_path": rollout, "cwd": "/home/u/work/demo",
+            "hook_event_name": event, "model": "gpt-5.5",
+        });
+        input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        json!({ "cli": "codex", "event": event, "input": input })
+    };
+    let started = h.post("/v1/hooks", codex("SessionStart", json!({ "source": "startup" }))).await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    assert_eq!(started.body["sessionKey"], codex_key);
+    assert!(!rollout.exists(), "we never write the CLI's files");
+    hook(&h, &home, MANAGER, "SessionStart", json!({ "source": "startup" })).await;
+    let watched = h
+        .tool(
+            &key(MANAGER),
+            "sessions_send",
+            json!({ "sessionKey": codex_key, "message": "go", "watch": true }),
+        )
+        .await;
+    assert_eq!(watched["watched"], true);
+    let tick = h.post("/v1/monitor/tick", json!({})).await;
+    assert_eq!(tick.status, 200, "{}", tick.body);
+    assert_eq!(tick.body["missing"], 0, "an unwritten rollout is not a gone one: {}", tick.body);
+
+    // The rollout appears, with a copied-in turn from before this session started, then the typed turn.
+    let row = |v: Value| format!("{v}\n");
+    let human = |turn: &str, text: &str| {
+        row(json!({ "timestamp": "2026-12-06T09:34:25.911Z", "type": "event_msg", "payload": {
+            "type": "item_completed", "thread_id": THREAD, "turn_id": turn,
+            "item": { "type": "UserMessage", "id": uuid(), "content": [{ "type": "text", "text": text }] } } }))
+    };
+    let started_turn = |turn: &str| {
+        row(json!({ "timestamp": "2026-12-06T09:34:25.891Z", "type": "event_msg",
+            "payload": { "type": "task_started", "turn_id": turn } }))
+    };
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    let meta = row(json!({ "timestamp": "2026-12-06T09:34:25.890Z", "type": "session_meta",
+        "payload": { "id": THREAD, "cwd": "/home/u/work/demo" } }));
+    std::fs::write(&rollout, format!("{meta}{}{}", started_turn(OLD_TURN), human(OLD_TURN, "history")))
+        .unwrap();
+    let tick = h.post("/v1/monitor/tick", json!({})).await;
+    assert_eq!(tick.status, 200, "{}", tick.body);
+    assert_eq!(human_events_of(&h, &codex_key), 0, "the file's history is no new turn: {}", tick.body);
+
+    let typed = h
+        .post(
+            "/v1/hooks",
+            codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "typed in the TUI" })),
+        )
+        .await;
+    assert_eq!(typed.status, 200, "{}", typed.body);
+    assert_eq!(typed.body["recorded"], true, "{}", typed.body);
+    let mut f = std::fs::OpenOptions::new().append(true).open(&rollout).unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        format!("{}{}", started_turn(TURN), human(TURN, "typed in the TUI")).as_bytes(),
+    )
+    .unwrap();
+    let tick = h.post("/v1/monitor/tick", json!({})).await;
+    assert_eq!(tick.status, 200, "{}", tick.body);
+    assert_eq!(human_events_of(&h, &codex_key), 1, "hook + monitor, one turn: {}", tick.body);
 }

@@ -103,3 +103,38 @@ fn a_shell_escape_is_a_human_turn() {
     std::fs::copy(&p, &copy).unwrap();
     assert_eq!(drain(CatalogId::Codex, &file_ref(&copy), START, &[]).0, 2, "\"first prompt\" and !ls");
 }
+
+/// A hook may name a rollout that Codex has not written yet, anywhere (not only under `sessions/`): the
+/// link waits for it without counting as gone, and its first sight is the baseline.
+#[test]
+fn a_rollout_adopted_before_it_exists_is_baselined_when_it_appears() {
+    use sessionwatch_upstream::{CheckOutcome, Probe, adopt_transcript, check};
+    let d = tempfile::tempdir().unwrap();
+    let thread = "0196f0a0-1111-7222-8333-444455556666";
+    let p = d.path().join(format!("rollout-2026-04-02T09-20-00-{thread}.jsonl"));
+    let adoption = adopt_transcript(CatalogId::Codex, thread, &p).expect("adopted before the file exists");
+    assert_eq!(adoption.entry.thread_id, thread);
+    let probe = |marker: &str| {
+        check(
+            CatalogId::Codex,
+            &Probe {
+                reference_json: &adoption.link.reference_json,
+                marker_json: marker,
+                own_recent_user_texts: &[],
+            },
+        )
+    };
+    assert!(matches!(probe(&adoption.link.marker_json), CheckOutcome::Inconclusive(_)), "not missing");
+    std::fs::write(&p, format!("{}{}", user_item("copied history"), item_completed("t0", "copied history")))
+        .unwrap();
+    let CheckOutcome::Activity { human_turns: 0, next_marker_json, .. } = probe(&adoption.link.marker_json)
+    else {
+        panic!("the first sight is the baseline")
+    };
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, item_completed("t1", "typed now").as_bytes()))
+        .unwrap();
+    assert!(matches!(probe(&next_marker_json), CheckOutcome::Activity { human_turns: 1, .. }));
+}
