@@ -7,6 +7,7 @@ mod bench_hooks;
 mod client;
 mod db;
 mod demo;
+mod doctor;
 mod embedded;
 mod hook;
 mod hook_outage;
@@ -14,6 +15,7 @@ mod hooks_install;
 mod mcp;
 mod node;
 mod serve;
+mod setup;
 mod upstream;
 
 use clap::{Parser, Subcommand};
@@ -21,7 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `sessionwatch --version`: the package version and the commit it was built from (build.rs).
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SESSIONWATCH_COMMIT"), ")");
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SESSIONWATCH_COMMIT"), ")");
 
 #[derive(Parser)]
 #[command(name = "sessionwatch", version = VERSION, about = "Session state awareness for multi-agent AI gateways")]
@@ -87,6 +89,12 @@ enum Command {
     /// Install, remove or show sessionwatch's hooks in Claude Code's or Codex's settings.
     #[command(subcommand)]
     Hooks(hooks_install::HooksCommand),
+    /// Set up this machine: the gateway as a user service, and for every agent CLI found its hooks, its
+    /// MCP server, Claude's tool permission and Codex's hook trust (idempotent; --undo removes it all).
+    Setup(setup::SetupArgs),
+    /// Check the whole chain, one row per check with its fix: gateway, token, database, service, and per
+    /// CLI its version, hooks, trust, MCP entry and a synthetic hook round trip. Exit 1 if any fails.
+    Doctor(doctor::DoctorArgs),
     /// Benchmarks (kernel, gateway, upstream); one JSON object per figure with --json.
     Bench(bench::BenchArgs),
     /// Talk to a running gateway: tools and host calls.
@@ -120,6 +128,8 @@ pub fn main() -> ExitCode {
             Command::Mcp(args) => mcp::run(args).await,
             Command::Hook(args) => hook::run(args).await,
             Command::Hooks(cmd) => hooks_install::run(cmd),
+            Command::Setup(args) => setup::run(args),
+            Command::Doctor(args) => doctor::run(args).await,
             Command::Client(c) => client::run(c).await,
         }
     });
