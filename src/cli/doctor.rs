@@ -225,7 +225,7 @@ fn service_row(paths: &Paths, exe: &Path, gateway_up: bool) -> Row {
 
 async fn cli_rows(cli: &str, paths: &Paths, exe: &Path, gateway: &Gateway, rows: &mut Vec<Row>) {
     let Some(bin) = setup::find_cli(cli, &paths.home) else {
-        rows.push(pass(format!("{cli}"), "not installed: skipped"));
+        rows.push(pass(cli.to_string(), "not installed: skipped"));
         return;
     };
     rows.push(version_row(cli, &bin));

@@ -111,10 +111,11 @@ pub fn remove_claude_mcp(text: &str, exe: &str, before: Option<&str>) -> anyhow:
         Some(previous) => prop.set_value(to_input(previous)),
         None => prop.remove(),
     }
-    if servers.properties().is_empty() && before.get("mcpServers").is_none() {
-        if let Some(p) = root.object_value().and_then(|o| o.get("mcpServers")) {
-            p.remove();
-        }
+    if servers.properties().is_empty()
+        && before.get("mcpServers").is_none()
+        && let Some(p) = root.object_value().and_then(|o| o.get("mcpServers"))
+    {
+        p.remove();
     }
     Ok(root.to_string())
 }
@@ -142,10 +143,8 @@ pub fn add_claude_allow(text: Option<&str>) -> anyhow::Result<Option<String>> {
         None => {}
         Some(Value::Object(p)) => match p.get("allow") {
             None => {}
-            Some(Value::Array(rules)) => {
-                if rules.iter().filter_map(Value::as_str).any(allows_all_our_tools) {
-                    return Ok(None);
-                }
+            Some(Value::Array(rules)) if rules.iter().filter_map(Value::as_str).any(allows_all_our_tools) => {
+                return Ok(None);
             }
             Some(_) => bail!("\"permissions.allow\" is not an array"),
         },
@@ -182,15 +181,17 @@ pub fn remove_claude_allow(text: &str, before: Option<&str>) -> anyhow::Result<S
             el.remove();
         }
     }
-    if allow.elements().is_empty() && before.pointer("/permissions/allow").is_none() {
-        if let Some(p) = permissions.get("allow") {
-            p.remove();
-        }
+    if allow.elements().is_empty()
+        && before.pointer("/permissions/allow").is_none()
+        && let Some(p) = permissions.get("allow")
+    {
+        p.remove();
     }
-    if permissions.properties().is_empty() && before.get("permissions").is_none() {
-        if let Some(p) = root.object_value().and_then(|o| o.get("permissions")) {
-            p.remove();
-        }
+    if permissions.properties().is_empty()
+        && before.get("permissions").is_none()
+        && let Some(p) = root.object_value().and_then(|o| o.get("permissions"))
+    {
+        p.remove();
     }
     Ok(root.to_string())
 }
