@@ -146,6 +146,7 @@ pub fn add_claude_allow(text: Option<&str>) -> anyhow::Result<Option<String>> {
             Some(Value::Array(rules)) if rules.iter().filter_map(Value::as_str).any(allows_all_our_tools) => {
                 return Ok(None);
             }
+            Some(Value::Array(_)) => {}
             Some(_) => bail!("\"permissions.allow\" is not an array"),
         },
         Some(_) => bail!("\"permissions\" is not an object"),
