@@ -8,9 +8,10 @@ use std::process::ExitCode;
 
 #[derive(Args, Debug, Clone)]
 pub struct Conn {
-    /// Gateway URL.
-    #[arg(long, global = true, env = "SESSIONWATCH_URL", default_value = "http://127.0.0.1:7420")]
-    pub url: String,
+    /// Gateway URL [default: $SESSIONWATCH_URL, else the running gateway's runtime file in the data
+    /// dir, else the config's listen address, else http://127.0.0.1:7420].
+    #[arg(long, global = true)]
+    pub url: Option<String>,
     /// Bearer token (default: read from the data dir).
     #[arg(long, global = true, env = "SESSIONWATCH_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -205,6 +206,8 @@ pub enum ClientCommand {
 pub(super) struct Client {
     http: reqwest::Client,
     conn: Conn,
+    /// The gateway's base URL, resolved once (see `discovery`).
+    base: String,
     token: Option<String>,
 }
 
@@ -223,18 +226,17 @@ fn percent_encode(s: &str) -> String {
 
 impl Client {
     pub(super) fn new(conn: Conn) -> anyhow::Result<Client> {
+        let found = super::resolve_gateway(super::client_context(conn.url.clone(), conn.data_dir.clone()));
         let token = match &conn.token {
             Some(t) => Some(t.clone()),
-            None => {
-                let dir = conn.data_dir.clone().unwrap_or_else(super::default_data_dir);
-                sessionwatch_server::auth::read_token(&dir).context("cannot read the gateway token")?
-            }
+            None => sessionwatch_server::auth::read_token(&found.data_dir)
+                .context("cannot read the gateway token")?,
         };
-        Ok(Client { http: reqwest::Client::new(), conn, token })
+        Ok(Client { http: reqwest::Client::new(), conn, base: found.url.url, token })
     }
 
     fn url(&self, path: &str) -> String {
-        format!("{}{}", self.conn.url.trim_end_matches('/'), path)
+        format!("{}{}", self.base, path)
     }
 
     pub(super) async fn call(
@@ -250,8 +252,7 @@ impl Client {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let resp =
-            req.send().await.with_context(|| format!("cannot reach the gateway at {}", self.conn.url))?;
+        let resp = req.send().await.with_context(|| format!("cannot reach the gateway at {}", self.base))?;
         let status = resp.status().as_u16();
         let text = resp.text().await?;
         let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
@@ -462,7 +463,7 @@ async fn stream(c: &Client, key: Option<String>) -> anyhow::Result<ExitCode> {
     if let Some(t) = &c.token {
         req = req.bearer_auth(t);
     }
-    let resp = req.send().await.context("cannot reach the gateway")?;
+    let resp = req.send().await.with_context(|| format!("cannot reach the gateway at {}", c.base))?;
     if !resp.status().is_success() {
         bail!("the gateway answered {}", resp.status());
     }

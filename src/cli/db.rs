@@ -94,12 +94,15 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
              commands (`sessionwatch status …`) against a gateway serving it"
         );
     }
-    // Commands that write keep a running gateway's in-memory queues honest by refusing to run beside it;
-    // `status` only reads.
-    let _lock = match args.command {
-        DbCommand::Status { .. } => None,
-        _ => Some(GatewayLock::acquire(&path)?),
-    };
+    // One writer per database: every command holds the lock, `status` too (opening the store starts a
+    // kernel that sweeps and prunes, and the store's writer folds when idle). Beside a running gateway,
+    // reading goes through it.
+    let _lock = GatewayLock::acquire(&path).map_err(|e| match e {
+        sessionwatch_store::StoreError::Locked(held) => anyhow::anyhow!(
+            "{held}\n(to read a session while that gateway runs, ask it: `sessionwatch status KEY`)"
+        ),
+        e => e.into(),
+    })?;
     let store = SqliteStore::open(&path, SqliteOptions::default())?;
     let mut config = KernelConfig { store_identity: "sessionwatch".into(), ..KernelConfig::default() };
     if let DbCommand::Prune { days, max_rows } = &args.command {

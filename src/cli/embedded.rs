@@ -2,6 +2,7 @@
 
 use sessionwatch_core::SystemClock;
 use sessionwatch_server::{AppState, Config, Gateway};
+use sessionwatch_store::sqlite::GatewayLock;
 use sessionwatch_store::{SqliteOptions, SqliteStore};
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ pub struct Embedded {
     pub gateway: Arc<Gateway<SqliteStore>>,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
+    _lock: GatewayLock,
     _dir: tempfile::TempDir,
 }
 
@@ -18,7 +20,10 @@ impl Embedded {
     pub async fn start() -> anyhow::Result<Embedded> {
         let dir = tempfile::tempdir()?;
         let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
-        let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default())?;
+        let db = dir.path().join("sessionwatch.db");
+        // Its own temporary database, locked all the same: every in-process writer holds the lock.
+        let lock = GatewayLock::acquire(&db)?;
+        let store = SqliteStore::open(&db, SqliteOptions::default())?;
         let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
         let token = sessionwatch_server::auth::load_or_create_token(dir.path())?;
         let state = Arc::new(AppState::new(gateway.clone(), Some(token.clone())));
@@ -28,7 +33,7 @@ impl Embedded {
         let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
             let _ = stopped.await;
         }));
-        Ok(Embedded { base, token, gateway, stop, server, _dir: dir })
+        Ok(Embedded { base, token, gateway, stop, server, _lock: lock, _dir: dir })
     }
 
     /// Stops gracefully: in-flight requests finish.

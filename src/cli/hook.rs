@@ -2,11 +2,14 @@
 //!
 //! It reads the hook's JSON from stdin, forwards it to the running gateway (`POST /v1/hooks`) and prints
 //! what that CLI expects. It must never break or slow the agent: whatever goes wrong (gateway down, bad
-//! input, timeout) it prints nothing on stdout, one line on stderr, and exits 0 — a non-zero exit is
-//! something both CLIs may act on (exit 2 blocks a prompt).
+//! input, timeout) it prints one line on stderr and exits 0 — a non-zero exit is something both CLIs may
+//! act on (exit 2 blocks a prompt). Stderr is shown by neither CLI, so when the gateway cannot be reached
+//! (or refuses the token) the user also gets one `systemMessage` line, once per session per outage
+//! (`hook_outage`): both CLIs show it to the user, not to the model.
 
 use clap::Args;
 use serde_json::{Value, json};
+use sessionwatch_server::discovery::UrlSource;
 use sessionwatch_upstream::hook::{HookCli, HookReply, MAX_INPUT_BYTES, parse_input, render_output};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -27,9 +30,10 @@ pub struct HookArgs {
     /// (`agent:<id>:<cli>@NAME:<session id>`), which that node's monitor watches.
     #[arg(long, env = "SESSIONWATCH_NODE")]
     node: Option<String>,
-    /// Gateway URL.
-    #[arg(long, env = "SESSIONWATCH_URL", default_value = "http://127.0.0.1:7420")]
-    url: String,
+    /// Gateway URL [default: $SESSIONWATCH_URL, else the running gateway's runtime file in the data
+    /// dir, else the config's listen address, else http://127.0.0.1:7420].
+    #[arg(long)]
+    url: Option<String>,
     /// Bearer token (default: read from the data dir).
     #[arg(long, env = "SESSIONWATCH_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -43,17 +47,96 @@ pub struct HookArgs {
 
 pub async fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
     let timeout = Duration::from_millis(args.timeout_ms.clamp(1, 60_000));
-    match tokio::time::timeout(timeout, answer(&args)).await {
-        Ok(Ok(Some(out))) => println!("{out}"),
-        Ok(Ok(None)) => {}
-        Ok(Err(e)) => eprintln!("sessionwatch hook {}: {e:#}", args.event),
-        Err(_) => eprintln!("sessionwatch hook {}: gave up after {} ms", args.event, timeout.as_millis()),
+    let deadline = tokio::time::Instant::now() + timeout;
+    let gave_up = || anyhow::anyhow!("gave up after {} ms", timeout.as_millis());
+    let call =
+        match tokio::time::timeout_at(deadline, prepare(&args)).await.unwrap_or_else(|_| Err(gave_up())) {
+            Ok(call) => call,
+            Err(e) => {
+                // No session to speak for (unreadable input): stderr only.
+                eprintln!("sessionwatch hook {}: {e:#}", args.event);
+                return Ok(ExitCode::SUCCESS);
+            }
+        };
+    let outcome = tokio::time::timeout_at(deadline, forward(&call))
+        .await
+        .unwrap_or_else(|_| Err(Failure::Unreachable(gave_up().to_string())));
+    match outcome {
+        Ok(out) => {
+            super::hook_outage::clear(&call.data_dir);
+            if let Some(out) = out {
+                println!("{out}");
+            }
+        }
+        Err(failure) => {
+            eprintln!("sessionwatch hook {}: {}", args.event, failure.describe(&call));
+            if let Some(line) = failure.user_line(&call)
+                && super::hook_outage::first_report(
+                    &call.data_dir,
+                    call.input.cli.as_str(),
+                    &call.input.session_id,
+                )
+            {
+                // Shown to the user by both CLIs, never to the model.
+                println!("{}", json!({ "systemMessage": line }));
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The output to print, if any.
-async fn answer(args: &HookArgs) -> anyhow::Result<Option<String>> {
+/// A hook's input, read and checked, and where to send it.
+struct HookCall {
+    input: sessionwatch_upstream::hook::HookInput,
+    body: Value,
+    url: String,
+    url_source: UrlSource,
+    data_dir: std::path::PathBuf,
+    token: Option<String>,
+}
+
+/// Why the gateway gave no answer to act on.
+#[derive(Debug)]
+enum Failure {
+    /// No answer at all (down, hung, 5xx): the session goes unrecorded, so the user is told once.
+    Unreachable(String),
+    /// The gateway refused the token: the same consequence, another fix.
+    Refused(String),
+    /// The gateway refused this one call (bad input): nothing for the user to do.
+    Rejected(String),
+}
+
+impl Failure {
+    /// The stderr line (logs and `claude --debug` show it; neither CLI shows it to its user).
+    fn describe(&self, call: &HookCall) -> String {
+        match self {
+            Failure::Unreachable(why) => {
+                format!("cannot reach the gateway at {} (from {}): {why}", call.url, call.url_source)
+            }
+            Failure::Refused(why) | Failure::Rejected(why) => why.clone(),
+        }
+    }
+
+    /// The one line the CLI's user sees, if this failure is theirs to fix.
+    fn user_line(&self, call: &HookCall) -> Option<String> {
+        let (url, source) = (&call.url, &call.url_source);
+        match self {
+            Failure::Unreachable(why) => Some(format!(
+                "sessionwatch: cannot reach the gateway at {url} (from {source}: {why}); this session is not \
+                 watched or recorded until it answers. Start it with `sessionwatch serve`."
+            )),
+            Failure::Refused(why) => Some(format!(
+                "sessionwatch: the gateway at {url} refused this hook ({why}); this session is not watched or \
+                 recorded. Check the token in {} or SESSIONWATCH_TOKEN.",
+                call.data_dir.display()
+            )),
+            Failure::Rejected(_) => None,
+        }
+    }
+}
+
+/// Reads and checks the hook's stdin and finds the gateway.
+async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
     let cli = match &args.cli {
         Some(c) => Some(
             HookCli::parse(c).ok_or_else(|| anyhow::anyhow!("--agent must be claude or codex, not {c:?}"))?,
@@ -65,12 +148,10 @@ async fn answer(args: &HookArgs) -> anyhow::Result<Option<String>> {
     let claude_session = std::env::var("CLAUDE_CODE_SESSION_ID").ok();
     let input = parse_input(&stdin, Some(&args.event), cli, claude_session.as_deref())?;
     let raw: Value = serde_json::from_slice(&stdin)?;
+    let found = super::resolve_gateway(super::client_context(args.url.clone(), args.data_dir.clone()));
     let token = match &args.token {
         Some(t) => Some(t.clone()),
-        None => {
-            let dir = args.data_dir.clone().unwrap_or_else(super::default_data_dir);
-            sessionwatch_server::auth::read_token(&dir)?
-        }
+        None => sessionwatch_server::auth::read_token(&found.data_dir)?,
     };
     let mut body = json!({ "cli": input.cli.as_str(), "event": input.event.as_str(), "input": raw });
     if let Some(a) = &args.agent_id {
@@ -79,21 +160,54 @@ async fn answer(args: &HookArgs) -> anyhow::Result<Option<String>> {
     if let Some(n) = &args.node {
         body["node"] = n.clone().into();
     }
+    Ok(HookCall {
+        input,
+        body,
+        url: found.url.url,
+        url_source: found.url.source,
+        data_dir: found.data_dir,
+        token,
+    })
+}
+
+/// Posts the hook to the gateway; answers the output to print, if any.
+async fn forward(call: &HookCall) -> Result<Option<String>, Failure> {
     // No client timeout of its own: the caller bounds the whole hook (stdin, connect, answer) once.
     let http = reqwest::Client::new();
-    let mut req = http.post(format!("{}/v1/hooks", args.url.trim_end_matches('/'))).json(&body);
-    if let Some(t) = &token {
+    let mut req = http.post(format!("{}/v1/hooks", call.url)).json(&call.body);
+    if let Some(t) = &call.token {
         req = req.bearer_auth(t);
     }
-    let resp =
-        req.send().await.map_err(|e| anyhow::anyhow!("cannot reach the gateway at {}: {e}", args.url))?;
+    let resp = req.send().await.map_err(|e| Failure::Unreachable(describe(&e)))?;
     let status = resp.status();
-    let answer: Value = resp.json().await?;
+    let answer: Value = resp.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
         let message = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("no message");
-        anyhow::bail!("the gateway answered {status}: {message}");
+        let why = format!("the gateway answered {status}: {message}");
+        return Err(match status.as_u16() {
+            401 | 403 => Failure::Refused(why),
+            500.. => Failure::Unreachable(why),
+            _ => Failure::Rejected(why),
+        });
     }
     let text = |k: &str| answer.get(k).and_then(Value::as_str).map(str::to_string);
     let reply = HookReply { context: text("additionalContext"), block: text("block") };
-    Ok(render_output(input.cli, input.event, &reply))
+    Ok(render_output(call.input.cli, call.input.event, &reply))
+}
+
+/// reqwest's top-level message ("error sending request") hides the cause the user needs.
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_connect() {
+        return "connection refused or no route".into();
+    }
+    if e.is_timeout() {
+        return "timed out".into();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
 }

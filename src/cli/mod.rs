@@ -7,20 +7,26 @@ mod bench_hooks;
 mod client;
 mod db;
 mod demo;
+mod doctor;
 mod embedded;
 mod hook;
+mod hook_outage;
 mod hooks_install;
 mod mcp;
 mod node;
 mod serve;
+mod setup;
 mod upstream;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `sessionwatch --version`: the package version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SESSIONWATCH_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "sessionwatch", version, about = "Session state awareness for multi-agent AI gateways")]
+#[command(name = "sessionwatch", version = VERSION, about = "Session state awareness for multi-agent AI gateways")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -83,6 +89,12 @@ enum Command {
     /// Install, remove or show sessionwatch's hooks in Claude Code's or Codex's settings.
     #[command(subcommand)]
     Hooks(hooks_install::HooksCommand),
+    /// Set up this machine: the gateway as a user service, and for every agent CLI found its hooks, its
+    /// MCP server, Claude's tool permission and Codex's hook trust (idempotent; --undo removes it all).
+    Setup(setup::SetupArgs),
+    /// Check the whole chain, one row per check with its fix: gateway, token, database, service, and per
+    /// CLI its version, hooks, trust, MCP entry and a synthetic hook round trip. Exit 1 if any fails.
+    Doctor(doctor::DoctorArgs),
     /// Benchmarks (kernel, gateway, upstream); one JSON object per figure with --json.
     Bench(bench::BenchArgs),
     /// Talk to a running gateway: tools and host calls.
@@ -116,6 +128,8 @@ pub fn main() -> ExitCode {
             Command::Mcp(args) => mcp::run(args).await,
             Command::Hook(args) => hook::run(args).await,
             Command::Hooks(cmd) => hooks_install::run(cmd),
+            Command::Setup(args) => setup::run(args),
+            Command::Doctor(args) => doctor::run(args).await,
             Command::Client(c) => client::run(c).await,
         }
     });
@@ -137,6 +151,31 @@ pub fn init_tracing(default: &str) {
 
 pub fn default_data_dir() -> PathBuf {
     sessionwatch_server::config::default_data_dir()
+}
+
+/// A client's gateway URL and data dir (`discovery::ClientContext`); what it skipped on the way (a stale
+/// or malformed runtime file, an unreadable config) is said on stderr, never fatal.
+pub fn resolve_gateway(
+    context: sessionwatch_server::discovery::ClientContext,
+) -> sessionwatch_server::discovery::ClientGateway {
+    let found = context.resolve();
+    for w in &found.url.warnings {
+        eprintln!("warning: {w}");
+    }
+    tracing::debug!(url = %found.url.url, source = %found.url.source, "gateway URL");
+    found
+}
+
+/// The connection flags of a client command, as the resolution's input.
+pub fn client_context(
+    url: Option<String>,
+    data_dir: Option<PathBuf>,
+) -> sessionwatch_server::discovery::ClientContext {
+    sessionwatch_server::discovery::ClientContext {
+        flag: url.map(|u| (u, "--url".to_string())),
+        data_dir,
+        config: None,
+    }
 }
 
 #[cfg(test)]

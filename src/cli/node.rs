@@ -19,9 +19,11 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct NodeArgs {
-    /// The central gateway's URL (HTTP or HTTPS).
+    /// The central gateway's URL (HTTP or HTTPS) [default: $SESSIONWATCH_URL, else the gateway running on
+    /// this machine (its runtime file in the data dir), else the config's listen address, else
+    /// http://127.0.0.1:7420].
     #[arg(long, env = "SESSIONWATCH_GATEWAY")]
-    gateway: String,
+    gateway: Option<String>,
     /// The file holding this node's token (default: `node-token` in the data dir).
     #[arg(long)]
     token_file: Option<PathBuf>,
@@ -76,10 +78,13 @@ struct NodeTick {
 
 pub async fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     super::init_tracing("info");
-    let token_file = args
-        .token_file
-        .clone()
-        .unwrap_or_else(|| args.data_dir.clone().unwrap_or_else(super::default_data_dir).join("node-token"));
+    let found = super::resolve_gateway(sessionwatch_server::discovery::ClientContext {
+        flag: args.gateway.clone().map(|u| (u, "--gateway".to_string())),
+        data_dir: args.data_dir.clone(),
+        config: None,
+    });
+    tracing::info!(url = %found.url.url, source = %found.url.source, "central gateway");
+    let token_file = args.token_file.clone().unwrap_or_else(|| found.data_dir.join("node-token"));
     let token = std::fs::read_to_string(&token_file)
         .with_context(|| {
             format!(
@@ -91,7 +96,7 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         .to_string();
     let gateway = Gateway {
         http: reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?,
-        base: args.gateway.clone(),
+        base: found.url.url,
         token,
     };
     let homes = Homes::from_env();

@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::Args;
 use sessionwatch_core::SystemClock;
 use sessionwatch_server::config::AuthMode;
+use sessionwatch_server::discovery::RuntimeFile;
 use sessionwatch_server::{AppState, Config, Gateway, auth};
 use sessionwatch_store::sqlite::GatewayLock;
 use sessionwatch_store::{PostgresStore, SqliteOptions, SqliteStore, Store};
@@ -106,11 +107,17 @@ async fn serve<S: Store>(
         Duration::from_secs(config.monitor_interval_secs),
     );
     let state = Arc::new(AppState::new(gateway, token));
-    tracing::info!(%addr, database, auth = ?config.auth, "sessionwatch gateway listening");
+    // Clients on this machine find us here (no URL in hook commands or MCP configs); removed on a clean
+    // exit, and ignored by clients once this pid is gone.
+    let runtime_file = RuntimeFile::for_this_process(addr)
+        .publish(&config.data_dir)
+        .with_context(|| format!("cannot write the runtime file in {}", config.data_dir.display()))?;
+    tracing::info!(%addr, database, auth = ?config.auth, runtime_file = %runtime_file.path().display(), "sessionwatch gateway listening");
     // Printed for scripts that start the gateway on port 0.
     println!("listening on http://{addr}");
     sessionwatch_server::run(listener, state, shutdown_signal()).await?;
     monitor.abort();
+    drop(runtime_file);
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

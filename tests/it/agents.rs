@@ -21,3 +21,24 @@ fn hooks_with_the_real_claude_code_and_codex_clis() {
     assert!(text.matches("PASS ").count() >= 22, "every check ran:\n{text}");
     assert!(!text.contains("FAIL "), "{text}");
 }
+
+/// Issue 34: from a fresh HOME to a watching fleet with `sessionwatch setup --yes` and the real CLIs on
+/// PATH, no SESSIONWATCH_* variable; `doctor` passes, then names a stopped gateway; the next Claude turn
+/// shows the user the outage line once; `setup --undo` gives every file its bytes back
+/// (`tests/agents/setup-e2e.sh`).
+#[test]
+fn setup_from_a_fresh_home_with_the_real_clis() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/setup-e2e.sh");
+    let out = Command::new("bash").arg(script).env("SESSIONWATCH_BIN", bin()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let required = std::env::var("SESSIONWATCH_REQUIRE_AGENTS").is_ok_and(|v| v == "1");
+    if out.status.code() == Some(77) {
+        assert!(!required, "the agent CLIs are required but not installed:\n{text}");
+        eprintln!("SKIPPED: {}", text.trim());
+        return;
+    }
+    println!("{text}");
+    assert!(out.status.success(), "{text}");
+    assert!(text.matches("PASS ").count() >= 23, "every check ran:\n{text}");
+    assert!(!text.contains("FAIL "), "{text}");
+}

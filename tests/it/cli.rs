@@ -153,8 +153,10 @@ fn a_second_gateway_on_one_sqlite_file_refuses_to_start() {
     let (ok, out) =
         run_expecting_exit(&["db", "--db", db.to_str().unwrap(), "watch", "agent:main:a", "agent:main:b"]);
     assert!(!ok && out.contains("another sessionwatch gateway"), "a writing db command refuses too: {out}");
+    // `db status` writes too (its kernel sweeps and prunes at start): it refuses, and says how to read.
     let (ok, out) = run_expecting_exit(&["db", "--db", db.to_str().unwrap(), "status", "agent:main:a"]);
-    assert!(ok, "reading is fine: {out}");
+    assert!(!ok && out.contains("another sessionwatch gateway"), "{out}");
+    assert!(out.contains("sessionwatch status KEY"), "{out}");
     first.kill();
     drop(Server::start(dir.path()));
 }
@@ -177,12 +179,30 @@ fn a_foreign_sqlite_file_is_refused_by_serve_and_db_status() {
     assert!(!dir.path().join("sessionwatch.db-wal").exists());
 }
 
-/// Runs `sessionwatch hook <event>` with `stdin`; answers (exit ok, stdout, stderr).
+/// Runs `sessionwatch hook <event>` with `stdin` and a fresh data dir (never the user's); answers
+/// (exit ok, stdout, stderr).
 fn hook(args: &[&str], stdin: &str) -> (bool, String, String) {
+    let home = tempfile::tempdir().unwrap();
+    hook_in(home.path(), args, stdin, &[])
+}
+
+/// Runs `sessionwatch hook <event>` with `stdin`, the data dir `home` and `env`, no SESSIONWATCH_URL.
+pub fn hook_in(
+    home: &std::path::Path,
+    args: &[&str],
+    stdin: &str,
+    env: &[(&str, &str)],
+) -> (bool, String, String) {
     use std::io::Write;
     let mut child = Command::new(bin())
         .arg("hook")
         .args(args)
+        .env("SESSIONWATCH_HOME", home)
+        .env_remove("SESSIONWATCH_URL")
+        .env_remove("SESSIONWATCH_DATA_DIR")
+        .env_remove("SESSIONWATCH_LISTEN")
+        .env_remove("SESSIONWATCH_CONFIG")
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -200,7 +220,8 @@ fn hook(args: &[&str], stdin: &str) -> (bool, String, String) {
 const STOP: &str = r#"{"session_id":"c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10","transcript_path":"/h/.claude/projects/p/c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10.jsonl","hook_event_name":"Stop","stop_hook_active":false}"#;
 
 /// A hook never breaks the agent that runs it: gateway down, bad stdin or a gateway that never answers
-/// give exit 0, nothing on stdout (which the CLI would read as an answer) and one line on stderr.
+/// give exit 0 and one line on stderr; stdout carries nothing but, when the gateway cannot be reached,
+/// the user's one `systemMessage` line (each case runs in a fresh data dir: its first report).
 #[test]
 fn the_hook_command_never_fails_the_agent() {
     // Nothing listens on this port.
@@ -241,7 +262,14 @@ fn the_hook_command_never_fails_the_agent() {
         let started = std::time::Instant::now();
         let (ok, out, err) = hook(&args, stdin);
         assert!(ok, "{name}: exit 0");
-        assert_eq!(out, "", "{name}: nothing on stdout");
+        if matches!(name, "gateway down" | "silent gateway") {
+            let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON line");
+            let line = v["systemMessage"].as_str().unwrap();
+            assert!(line.contains("cannot reach the gateway") && !line.contains('\n'), "{name}: {line}");
+            assert_eq!(v.as_object().unwrap().len(), 1, "{name}: nothing for the model: {out}");
+        } else {
+            assert_eq!(out, "", "{name}: nothing on stdout");
+        }
         assert_eq!(err.lines().count(), 1, "{name}: one line on stderr: {err:?}");
         assert!(err.contains(want), "{name}: {err}");
         assert!(started.elapsed() < std::time::Duration::from_secs(10), "{name}: bounded");
@@ -266,7 +294,11 @@ fn the_hook_command_talks_to_the_gateway() {
     assert!(ok && out.is_empty() && err.is_empty(), "{out} {err}");
     let (ok, out, err) =
         hook(&["Stop", "--url", &server.base, "--token", "wrong", "--agent", "claude"], STOP);
-    assert!(ok && out.is_empty() && err.contains("401"), "a refused call is one stderr line: {out} {err}");
+    assert!(ok && err.contains("401"), "a refused call is one stderr line: {out} {err}");
+    assert!(
+        out.contains("systemMessage") && out.contains("refused this hook"),
+        "and the user is told: {out}"
+    );
     let (ok, out, _) = run(
         &[
             "status",
@@ -344,6 +376,23 @@ async fn demo_open_leaves_the_dashboard_running() {
 /// SIGINT, as Ctrl-C sends it.
 fn interrupt(pid: u32) {
     let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+}
+
+/// Issue 34 item 6: `--version` names the commit the binary was built from.
+#[test]
+fn version_names_the_commit() {
+    let (ok, out, _) = run(&["--version"], &[]);
+    assert!(ok);
+    let want = format!("sessionwatch {} (", env!("CARGO_PKG_VERSION"));
+    assert!(out.starts_with(&want) && out.trim_end().ends_with(')'), "{out}");
+    let git = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    if let Some(git) = git.ok().filter(|g| g.status.success()) {
+        let commit = String::from_utf8_lossy(&git.stdout).trim().to_string();
+        assert!(out.contains(&format!("({commit})")), "{out} should name {commit}");
+    }
 }
 
 /// `hooks install codex` with no codex to trust the hooks with fails (Codex would skip them silently)

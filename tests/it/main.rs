@@ -3,6 +3,7 @@
 mod agents;
 mod browser;
 mod cli;
+mod discovery;
 mod idle_connections;
 mod mcp_docs;
 mod mcp_stdio;

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod connections;
 pub mod dashboard;
+pub mod discovery;
 pub mod error;
 pub mod gateway;
 pub mod guard;

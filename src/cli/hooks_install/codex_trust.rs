@@ -124,7 +124,7 @@ pub fn find_codex(given: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// `codex app-server` on stdio: `initialize`, `initialized`, then `hooks/list`.
-fn list_hooks(codex: &Path, project_dir: Option<&Path>) -> anyhow::Result<Vec<Value>> {
+pub fn list_hooks(codex: &Path, project_dir: Option<&Path>) -> anyhow::Result<Vec<Value>> {
     let mut cmd = Command::new(codex);
     cmd.arg("app-server").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
     if let Some(d) = project_dir {

@@ -8,7 +8,7 @@
 //! the CLI reads is reported and left untouched. Codex hooks are trusted at install (Codex skips
 //! untrusted ones silently), so install needs a codex binary unless `--untrusted`.
 
-mod codex_trust;
+pub(crate) mod codex_trust;
 mod json;
 mod record;
 mod settings;
@@ -315,7 +315,7 @@ impl Ours {
     }
 }
 
-fn is_our_command(cmd: &str) -> bool {
+pub(crate) fn is_our_command(cmd: &str) -> bool {
     let cmd = cmd.trim_start();
     let (program, rest) = match cmd.chars().next() {
         Some(q @ ('\'' | '"')) => match cmd[1..].split_once(q) {

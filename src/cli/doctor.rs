@@ -1,0 +1,574 @@
+//! `sessionwatch doctor`: one row per check of the chain from an agent CLI to the gateway, each with
+//! its fix when it fails. Exit 0 when every check passes (warnings included), 1 otherwise.
+
+use super::setup::{self, Paths, service};
+use anyhow::Context;
+use clap::Args;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Gateway URL [default: as every client finds it: $SESSIONWATCH_URL, the runtime file, the config,
+    /// http://127.0.0.1:7420].
+    #[arg(long)]
+    url: Option<String>,
+    /// Data dir holding the token and the runtime file.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// One JSON array of {check, ok, warn, detail, fix}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The CLI versions we test against (tests/agents/package.json): `major.minor`.
+const PINNED: [(&str, &str); 2] = [("claude", "2.1"), ("codex", "0.171")];
+
+#[derive(Debug, Serialize)]
+pub struct Row {
+    check: String,
+    ok: bool,
+    /// Passes, but not as we test it (an untested CLI version, no service).
+    warn: bool,
+    detail: String,
+    fix: Option<String>,
+}
+
+fn pass(check: impl Into<String>, detail: impl Into<String>) -> Row {
+    Row { check: check.into(), ok: true, warn: false, detail: detail.into(), fix: None }
+}
+fn warn(check: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) -> Row {
+    Row { check: check.into(), ok: true, warn: true, detail: detail.into(), fix: Some(fix.into()) }
+}
+fn fail(check: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) -> Row {
+    Row { check: check.into(), ok: false, warn: false, detail: detail.into(), fix: Some(fix.into()) }
+}
+
+/// What the gateway checks found: enough for the round trips.
+struct Gateway {
+    url: String,
+    token: Option<String>,
+    up: bool,
+}
+
+pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let paths = Paths::from_env()?;
+    let exe = setup::this_exe()?;
+    let mut rows = vec![];
+    let gateway = gateway_rows(&args, &mut rows).await;
+    rows.push(service_row(&paths, &exe, gateway.up));
+    for cli in setup::SUPPORTED {
+        cli_rows(cli, &paths, &exe, &gateway, &mut rows).await;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print_table(&rows);
+    }
+    Ok(if rows.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn print_table(rows: &[Row]) {
+    let width = rows.iter().map(|r| r.check.len()).max().unwrap_or(0);
+    for r in rows {
+        let status = match (r.ok, r.warn) {
+            (false, _) => "FAIL",
+            (true, true) => "WARN",
+            _ => "ok",
+        };
+        println!("{status:<4}  {:<width$}  {}", r.check, r.detail);
+        if let (false, Some(fix)) | (true, Some(fix)) = (r.ok, &r.fix)
+            && (!r.ok || r.warn)
+        {
+            println!("{:<4}  {:<width$}  fix: {fix}", "", "");
+        }
+    }
+}
+
+async fn gateway_rows(args: &DoctorArgs, rows: &mut Vec<Row>) -> Gateway {
+    let found = super::resolve_gateway(super::client_context(args.url.clone(), args.data_dir.clone()));
+    let url = found.url.url.clone();
+    let from = found.url.source.to_string();
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(3)).build().expect("an HTTP client");
+    let up = match http.get(format!("{url}/healthz")).send().await {
+        Ok(r) if r.status().is_success() => {
+            rows.push(pass("gateway reachable", format!("{url} (from {from})")));
+            true
+        }
+        Ok(r) => {
+            rows.push(fail(
+                "gateway reachable",
+                format!("{url} (from {from}) answered {}", r.status()),
+                "is another program on that port? see `sessionwatch serve --listen`",
+            ));
+            false
+        }
+        Err(e) => {
+            rows.push(fail(
+                "gateway reachable",
+                format!("the gateway is unreachable at {url} (from {from}): {}", root_cause(&e)),
+                "start it: `systemctl --user start sessionwatch` (after `sessionwatch setup`) or `sessionwatch serve`",
+            ));
+            false
+        }
+    };
+    let token = match sessionwatch_server::auth::read_token(&found.data_dir) {
+        Ok(Some(t)) => {
+            rows.push(pass("token readable", format!("{}", found.data_dir.join("token").display())));
+            Some(t)
+        }
+        Ok(None) => {
+            rows.push(fail(
+                "token readable",
+                format!("no token in {}", found.data_dir.display()),
+                "start the gateway once (`sessionwatch serve`): it creates the token",
+            ));
+            None
+        }
+        Err(e) => {
+            rows.push(fail(
+                "token readable",
+                format!("{e:#}"),
+                "the token file must be readable by you (mode 0600)",
+            ));
+            None
+        }
+    };
+    if up {
+        rows.push(database_row(&http, &url, token.as_deref()).await);
+    } else {
+        rows.push(fail("database ok", "not checked: the gateway is unreachable", "start the gateway first"));
+    }
+    Gateway { url, token, up }
+}
+
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut e = e;
+    while let Some(s) = e.source() {
+        e = s;
+    }
+    e.to_string()
+}
+
+/// The gateway answers a read of its store (`sessions_list`): the database is open and readable.
+async fn database_row(http: &reqwest::Client, url: &str, token: Option<&str>) -> Row {
+    let mut req = http
+        .post(format!("{url}/tools/invoke"))
+        .json(&json!({ "tool": "sessions_list", "args": { "limit": 1 } }));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    match req.send().await {
+        Ok(r) if r.status().is_success() => pass("database ok", "the gateway reads its store"),
+        Ok(r) => {
+            let status = r.status();
+            let text = r.text().await.unwrap_or_default();
+            fail(
+                "database ok",
+                format!("sessions_list answered {status}: {}", text.chars().take(200).collect::<String>()),
+                if status.as_u16() == 401 {
+                    "the token does not match the gateway's: use the data dir the gateway uses (--data-dir)"
+                } else {
+                    "see the gateway's log"
+                },
+            )
+        }
+        Err(e) => fail("database ok", format!("no answer: {}", root_cause(&e)), "see the gateway's log"),
+    }
+}
+
+fn service_row(paths: &Paths, exe: &Path, gateway_up: bool) -> Row {
+    let Some(kind) = service::ServiceKind::for_this_platform() else {
+        return warn(
+            "service",
+            "no user service manager known on this platform",
+            "run `sessionwatch serve` at login yourself",
+        );
+    };
+    let file = service::service_file(kind, exe, &paths.home);
+    if !file.path.exists() {
+        let detail = format!("{} is not installed", file.path.display());
+        return if gateway_up {
+            warn(
+                "service",
+                detail + " (the gateway runs outside it)",
+                "`sessionwatch setup` keeps the gateway running after a reboot",
+            )
+        } else {
+            fail("service", detail, "`sessionwatch setup` installs it")
+        };
+    }
+    match service::is_running(kind) {
+        Some(true) => pass("service", format!("{} installed and running", file.path.display())),
+        Some(false) if !gateway_up => fail(
+            "service",
+            format!("{} installed but not running", file.path.display()),
+            service::how_to_start(&file, exe).replace("no systemd user manager runs here: ", ""),
+        ),
+        running => pass(
+            "service",
+            format!(
+                "{} installed{}",
+                file.path.display(),
+                if running.is_none() {
+                    " (no user service manager runs here to ask whether it runs)"
+                } else {
+                    "; the gateway runs outside it"
+                }
+            ),
+        ),
+    }
+}
+
+async fn cli_rows(cli: &str, paths: &Paths, exe: &Path, gateway: &Gateway, rows: &mut Vec<Row>) {
+    let Some(bin) = setup::find_cli(cli, &paths.home) else {
+        rows.push(pass(cli.to_string(), "not installed: skipped"));
+        return;
+    };
+    rows.push(version_row(cli, &bin));
+    let hooks_file = if cli == "claude" { &paths.claude_settings } else { &paths.codex_hooks };
+    let hooks = hooks_row(cli, hooks_file, exe);
+    let hook_command = hooks.1.clone();
+    rows.push(hooks.0);
+    if cli == "codex" {
+        rows.push(codex_trust_row(&bin, hooks_file));
+    }
+    rows.push(mcp_row(cli, paths));
+    rows.push(round_trip_row(cli, hook_command.as_deref(), gateway).await);
+}
+
+fn version_row(cli: &str, bin: &Path) -> Row {
+    let check = format!("{cli} version");
+    let out = Command::new(bin).arg("--version").stdin(Stdio::null()).output();
+    let text = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        _ => return fail(check, format!("`{} --version` failed", bin.display()), format!("reinstall {cli}")),
+    };
+    let pinned = PINNED.iter().find(|(c, _)| *c == cli).map(|(_, v)| *v).unwrap_or("");
+    let version =
+        text.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit())).unwrap_or("");
+    let minor: String = version.split('.').take(2).collect::<Vec<_>>().join(".");
+    if minor == pinned {
+        pass(check, format!("{version} ({})", bin.display()))
+    } else {
+        warn(
+            check,
+            format!("{version} ({}): sessionwatch is tested with {pinned}.x", bin.display()),
+            format!("use {cli} {pinned}.x if its hooks misbehave"),
+        )
+    }
+}
+
+/// Every event's hook runs a sessionwatch binary that exists and is this version. Answers the row and
+/// one installed command (for the round trip).
+fn hooks_row(cli: &str, file: &Path, exe: &Path) -> (Row, Option<String>) {
+    let check = format!("{cli} hooks");
+    let fix = format!("`sessionwatch setup` (or `sessionwatch hooks install {cli}`)");
+    let v: Value = match std::fs::read_to_string(file) {
+        Ok(t) => match serde_json::from_str(&t) {
+            Ok(v) => v,
+            Err(e) => {
+                return (
+                    fail(
+                        check,
+                        format!("{} is not valid JSON: {e}", file.display()),
+                        "fix the file's syntax",
+                    ),
+                    None,
+                );
+            }
+        },
+        Err(_) => return (fail(check, format!("{} does not exist", file.display()), fix), None),
+    };
+    let mut commands = vec![];
+    for event in sessionwatch_upstream::hook::HookEvent::ALL {
+        let found =
+            v.pointer(&format!("/hooks/{}", event.as_str())).and_then(Value::as_array).and_then(|groups| {
+                groups
+                    .iter()
+                    .flat_map(|g| g.get("hooks").and_then(Value::as_array).cloned().unwrap_or_default())
+                    .find_map(|h| {
+                        h.get("command")
+                            .and_then(Value::as_str)
+                            .filter(|c| super::hooks_install::is_our_command(c))
+                            .map(str::to_string)
+                    })
+            });
+        match found {
+            Some(c) => commands.push((event, c)),
+            None => {
+                return (
+                    fail(
+                        check,
+                        format!("no sessionwatch hook for {} in {}", event.as_str(), file.display()),
+                        fix,
+                    ),
+                    None,
+                );
+            }
+        }
+    }
+    for (_, command) in &commands {
+        let program = program_of(command);
+        if !Path::new(&program).is_file() {
+            return (fail(check, format!("the hooks run {program}, which does not exist"), fix), None);
+        }
+        if Path::new(&program).canonicalize().ok().as_deref() != Some(exe) {
+            let theirs = Command::new(&program)
+                .arg("--version")
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            let ours = format!("sessionwatch {}", super::VERSION);
+            if theirs != ours {
+                return (
+                    fail(
+                        check,
+                        format!("the hooks run {program} ({theirs}), not this version ({ours})"),
+                        fix,
+                    ),
+                    None,
+                );
+            }
+        }
+    }
+    let first = commands
+        .iter()
+        .find(|(e, _)| *e == sessionwatch_upstream::hook::HookEvent::SessionStart)
+        .map(|(_, c)| c.clone());
+    (
+        pass(
+            check,
+            format!("{} events in {} run {}", commands.len(), file.display(), program_of(&commands[0].1)),
+        ),
+        first,
+    )
+}
+
+/// The program of a shell command (`hooks install` quotes it with single quotes when needed).
+fn program_of(command: &str) -> String {
+    let c = command.trim_start();
+    match c.strip_prefix('\'') {
+        Some(rest) => {
+            // 'a'\''b' -> a'b
+            let mut out = String::new();
+            let mut rest = rest;
+            loop {
+                match rest.split_once('\'') {
+                    Some((part, after)) => {
+                        out.push_str(part);
+                        match after.strip_prefix("\\''") {
+                            Some(more) => {
+                                out.push('\'');
+                                rest = more;
+                            }
+                            None => return out,
+                        }
+                    }
+                    None => return out + rest,
+                }
+            }
+        }
+        None => c.split_whitespace().next().unwrap_or("").to_string(),
+    }
+}
+
+fn codex_trust_row(codex: &Path, hooks_file: &Path) -> Row {
+    let check = "codex trust";
+    let fix = "`sessionwatch setup` (or `sessionwatch hooks install codex`) trusts them; or /hooks in the Codex TUI";
+    let hooks = match super::hooks_install::codex_trust::list_hooks(codex, None) {
+        Ok(h) => h,
+        Err(e) => {
+            return fail(check, format!("cannot ask codex: {e:#}"), "check that `codex app-server` runs");
+        }
+    };
+    let file = std::fs::canonicalize(hooks_file).unwrap_or_else(|_| hooks_file.to_path_buf());
+    let ours: Vec<&Value> = hooks
+        .iter()
+        .filter(|h| {
+            h.get("sourcePath")
+                .and_then(Value::as_str)
+                .map(|s| std::fs::canonicalize(s).unwrap_or_else(|_| s.into()))
+                == Some(file.clone())
+                && h.get("command").and_then(Value::as_str).is_some_and(super::hooks_install::is_our_command)
+        })
+        .collect();
+    if ours.is_empty() {
+        return fail(check, format!("codex lists no sessionwatch hook from {}", hooks_file.display()), fix);
+    }
+    let untrusted: Vec<String> = ours
+        .iter()
+        .filter(|h| h.get("trustStatus").and_then(Value::as_str) != Some("trusted"))
+        .filter_map(|h| {
+            Some(format!("{} ({})", h.get("eventName")?.as_str()?, h.get("trustStatus")?.as_str()?))
+        })
+        .collect();
+    if untrusted.is_empty() {
+        pass(check, format!("codex trusts all {} sessionwatch hooks", ours.len()))
+    } else {
+        fail(check, format!("codex skips these hooks silently: {}", untrusted.join(", ")), fix)
+    }
+}
+
+fn mcp_row(cli: &str, paths: &Paths) -> Row {
+    let check = format!("{cli} MCP server");
+    let fix = "`sessionwatch setup` registers it";
+    let (file, command, args) = if cli == "claude" {
+        let v: Value = std::fs::read_to_string(&paths.claude_json)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        let s = v.pointer(&format!("/mcpServers/{}", setup::SERVER)).cloned().unwrap_or(Value::Null);
+        (
+            &paths.claude_json,
+            s.get("command").and_then(Value::as_str).map(str::to_string),
+            s.get("args")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect::<Vec<_>>()),
+        )
+    } else {
+        let doc: Option<toml_edit::DocumentMut> =
+            std::fs::read_to_string(&paths.codex_config).ok().and_then(|t| t.parse().ok());
+        let s = doc.as_ref().and_then(|d| d.get("mcp_servers")).and_then(|m| m.get(setup::SERVER));
+        (
+            &paths.codex_config,
+            s.and_then(|s| s.get("command")).and_then(|c| c.as_str()).map(str::to_string),
+            s.and_then(|s| s.get("args"))
+                .and_then(|a| a.as_array())
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()),
+        )
+    };
+    let Some(command) = command else {
+        return fail(check, format!("no {} server in {}", setup::SERVER, file.display()), fix);
+    };
+    if args.as_deref() != Some(&["mcp".to_string()][..]) {
+        return fail(
+            check,
+            format!("{} runs {command} with args {args:?}, not [\"mcp\"]", file.display()),
+            fix,
+        );
+    }
+    let resolved = if command.contains('/') {
+        Some(PathBuf::from(&command))
+    } else {
+        setup::find_cli(&command, &paths.home)
+    };
+    match resolved.filter(|p| p.is_file()) {
+        Some(p) => {
+            let mut row = pass(check, format!("{} runs {} mcp", file.display(), p.display()));
+            if cli == "claude" {
+                let allowed = std::fs::read_to_string(&paths.claude_settings)
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .and_then(|v| v.pointer("/permissions/allow").cloned())
+                    .and_then(|a| a.as_array().cloned())
+                    .is_some_and(|a| {
+                        a.iter().any(|r| {
+                            r == setup::CLAUDE_ALLOW_RULE || r == &format!("{}__*", setup::CLAUDE_ALLOW_RULE)
+                        })
+                    });
+                if !allowed {
+                    row = warn(
+                        row.check,
+                        format!(
+                            "{}; each tool call asks: {} is not in permissions.allow",
+                            row.detail,
+                            setup::CLAUDE_ALLOW_RULE
+                        ),
+                        fix,
+                    );
+                }
+            }
+            row
+        }
+        None => fail(check, format!("{} runs {command}, which does not exist", file.display()), fix),
+    }
+}
+
+/// The installed SessionStart hook, run as the CLI would, then a UserPromptSubmit, for a throwaway
+/// session; the session must exist afterwards, and is deleted.
+async fn round_trip_row(cli: &str, session_start: Option<&str>, gateway: &Gateway) -> Row {
+    let check = format!("{cli} hook round trip");
+    let Some(command) = session_start else {
+        return fail(check, "not run: no hooks installed", "`sessionwatch setup`");
+    };
+    if !gateway.up {
+        return fail(check, "not run: the gateway is unreachable", "start the gateway");
+    }
+    match round_trip(cli, command, gateway).await {
+        Ok(detail) => pass(check, detail),
+        Err(e) => fail(check, format!("{e:#}"), "see the gateway's log and `sessionwatch hooks status`"),
+    }
+}
+
+async fn round_trip(cli: &str, session_start: &str, gateway: &Gateway) -> anyhow::Result<String> {
+    let dir = tempfile::tempdir()?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let transcript = dir.path().join(format!("{id}.jsonl"));
+    std::fs::write(&transcript, "")?;
+    let cwd = dir.path().to_string_lossy().into_owned();
+    let base = json!({ "session_id": id, "transcript_path": transcript, "cwd": cwd });
+    let mut start = base.clone();
+    start["hook_event_name"] = "SessionStart".into();
+    start["source"] = "startup".into();
+    let mut prompt = base;
+    prompt["hook_event_name"] = "UserPromptSubmit".into();
+    prompt["prompt"] = "sessionwatch doctor: a synthetic prompt (this session is deleted right away)".into();
+    if cli == "codex" {
+        prompt["turn_id"] = uuid::Uuid::new_v4().to_string().into();
+        start["model"] = "doctor".into();
+    }
+    let prompt_command = session_start.replacen(" hook SessionStart ", " hook UserPromptSubmit ", 1);
+    for (command, input) in [(session_start, &start), (prompt_command.as_str(), &prompt)] {
+        let out = run_hook(command, input, dir.path())?;
+        if out.contains("systemMessage") {
+            anyhow::bail!("the hook told the user: {}", out.trim());
+        }
+    }
+    let key = format!("agent:main:{cli}:{id}");
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(3)).build()?;
+    let mut req = http.delete(format!("{}/v1/sessions/{}", gateway.url, percent_encode(&key)));
+    if let Some(t) = &gateway.token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.context("cannot reach the gateway to delete the throwaway session")?;
+    if !resp.status().is_success() {
+        anyhow::bail!("the hooks ran but the gateway has no session {key} ({})", resp.status());
+    }
+    Ok(format!("SessionStart + UserPromptSubmit recorded {key} (deleted)"))
+}
+
+fn run_hook(command: &str, input: &Value, cwd: &Path) -> anyhow::Result<String> {
+    use std::io::Write;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {command}"))?;
+    child.stdin.take().context("stdin")?.write_all(input.to_string().as_bytes())?;
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.trim().is_empty() {
+        anyhow::bail!("the hook said: {}", stderr.trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
