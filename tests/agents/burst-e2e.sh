@@ -27,6 +27,7 @@ start_services
 
 TMUX_SOCK="$work/tmux.sock"
 tmx() { tmux -S "$TMUX_SOCK" "$@"; }
+at_exit="tmx kill-server 2>/dev/null" # no TUI outlives a failed run
 log_lines() { wc -l <"$llm_log" 2>/dev/null || echo 0; }
 
 state_version() { # key -> its state version
@@ -41,7 +42,7 @@ print(r["stateVersion"])'
 # --- the TUIs, through tmux
 
 tui_open() { # name cli session: the CLI's TUI resumed on session, in tmux session <name>, drawn and settled
-  local name="$1" cli="$2" session="$3" cmd prev="" cur stable=0
+  local name="$1" cli="$2" session="$3" cmd prev="" cur stable=0 i
   case "$cli" in
     claude) cmd="$(printf '%q --resume %q' "$CLAUDE_BIN" "$session")" ;;
     codex) cmd="$(printf '%q resume %q' "$CODEX_BIN" "$session")" ;;
@@ -145,7 +146,7 @@ direction() { # manager-cli worker-cli
   # manager_turn how label prompt expected: one manager turn (how: print | tui), then its checks; expected
   # is the changesSince of the one new notice, or "" for a quiet turn.
   manager_turn() {
-    local how="$1" label="$2" prompt="$3" expected="$4" from a0 a1 got n since stops want
+    local how="$1" label="$2" prompt="$3" expected="$4" from a0 a1 n since stops want
     from="$(log_lines)" a0="$(acked)"
     if [ "$how" = tui ]; then
       tui_type manager "$prompt" || { echo "FAIL $d: $label: the manager's TUI turn"; failed=1; return; }
@@ -204,7 +205,9 @@ direction() { # manager-cli worker-cli
 }
 
 "$SW" hooks install claude >/dev/null || { echo "FAIL: hooks install claude"; failed=1; }
-"$SW" hooks install codex --codex "$CODEX_BIN" --project-dir "$project" >/dev/null || { echo "FAIL: hooks install codex"; failed=1; }
+# Codex runs only trusted hooks, and skips the others silently.
+check "hooks install codex: the hooks are trusted" \
+  bash -c "\"$SW\" hooks install codex --codex '$CODEX_BIN' --project-dir '$project' | grep -q 'codex: trusted'"
 r0="$(metric sessionwatch_notices_reopened_total)"
 if [ "$only" = all ] || [ "$only" = claude-manager ]; then direction claude codex; fi
 if [ "$only" = all ] || [ "$only" = codex-manager ]; then direction codex claude; fi

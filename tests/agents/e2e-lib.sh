@@ -34,7 +34,8 @@ if [ -z "${SW_E2E_IN_NETNS:-}" ]; then
 fi
 
 work="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+at_exit="" # a command a script adds to the clean-up (burst-e2e.sh: its tmux server)
+trap 'eval "$at_exit"; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 [ -z "${KEEP:-}" ] || echo "work dir (kept): $work"
 export HOME="$work/home" TMPDIR="$work/home/tmp"
 mkdir -p "$TMPDIR"

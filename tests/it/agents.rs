@@ -36,6 +36,6 @@ fn hooks_with_the_real_claude_code_and_codex_clis() {
 #[test]
 fn one_notice_per_burst_with_the_real_clis_both_directions() {
     if let Some(text) = run_e2e("burst-e2e.sh") {
-        assert!(text.matches("PASS ").count() >= 43, "every check ran:\n{text}");
+        assert!(text.matches("PASS ").count() >= 44, "every check ran:\n{text}");
     }
 }
