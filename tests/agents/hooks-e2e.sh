@@ -14,121 +14,12 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 only="${1:-all}"
-agents="${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}"
-CLAUDE_BIN="$agents/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
-CODEX_BIN="$agents/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-if [ ! -x "$CLAUDE_BIN" ] || [ ! -x "$CODEX_BIN" ]; then
-  echo "SKIPPED: the agent CLIs are not installed in $agents (run tests/agents/install.sh)"
-  exit 77
-fi
-[ "$only" = installed ] && exit 0
-SW="${SESSIONWATCH_BIN:-$here/../../target/debug/sessionwatch}"
-SW="$(cd "$(dirname "$SW")" && pwd)/$(basename "$SW")"
+. "$here/e2e-lib.sh" "$@"
 
-# Loopback only: re-run inside a private network namespace (the CLIs cannot reach anything else).
-if [ -z "${SW_E2E_IN_NETNS:-}" ]; then
-  for flag in -n -rn; do
-    if unshare $flag sh -c 'ip link set lo up' >/dev/null 2>&1; then
-      exec unshare $flag env SW_E2E_IN_NETNS=1 SESSIONWATCH_AGENTS_DIR="$agents" SESSIONWATCH_BIN="$SW" \
-        bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-    fi
-  done
-  echo "FAIL: cannot create a network namespace (unshare -n / -rn)"
-  exit 1
-fi
-
-work="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-export HOME="$work/home" TMPDIR="$work/home/tmp"
-mkdir -p "$TMPDIR"
-export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state" \
-  XDG_CACHE_HOME="$HOME/.cache"
-LLM="http://127.0.0.1:18080"
-export HTTPS_PROXY="$LLM" HTTP_PROXY="$LLM" ALL_PROXY="$LLM" https_proxy="$LLM" http_proxy="$LLM" all_proxy="$LLM"
-export NO_PROXY="127.0.0.1,localhost" no_proxy="127.0.0.1,localhost" NO_COLOR=1
-export FAKE_LLM_API_KEY="fake-key-not-secret" ANTHROPIC_BASE_URL="$LLM" ANTHROPIC_API_KEY="sk-ant-fake-key-not-secret"
-export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
-  DISABLE_BUG_COMMAND=1 CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1 CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1
-unset OPENAI_API_KEY OPENAI_BASE_URL CODEX_HOME CLAUDE_CONFIG_DIR SESSIONWATCH_URL SESSIONWATCH_TOKEN SESSIONWATCH_HOME
-project="$HOME/work/demo"
-mkdir -p "$project" "$HOME/.claude" "$HOME/.codex"
-(cd "$project" && git init -q -b main && echo "# demo" > README.md && git add README.md &&
-  git -c user.name=demo -c user.email=demo@example.invalid commit -q -m demo)
-python3 - "$HOME/.claude.json" "$project" "$SW" <<'EOF'
-import json, sys
-json.dump({"hasCompletedOnboarding": True, "theme": "dark",
-           "customApiKeyResponses": {"approved": ["sk-ant-fake-key-not-secret"[-20:]], "rejected": []},
-           "projects": {sys.argv[2]: {"hasTrustDialogAccepted": True, "allowedTools": []}},
-           "mcpServers": {"sessionwatch": {"type": "stdio", "command": sys.argv[3], "args": ["mcp"]}}},
-          open(sys.argv[1], "w"))
-EOF
-cat > "$HOME/.codex/config.toml" <<EOF
-model = "gpt-5.5"
-model_provider = "fakellm"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-web_search = "disabled"
-[model_providers.fakellm]
-name = "Fake LLM (local)"
-base_url = "$LLM/v1"
-wire_api = "responses"
-env_key = "FAKE_LLM_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-[features]
-plugins = false
-remote_plugin = false
-plugin_sharing = false
-apps = false
-in_app_updates = false
-api_key_model_discovery = false
-daemon_auto_start = false
-[analytics]
-enabled = false
-[feedback]
-enabled = false
-[otel]
-exporter = "none"
-[projects."$project"]
-trust_level = "trusted"
-[mcp_servers.sessionwatch]
-command = "$SW"
-args = ["mcp"]
-EOF
-export ENABLE_TOOL_SEARCH=false
-
-llm_log="$work/llm.jsonl"
 # A human typing into the worker while the manager's model thinks (see RUN-SIDE-EFFECT in fake_llm.py).
 export FAKE_LLM_SIDE_EFFECT="\"$SW\" inbound \"\$(cat '$work/worker')\" 'typed into the worker while the manager thinks' --channel telegram"
-python3 "$here/fake_llm.py" --port 18080 --log "$llm_log" 2>"$work/llm.err" &
-"$SW" serve --listen 127.0.0.1:7420 >"$work/serve.out" 2>"$work/serve.err" &
-for _ in $(seq 1 100); do grep -q "listening on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-grep -q "listening on" "$work/serve.out" || { echo "FAIL: sessionwatch serve did not start"; cat "$work/serve.err"; exit 1; }
+start_services
 
-failed=0
-check() { # name command...
-  local name="$1"; shift
-  if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failed=1; fi
-}
-sw_json() { "$SW" "$@" --json; }
-acked() { # the gateway's count of acknowledged notices
-  python3 - "$XDG_DATA_HOME/sessionwatch/token" <<'EOF'
-import sys, urllib.request
-req = urllib.request.Request("http://127.0.0.1:7420/metrics", headers={"Authorization": "Bearer " + open(sys.argv[1]).read().strip()})
-for line in urllib.request.urlopen(req, timeout=5).read().decode().splitlines():
-    if line.startswith("sessionwatch_notices_acknowledged_total "):
-        print(int(float(line.split()[1])))
-EOF
-}
-human_events() { # key -> number of human_direct_message events
-  sw_json status "$1" --since 0 | python3 -c '
-import json, sys
-v = json.load(sys.stdin)
-r = v.get("result", v)
-r = r.get("details", r)
-print(sum(1 for e in r["stateChanges"]["events"] if e["kind"] == "human_direct_message"))'
-}
 requests_with() { # text -> number of model requests whose body contains text
   python3 - "$llm_log" "$1" <<'EOF'
 import sys
@@ -161,27 +52,6 @@ for line in open(sys.argv[1]):
             break
 print(n)
 EOF
-}
-
-claude_turn() { # text [session] -> session id
-  local args=(-p --output-format json --allowedTools "Bash(echo *)" mcp__sessionwatch)
-  [ -n "${2:-}" ] && args+=(--resume "$2")
-  (cd "$project" && timeout 120 "$CLAUDE_BIN" "${args[@]}" -- "$1" </dev/null >"$work/claude.out" 2>>"$work/claude.err") ||
-    { echo "claude failed: $(tail -3 "$work/claude.err")" >&2; return 1; }
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session_id"])' "$work/claude.out"
-}
-codex_turn() { # text [thread] -> thread id
-  if [ -n "${2:-}" ]; then
-    (cd "$project" && timeout 120 "$CODEX_BIN" exec resume --json "$2" -- "$1" </dev/null >"$work/codex.out" 2>>"$work/codex.err")
-  else
-    (cd "$project" && timeout 120 "$CODEX_BIN" exec --json -- "$1" </dev/null >"$work/codex.out" 2>>"$work/codex.err")
-  fi || { echo "codex failed: $(tail -3 "$work/codex.err")" >&2; return 1; }
-  python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    e = json.loads(l)
-    if e.get("type") == "thread.started":
-        print(e["thread_id"]); break' "$work/codex.out"
 }
 
 story() { # cli
@@ -255,9 +125,5 @@ if [ "$only" = all ] || [ "$only" = codex ]; then
   "$SW" hooks install codex --codex "$CODEX_BIN" --project-dir "$project" >/dev/null || { echo "FAIL codex: hooks install"; failed=1; }
   story codex
 fi
-if [ "$failed" != 0 ]; then
-  echo "--- serve.err"; tail -20 "$work/serve.err"
-  echo "--- claude.err"; tail -20 "$work/claude.err" 2>/dev/null
-  echo "--- codex.err"; tail -20 "$work/codex.err" 2>/dev/null
-fi
+[ "$failed" = 0 ] || show_logs
 exit "$failed"

@@ -1,25 +1,43 @@
-//! The hooks with the REAL Claude Code and Codex CLIs (`tests/agents/hooks-e2e.sh`): offline, in a
-//! loopback-only network namespace, against a fake model. Skipped (and said so) when the CLIs are not
-//! installed, unless `SESSIONWATCH_REQUIRE_AGENTS=1` (CI), where a missing CLI fails.
+//! The hooks with the REAL Claude Code and Codex CLIs (`tests/agents/*-e2e.sh`): offline, in a
+//! loopback-only network namespace, against a fake model. Skipped (and said so) when the CLIs (or, for the
+//! TUI turns, tmux) are not installed, unless `SESSIONWATCH_REQUIRE_AGENTS=1` (CI), where a missing one fails.
 
 use crate::support::bin;
 use std::process::Command;
 
-#[test]
-fn hooks_with_the_real_claude_code_and_codex_clis() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/hooks-e2e.sh");
-    let out = Command::new("bash").arg(script).arg("all").env("SESSIONWATCH_BIN", bin()).output().unwrap();
+/// Runs `tests/agents/<script> all`; answers its output, or `None` when it was skipped.
+fn run_e2e(script: &str) -> Option<String> {
+    let path = format!("{}/tests/agents/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash").arg(path).arg("all").env("SESSIONWATCH_BIN", bin()).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let required = std::env::var("SESSIONWATCH_REQUIRE_AGENTS").is_ok_and(|v| v == "1");
     if out.status.code() == Some(77) {
         assert!(!required, "the agent CLIs are required but not installed:\n{text}");
         eprintln!("SKIPPED: {}", text.trim());
-        return;
+        return None;
     }
     println!("{text}");
     assert!(out.status.success(), "{text}");
-    assert!(text.matches("PASS ").count() >= 22, "every check ran:\n{text}");
     assert!(!text.contains("FAIL "), "{text}");
+    Some(text)
+}
+
+#[test]
+fn hooks_with_the_real_claude_code_and_codex_clis() {
+    if let Some(text) = run_e2e("hooks-e2e.sh") {
+        assert!(text.matches("PASS ").count() >= 22, "every check ran:\n{text}");
+    }
+}
+
+/// Issue 33: a manager in one CLI watching a worker in the other; bursts of 1, 2 and 3 prompts typed into
+/// the worker (print mode and its TUI); the manager's next turn (resumed in print mode, and with its TUI
+/// open) holds exactly one notice per burst in the model's request, Stop never blocks, quiet turns hold
+/// none. Both directions.
+#[test]
+fn one_notice_per_burst_with_the_real_clis_both_directions() {
+    if let Some(text) = run_e2e("burst-e2e.sh") {
+        assert!(text.matches("PASS ").count() >= 44, "every check ran:\n{text}");
+    }
 }
 
 /// Issue 34: from a fresh HOME to a watching fleet with `sessionwatch setup --yes` and the real CLIs on
