@@ -283,7 +283,10 @@ fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError
         jsonl::baseline(file, &mut ClaudeClassifier::default())
             .map_err(|e| UpstreamError::Io { path: file.to_path_buf(), source: e })?
     } else {
-        jsonl::JsonlMarker { offset: 0, humans: Some(0), ..Default::default() }
+        // Adopted at `SessionStart` before the first prompt: read from the start once written.
+        let mut extra = Map::new();
+        extra.insert(AWAITING_FILE.into(), Value::Bool(true));
+        jsonl::JsonlMarker { offset: 0, humans: Some(0), extra, ..Default::default() }
     };
     Ok(Adoption {
         entry,
@@ -296,21 +299,24 @@ fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError
     })
 }
 
+/// Marker flag of a link adopted before its transcript was written.
+const AWAITING_FILE: &str = "awaitingFile";
+
 pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad claude reference".into());
     };
-    if never_written(&path, probe.marker_json) {
-        // Adopted at `SessionStart` before the first prompt: an idle session's transcript is not
-        // written yet, which is no evidence that it is gone.
-        return CheckOutcome::Inconclusive("the transcript is not written yet".into());
+    let mut cls = ClaudeClassifier::default();
+    match jsonl::JsonlMarker::parse(probe.marker_json).filter(|m| m.extra.contains_key(AWAITING_FILE)) {
+        Some(mut m) => {
+            m.extra.remove(AWAITING_FILE);
+            // An idle session writes no transcript until its first prompt: not yet written is no
+            // evidence that it is gone. Once written, it is read from its start like any other.
+            if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+                return CheckOutcome::Inconclusive("the transcript is not written yet".into());
+            }
+            jsonl::check_file(&path, &m.to_json(), probe.own_recent_user_texts, &mut cls)
+        }
+        _ => jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut cls),
     }
-    jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut ClaudeClassifier::default())
-}
-
-/// Whether the link's transcript has never been seen (its marker read nothing: offset 0, no first
-/// line) and still does not exist.
-fn never_written(path: &Path, marker_json: &str) -> bool {
-    let unseen = jsonl::JsonlMarker::parse(marker_json).is_some_and(|m| m.offset == 0 && m.head.is_none());
-    unseen && std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
 }
