@@ -102,11 +102,21 @@ EOF
 export ENABLE_TOOL_SEARCH=false
 llm_log="$work/llm.jsonl"
 
-start_services() { # the fake model and the gateway; exits 1 when the gateway does not start
+gw_port=7420
+CLAUDE_TOOLS=(mcp__sessionwatch)
+start_fake_model() {
   python3 "$e2e_lib_dir/fake_llm.py" --port 18080 --log "$llm_log" 2>"$work/llm.err" &
-  "$SW" serve --listen 127.0.0.1:7420 >"$work/serve.out" 2>"$work/serve.err" &
+}
+start_gateway() { # `sessionwatch serve` on $gw_port (its pid: $gw); exits 1 when it does not start
+  : >"$work/serve.out"
+  "$SW" serve --listen "127.0.0.1:$gw_port" >"$work/serve.out" 2>>"$work/serve.err" &
+  gw=$!
   for _ in $(seq 1 100); do grep -q "listening on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
   grep -q "listening on" "$work/serve.out" || { echo "FAIL: sessionwatch serve did not start"; cat "$work/serve.err"; exit 1; }
+}
+start_services() { # the fake model and the gateway
+  start_fake_model
+  start_gateway
 }
 
 failed=0
@@ -116,9 +126,9 @@ check() { # name command...
 }
 sw_json() { "$SW" "$@" --json; }
 metric() { # name -> the gateway's value of that /metrics counter
-  python3 - "$XDG_DATA_HOME/sessionwatch/token" "$1" <<'EOF'
+  python3 - "$XDG_DATA_HOME/sessionwatch/token" "$1" "$gw_port" <<'EOF'
 import sys, urllib.request
-req = urllib.request.Request("http://127.0.0.1:7420/metrics", headers={"Authorization": "Bearer " + open(sys.argv[1]).read().strip()})
+req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[3]}/metrics", headers={"Authorization": "Bearer " + open(sys.argv[1]).read().strip()})
 for line in urllib.request.urlopen(req, timeout=5).read().decode().splitlines():
     if line.startswith(sys.argv[2] + " "):
         print(int(float(line.split()[1])))
@@ -135,7 +145,7 @@ print(sum(1 for e in r["stateChanges"]["events"] if e["kind"] == "human_direct_m
 }
 
 claude_turn() { # text [session] -> session id (print mode, -p)
-  local args=(-p --output-format json --allowedTools "Bash(echo *)" mcp__sessionwatch)
+  local args=(-p --output-format json --allowedTools "Bash(echo *)" "${CLAUDE_TOOLS[@]}")
   [ -n "${2:-}" ] && args+=(--resume "$2")
   (cd "$project" && timeout 120 "$CLAUDE_BIN" "${args[@]}" -- "$1" </dev/null >"$work/claude.out" 2>>"$work/claude.err") ||
     { echo "claude failed: $(tail -3 "$work/claude.err")" >&2; return 1; }

@@ -12,53 +12,15 @@
 #
 # The CLIs come from tests/agents/install.sh (SESSIONWATCH_AGENTS_DIR, default ~/.cache/sessionwatch/agents).
 # Exit 0: every check passed; 1: a check failed; 77: the CLIs are not installed (skipped).
-# The story per CLI: a manager and a worker session; the manager watches the worker; a human types into
-# the worker (exactly one human_direct_message, also after the file monitor ticks); the manager's next
-# prompt carries the notice (in its hook output and in the model request it causes); a change while the
-# manager's model is thinking makes Stop block once, not twice; a Claude sub-agent becomes a spawn edge.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-agents="${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}"
-CLAUDE_BIN="$agents/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
-CODEX_BIN="$agents/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-if [ ! -x "$CLAUDE_BIN" ] || [ ! -x "$CODEX_BIN" ]; then
-  echo "SKIPPED: the agent CLIs are not installed in $agents (run tests/agents/install.sh)"
-  exit 77
-fi
-SW="${SESSIONWATCH_BIN:-$here/../../target/debug/sessionwatch}"
-SW="$(cd "$(dirname "$SW")" && pwd)/$(basename "$SW")"
-
-# Loopback only: re-run inside a private network namespace (the CLIs cannot reach anything else).
-if [ -z "${SW_E2E_IN_NETNS:-}" ]; then
-  for flag in -n -rn; do
-    if unshare $flag sh -c 'ip link set lo up' >/dev/null 2>&1; then
-      exec unshare $flag env SW_E2E_IN_NETNS=1 SESSIONWATCH_AGENTS_DIR="$agents" SESSIONWATCH_BIN="$SW" \
-        bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-    fi
-  done
-  echo "FAIL: cannot create a network namespace (unshare -n / -rn)"
-  exit 1
-fi
-
-work="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-export HOME="$work/home" TMPDIR="$work/home/tmp"
-mkdir -p "$TMPDIR"
-export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state" \
-  XDG_CACHE_HOME="$HOME/.cache"
-LLM="http://127.0.0.1:18080"
-export HTTPS_PROXY="$LLM" HTTP_PROXY="$LLM" ALL_PROXY="$LLM" https_proxy="$LLM" http_proxy="$LLM" all_proxy="$LLM"
-export NO_PROXY="127.0.0.1,localhost" no_proxy="127.0.0.1,localhost" NO_COLOR=1
-export FAKE_LLM_API_KEY="fake-key-not-secret" ANTHROPIC_BASE_URL="$LLM" ANTHROPIC_API_KEY="sk-ant-fake-key-not-secret"
-export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
-  DISABLE_BUG_COMMAND=1 CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1 CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1
-unset OPENAI_API_KEY OPENAI_BASE_URL CODEX_HOME CLAUDE_CONFIG_DIR XDG_RUNTIME_DIR DBUS_SESSION_BUS_ADDRESS
+. "$here/e2e-lib.sh" "$@"
+# No user service manager, no SESSIONWATCH_* variable; the CLIs on PATH, where setup finds them.
+unset XDG_RUNTIME_DIR DBUS_SESSION_BUS_ADDRESS
 for v in $(env | sed -n 's/^\(SESSIONWATCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 export PATH="$(dirname "$CLAUDE_BIN"):$(dirname "$CODEX_BIN"):$PATH"
-project="$HOME/work/demo"
-mkdir -p "$project" "$HOME/.codex"
-(cd "$project" && git init -q -b main && echo "# demo" > README.md && git add README.md &&
-  git -c user.name=demo -c user.email=demo@example.invalid commit -q -m demo)
+CLAUDE_TOOLS=() # setup's permission rule allows our MCP tools
+rm -f "$HOME/.codex/hooks.json"
 # The user's own settings, in their own format (4-space JSON, TOML with comments): setup merges into them.
 python3 - "$HOME/.claude.json" "$project" <<'EOF2'
 import json, sys
@@ -121,14 +83,7 @@ same_as() { # dir [file to skip] -> every touched file has its bytes from the sn
   return $ok
 }
 
-failed=0
-check() { # name command...
-  local name="$1"; shift
-  if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failed=1; fi
-}
-
-llm_log="$work/llm.jsonl"
-python3 "$here/fake_llm.py" --port 18080 --log "$llm_log" 2>"$work/llm.err" &
+start_fake_model
 
 snapshot "$work/orig"
 "$SW" setup --yes >"$work/setup1.out" 2>&1
@@ -143,45 +98,9 @@ check "setup --undo right after setup: every file has its bytes back" same_as "$
 check "setup again" test $? = 0
 check "the service unit runs this binary" grep -q "ExecStart=\"$SW\" serve" "$XDG_CONFIG_HOME/systemd/user/sessionwatch.service"
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-start_gateway() {
-  "$SW" serve --listen "127.0.0.1:$port" >"$work/serve.out" 2>>"$work/serve.err" &
-  gw=$!
-  for _ in $(seq 1 100); do grep -q "listening on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-  grep -q "listening on" "$work/serve.out" || { echo "FAIL: sessionwatch serve did not start"; cat "$work/serve.err"; exit 1; }
-}
+gw_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 start_gateway
-acked() {
-  python3 - "$data/token" "$port" <<'EOF2'
-import sys, urllib.request
-req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[2]}/metrics", headers={"Authorization": "Bearer " + open(sys.argv[1]).read().strip()})
-for line in urllib.request.urlopen(req, timeout=5).read().decode().splitlines():
-    if line.startswith("sessionwatch_notices_acknowledged_total "):
-        print(int(float(line.split()[1])))
-EOF2
-}
 requests_with() { python3 -c 'import sys; print(sum(1 for l in open(sys.argv[1]) if sys.argv[2] in l))' "$llm_log" "$1"; }
-
-claude_turn() { # text [session] -> session id
-  local args=(-p --output-format json --allowedTools "Bash(echo *)")
-  [ -n "${2:-}" ] && args+=(--resume "$2")
-  (cd "$project" && timeout 120 claude "${args[@]}" -- "$1" </dev/null >"$work/claude.out" 2>>"$work/claude.err") ||
-    { echo "claude failed: $(tail -3 "$work/claude.err")" >&2; return 1; }
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session_id"])' "$work/claude.out"
-}
-codex_turn() { # text [thread] -> thread id
-  if [ -n "${2:-}" ]; then
-    (cd "$project" && timeout 120 codex exec resume --json "$2" -- "$1" </dev/null >"$work/codex.out" 2>>"$work/codex.err")
-  else
-    (cd "$project" && timeout 120 codex exec --json -- "$1" </dev/null >"$work/codex.out" 2>>"$work/codex.err")
-  fi || { echo "codex failed: $(tail -3 "$work/codex.err")" >&2; return 1; }
-  python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    e = json.loads(l)
-    if e.get("type") == "thread.started":
-        print(e["thread_id"]); break' "$work/codex.out"
-}
 
 story() { # cli: adopted, recorded, notified, with no SESSIONWATCH_* variable set
   local cli="$1" turn="${1}_turn" manager worker mkey wkey before after a0 a1
