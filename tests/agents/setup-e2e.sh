@@ -29,37 +29,12 @@ json.dump({"hasCompletedOnboarding": True, "theme": "dark",
            "projects": {sys.argv[2]: {"hasTrustDialogAccepted": True, "allowedTools": []}}},
           open(sys.argv[1], "w"), indent=4)
 EOF2
-cat > "$HOME/.codex/config.toml" <<EOF2
-# my Codex settings
-model = "gpt-5.5"   # the fake model's name
-model_provider = "fakellm"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-web_search = "disabled"
-[model_providers.fakellm]
-name = "Fake LLM (local)"
-base_url = "$LLM/v1"
-wire_api = "responses"
-env_key = "FAKE_LLM_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-[features]
-plugins = false
-remote_plugin = false
-plugin_sharing = false
-apps = false
-in_app_updates = false
-api_key_model_discovery = false
-daemon_auto_start = false
-[analytics]
-enabled = false
-[feedback]
-enabled = false
-[otel]
-exporter = "none"
-[projects."$project"]
-trust_level = "trusted"
+# The harness's Codex config as a user would keep it: with comments, without our MCP server.
+python3 - "$HOME/.codex/config.toml" <<'EOF2'
+import sys
+text = open(sys.argv[1]).read().split("[mcp_servers.sessionwatch]")[0]
+text = text.replace('model = "gpt-5.5"', 'model = "gpt-5.5"   # the fake model\'s name', 1)
+open(sys.argv[1], "w").write("# my Codex settings\n" + text)
 EOF2
 export ENABLE_TOOL_SEARCH=false
 data="$XDG_DATA_HOME/sessionwatch"
