@@ -231,15 +231,7 @@ impl SqliteStore {
             "SELECT id, run_id, from_session, text, created_at FROM session_inbox \
              WHERE session_key = ?1 AND agent_id = ?2 ORDER BY id",
         )?
-        .query_map(params![key, agent], |r| {
-            Ok(InboxItem {
-                id: r.get(0)?,
-                run_id: r.get(1)?,
-                from_session: r.get(2)?,
-                text: r.get(3)?,
-                created_at: r.get(4)?,
-            })
-        })?
+        .query_map(params![key, agent], inbox_item)?
         .collect::<rusqlite::Result<_>>()?)
     }
 
@@ -282,15 +274,7 @@ impl SqliteStore {
                 "DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2 \
                  RETURNING id, run_id, from_session, text, created_at",
             )?
-            .query_map(params![key, agent], |r| {
-                Ok(InboxItem {
-                    id: r.get(0)?,
-                    run_id: r.get(1)?,
-                    from_session: r.get(2)?,
-                    text: r.get(3)?,
-                    created_at: r.get(4)?,
-                })
-            })?
+            .query_map(params![key, agent], inbox_item)?
             .collect::<rusqlite::Result<_>>()?;
         items.sort_by_key(|i| i.id);
         Ok(items)
@@ -338,4 +322,15 @@ impl TranscriptLengths {
             held.remove(&id);
         }
     }
+}
+
+/// An inbox row read as `id, run_id, from_session, text, created_at`.
+fn inbox_item(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxItem> {
+    Ok(InboxItem {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        from_session: r.get(2)?,
+        text: r.get(3)?,
+        created_at: r.get(4)?,
+    })
 }
