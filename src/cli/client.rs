@@ -1,9 +1,11 @@
 //! Client subcommands: every tool and host call against a running gateway.
 
+use super::names;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use futures::StreamExt;
 use serde_json::{Value, json};
+use sessionwatch_server::wire::SessionListingJson;
 use std::process::ExitCode;
 
 #[derive(Args, Debug, Clone)]
@@ -21,13 +23,29 @@ pub struct Conn {
     /// Print the raw JSON answer.
     #[arg(long, global = true)]
     pub json: bool,
-    /// The calling session for tools (default: main).
+    /// The calling session for tools (default: main), or the watcher of `watch`: a key, a unique
+    /// session-id prefix or a label.
     #[arg(long = "as", global = true)]
     pub caller: Option<String>,
 }
 
+/// Wherever a command asks for a session (`KEY`, `--as`), a unique session-id prefix or a label does as
+/// well (resolved through `GET /v1/sessions`, see `names`).
 #[derive(Subcommand, Debug)]
 pub enum ClientCommand {
+    /// Every session the gateway knows: source CLI, id, state (running, waiting for its user, idle),
+    /// state version, working directory, title and key (a table; --json for scripts).
+    Sessions {
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Make the session given with --as watch TARGET (an explicit watch, as `sessions_send` with
+    /// `watch: true` registers): it is told, once, when another actor changes TARGET.
+    Watch {
+        target: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Tool session_status: a session's state version, and the changes since N.
     Status {
         key: Option<String>,
@@ -83,7 +101,7 @@ pub enum ClientCommand {
         #[command(flatten)]
         conn: Conn,
     },
-    /// Tool sessions_unwatch.
+    /// Tool sessions_unwatch: the session given with --as stops watching KEY.
     Unwatch {
         key: String,
         #[command(flatten)]
@@ -209,6 +227,8 @@ pub(super) struct Client {
     /// The gateway's base URL, resolved once (see `discovery`).
     base: String,
     token: Option<String>,
+    /// The gateway's sessions, read once when a name is to be resolved.
+    listing: tokio::sync::OnceCell<SessionListingJson>,
 }
 
 fn enc(key: &str) -> String {
@@ -232,7 +252,13 @@ impl Client {
             None => sessionwatch_server::auth::read_token(&found.data_dir)
                 .context("cannot read the gateway token")?,
         };
-        Ok(Client { http: reqwest::Client::new(), conn, base: found.url.url, token })
+        Ok(Client {
+            http: reqwest::Client::new(),
+            conn,
+            base: found.url.url,
+            token,
+            listing: tokio::sync::OnceCell::new(),
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -259,6 +285,31 @@ impl Client {
         Ok((status, v))
     }
 
+    /// `GET /v1/sessions`, once per command.
+    async fn listing(&self) -> anyhow::Result<&SessionListingJson> {
+        self.listing
+            .get_or_try_init(|| async {
+                let (status, answer) = self.call(reqwest::Method::GET, "/v1/sessions", None).await?;
+                if status != 200 {
+                    bail!("cannot list the gateway's sessions: it answered {status}: {answer}");
+                }
+                serde_json::from_value(answer).context("the gateway's session listing is not as expected")
+            })
+            .await
+    }
+
+    /// The key a session name stands for ([`names::resolve_name`]).
+    async fn key(&self, name: &str) -> anyhow::Result<String> {
+        Ok(names::resolve_name(name, &self.listing().await?.sessions)?)
+    }
+
+    async fn opt_key(&self, name: Option<String>) -> anyhow::Result<Option<String>> {
+        Ok(match name {
+            Some(n) => Some(self.key(&n).await?),
+            None => None,
+        })
+    }
+
     async fn tool(&self, name: &str, args: Value) -> anyhow::Result<(u16, Value)> {
         let mut body = json!({ "tool": name, "args": args });
         if let Some(c) = &self.conn.caller {
@@ -279,7 +330,9 @@ impl ClientCommand {
     fn conn(&self) -> &Conn {
         use ClientCommand::*;
         match self {
-            Status { conn, .. }
+            Sessions { conn }
+            | Watch { conn, .. }
+            | Status { conn, .. }
             | List { conn, .. }
             | History { conn, .. }
             | Send { conn, .. }
@@ -304,9 +357,14 @@ impl ClientCommand {
 
 pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
     use reqwest::Method;
-    let c = Client::new(cmd.conn().clone())?;
+    let mut c = Client::new(cmd.conn().clone())?;
+    let caller = c.opt_key(c.conn.caller.clone()).await?;
+    c.conn.caller = caller;
     let (status, answer) = match cmd {
+        ClientCommand::Sessions { .. } => return sessions(&c).await,
+        ClientCommand::Watch { target, .. } => return watch(&c, &target).await,
         ClientCommand::Status { key, since, limit, .. } => {
+            let key = c.opt_key(key).await?;
             c.tool(
                 "session_status",
                 strip_nulls(json!({ "sessionKey": key, "changesSince": since, "limit": limit })),
@@ -319,10 +377,12 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
             c.tool("sessions_list", strip_nulls(args)).await?
         }
         ClientCommand::History { key, limit, include_tools, .. } => {
+            let key = c.key(&key).await?;
             let args = json!({ "sessionKey": key, "limit": limit, "includeTools": include_tools });
             c.tool("sessions_history", strip_nulls(args)).await?
         }
         ClientCommand::Send { key, message, timeout, watch, .. } => {
+            let key = c.key(&key).await?;
             let args = json!({ "sessionKey": key, "message": message, "timeoutSeconds": timeout, "watch": watch.then_some(true) });
             c.tool("sessions_send", strip_nulls(args)).await?
         }
@@ -332,6 +392,7 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
             c.tool("sessions_spawn", strip_nulls(args)).await?
         }
         ClientCommand::Unwatch { key, .. } => {
+            let key = c.key(&key).await?;
             c.tool("sessions_unwatch", json!({ "sessionKey": key })).await?
         }
         ClientCommand::Tool { name, args, .. } => {
@@ -344,17 +405,21 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
             c.call(Method::POST, "/v1/sessions", Some(strip_nulls(body))).await?
         }
         ClientCommand::Inbound { key, text, channel, actor, actor_id, .. } => {
+            let key = c.key(&key).await?;
             let body = json!({ "text": text, "channel": channel, "actor": strip_nulls(json!({ "type": actor, "id": actor_id })) });
             c.call(Method::POST, &format!("/v1/sessions/{}/inbound", enc(&key)), Some(body)).await?
         }
         ClientCommand::Turn { key, .. } => {
+            let key = c.key(&key).await?;
             c.call(Method::POST, &format!("/v1/sessions/{}/turns", enc(&key)), None).await?
         }
         ClientCommand::Message { key, role, text, run_id, .. } => {
+            let key = c.key(&key).await?;
             let body = strip_nulls(json!({ "role": role, "text": text, "runId": run_id }));
             c.call(Method::POST, &format!("/v1/sessions/{}/messages", enc(&key)), Some(body)).await?
         }
         ClientCommand::Goal { key, objective, status, clear, .. } => {
+            let key = c.key(&key).await?;
             let path = format!("/v1/sessions/{}/goal", enc(&key));
             if clear {
                 c.call(Method::DELETE, &path, None).await?
@@ -364,13 +429,16 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
             }
         }
         ClientCommand::Compact { key, operation_id, .. } => {
+            let key = c.key(&key).await?;
             let body = json!({ "operationId": operation_id });
             c.call(Method::POST, &format!("/v1/sessions/{}/compactions", enc(&key)), Some(body)).await?
         }
         ClientCommand::Reset { key, .. } => {
+            let key = c.key(&key).await?;
             c.call(Method::POST, &format!("/v1/sessions/{}/reset", enc(&key)), None).await?
         }
         ClientCommand::Delete { key, .. } => {
+            let key = c.key(&key).await?;
             c.call(Method::DELETE, &format!("/v1/sessions/{}", enc(&key)), None).await?
         }
         ClientCommand::RunResult { run_id, status, reply, session_id, .. } => {
@@ -378,7 +446,7 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
             c.call(Method::POST, &format!("/v1/runs/{}/result", enc(&run_id)), Some(body)).await?
         }
         ClientCommand::Health { .. } => c.call(Method::GET, "/healthz", None).await?,
-        ClientCommand::Stream { key, .. } => return stream(&c, key).await,
+        ClientCommand::Stream { key, .. } => return stream(&c, c.opt_key(key).await?).await,
         ClientCommand::Ui { .. } => return ui(&c).await,
     };
     print_answer(&answer, c.conn.json);
@@ -432,6 +500,49 @@ pub async fn nodes(cmd: NodesCommand) -> anyhow::Result<ExitCode> {
     }
     print_answer(&answer, raw);
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+/// `sessionwatch sessions`: the listing as a table, or as the gateway's JSON with --json.
+async fn sessions(c: &Client) -> anyhow::Result<ExitCode> {
+    let listing = c.listing().await?;
+    if c.conn.json {
+        println!("{}", serde_json::to_string_pretty(listing)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let home = std::env::var("HOME").ok();
+    print!("{}", names::table(&listing.sessions, home.as_deref()));
+    if listing.has_more {
+        eprintln!("(more sessions exist than one listing answers)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessionwatch watch TARGET --as WATCHER`: says what happened; a refusal exits 2.
+async fn watch(c: &Client, target: &str) -> anyhow::Result<ExitCode> {
+    let Some(watcher) = &c.conn.caller else {
+        bail!("say which session watches with --as WATCHER (a key, a session-id prefix or a label)");
+    };
+    let target = c.key(target).await?;
+    let path = format!("/v1/sessions/{}/watchers/{}", enc(&target), enc(watcher));
+    let (status, answer) = c.call(reqwest::Method::PUT, &path, None).await?;
+    if c.conn.json || status != 200 {
+        print_answer(&answer, c.conn.json);
+        return Ok(if status == 200 { ExitCode::SUCCESS } else { ExitCode::from(2) });
+    }
+    let w: sessionwatch_server::wire::WatchJson =
+        serde_json::from_value(answer).context("the gateway's watch answer is not as expected")?;
+    let (watcher, target) = (&w.watcher, &w.target);
+    match (w.outcome.as_str(), w.from_state_version) {
+        ("watching", Some(v)) => println!("{watcher} watches {target} from state version {v}"),
+        ("already-watching", _) => println!("{watcher} was already watching {target}"),
+        ("upgraded", _) => println!("{watcher} watches {target} (its ambient watch is now explicit)"),
+        (other, _) => {
+            let why = w.reason.as_deref().unwrap_or("no reason given");
+            eprintln!("{watcher} cannot watch {target}: {other} ({why})");
+            return Ok(ExitCode::from(2));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints the dashboard's one-time login URL (the token itself never goes into a URL).

@@ -13,6 +13,7 @@ mod hook;
 mod hook_outage;
 mod hooks_install;
 mod mcp;
+mod names;
 mod node;
 mod serve;
 mod setup;

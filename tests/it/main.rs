@@ -7,6 +7,7 @@ mod discovery;
 mod idle_connections;
 mod mcp_docs;
 mod mcp_stdio;
+mod names;
 mod nodes;
 mod openclaw_wire;
 mod postgres;

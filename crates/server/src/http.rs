@@ -66,7 +66,8 @@ pub fn app_with_shutdown<S: Store>(
             post(invoke_tool::<S>)
                 .fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed") }),
         )
-        .route("/v1/sessions", post(create_session::<S>))
+        .route("/v1/sessions", post(create_session::<S>).get(list_sessions::<S>))
+        .route("/v1/sessions/{key}/watchers/{watcher}", put(watch_session::<S>))
         .route("/v1/sessions/{key}", axum::routing::delete(delete_session::<S>))
         .route("/v1/sessions/{key}/inbound", post(inbound::<S>))
         .route("/v1/sessions/{key}/turns", post(begin_turn::<S>))
@@ -509,6 +510,17 @@ async fn drain_notices<S: Store>(State(state): State<Shared<S>>, Path(key): Path
 
 async fn reset<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
     host_answer(state.gateway.reset(&key).await.map(|o| wire::reset(&o)))
+}
+
+async fn list_sessions<S: Store>(State(state): State<Shared<S>>) -> Response {
+    host_answer(state.gateway.session_listing().await.map(|l| json!(wire::session_listing(&l))))
+}
+
+async fn watch_session<S: Store>(
+    State(state): State<Shared<S>>,
+    Path((target, watcher)): Path<(String, String)>,
+) -> Response {
+    host_answer(state.gateway.host_watch(&watcher, &target).await.map(|a| json!(wire::watch(&a))))
 }
 
 async fn delete_session<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {

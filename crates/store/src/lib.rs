@@ -165,6 +165,17 @@ pub trait Store: Send + Sync + 'static {
         now: Millis,
     ) -> impl Future<Output = Result<bool>> + Send;
 
+    /// Sets what a native CLI session is doing and where (`SessionRow::native_state`, `cwd`); a `None`
+    /// keeps that one. Does not bump `updated_at` (a state is not a change of the session). Answers false
+    /// for an unknown session.
+    fn set_native_state(
+        &self,
+        session_key: String,
+        agent_id: String,
+        cwd: Option<String>,
+        state: Option<String>,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
     /// Records which gateway hosts the session (when given) and bumps `updated_at`.
     fn touch_session(
         &self,

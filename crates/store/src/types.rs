@@ -159,6 +159,12 @@ pub struct SessionRow {
     pub host_id: Option<String>,
     pub created_at: Millis,
     pub updated_at: Millis,
+    /// The working directory its native CLI reported (hooks' `cwd`, or the catalog entry's).
+    pub cwd: Option<String>,
+    /// What its native CLI is doing, as its hooks or file monitor last said: `running` (a turn is
+    /// under way), `waiting` (a turn ended: the user's move) or `idle` (the CLI session ended).
+    /// `None` when nothing ever said (a host or spawned session: its runs tell).
+    pub native_state: Option<String>,
 }
 
 /// Which sessions `list_sessions` answers, most recently updated first.

@@ -48,6 +48,9 @@ pub enum HookEvent {
     Stop,
     SubagentStart,
     SubagentStop,
+    /// Claude Code's session ended: the session becomes idle. Accepted, but not in [`HookEvent::ALL`]
+    /// (the events installed, one list for both CLIs, and Codex has no `SessionEnd`).
+    SessionEnd,
 }
 
 impl HookEvent {
@@ -70,6 +73,7 @@ impl HookEvent {
             HookEvent::Stop => "Stop",
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::SessionEnd => "SessionEnd",
         }
     }
 
@@ -77,7 +81,10 @@ impl HookEvent {
     pub fn parse(s: &str) -> Option<HookEvent> {
         let flat: String =
             s.chars().filter(|c| *c != '_' && *c != '-').collect::<String>().to_ascii_lowercase();
-        HookEvent::ALL.into_iter().find(|e| e.as_str().to_ascii_lowercase() == flat)
+        HookEvent::ALL
+            .into_iter()
+            .chain([HookEvent::SessionEnd])
+            .find(|e| e.as_str().to_ascii_lowercase() == flat)
     }
 }
 
@@ -269,7 +276,7 @@ pub fn render_output(cli: HookCli, event: HookEvent, reply: &HookReply) -> Optio
     match event {
         // Both CLIs ignore additionalContext on Stop in a way that differs (Claude continues the turn,
         // Codex drops it): a Stop speaks only by blocking.
-        HookEvent::Stop | HookEvent::SubagentStop => None,
+        HookEvent::Stop | HookEvent::SubagentStop | HookEvent::SessionEnd => None,
         _ => Some(
             json!({
                 "hookSpecificOutput": { "hookEventName": event.as_str(), "additionalContext": context }

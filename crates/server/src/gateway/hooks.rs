@@ -77,8 +77,40 @@ impl<S: Store> Gateway<S> {
             }
             HookEvent::SubagentStart => self.subagent_started(&r, input, node).await?,
             HookEvent::SubagentStop => self.subagent_stopped(input).await?,
+            HookEvent::SessionEnd => {}
+        }
+        let state = native_state_after(input.event, outcome.reply.block.is_some());
+        if let Err(e) = self.note_native(&r, input.cwd.as_deref(), state).await {
+            // What the session is doing is shown, never relied on: the hook's own work stands.
+            tracing::warn!(session = %r.key, "cannot note the session's state: {e}");
         }
         Ok(outcome)
+    }
+
+    /// Writes the working directory and state a hook reported, when they differ from the row's (a
+    /// hook's common path reads the row and writes nothing). A session not adopted yet is left be.
+    pub(super) async fn note_native(
+        &self,
+        r: &SessionRef,
+        cwd: Option<&str>,
+        state: Option<NativeState>,
+    ) -> ApiResult<()> {
+        let store = self.kernel.store();
+        let Some(row) = store.get_session(r.key.clone(), r.agent_id.clone()).await? else { return Ok(()) };
+        let cwd = cwd.filter(|c| !c.is_empty() && row.cwd.as_deref() != Some(*c));
+        let state = state.map(NativeState::as_str).filter(|s| row.native_state.as_deref() != Some(*s));
+        if cwd.is_none() && state.is_none() {
+            return Ok(());
+        }
+        store
+            .set_native_state(
+                r.key.clone(),
+                r.agent_id.clone(),
+                cwd.map(str::to_string),
+                state.map(str::to_string),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Adopts the session from the transcript the hook names, unless it is already linked (then
@@ -204,6 +236,43 @@ impl<S: Store> Gateway<S> {
             Ok(_) | Err(ApiError::NotFound(_)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// What a native CLI session is doing, as its hooks tell (`SessionRow::native_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativeState {
+    /// A turn is under way.
+    Running,
+    /// A turn ended: the user's move.
+    Waiting,
+    /// The CLI session ended.
+    Idle,
+}
+
+impl NativeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NativeState::Running => "running",
+            NativeState::Waiting => "waiting",
+            NativeState::Idle => "idle",
+        }
+    }
+}
+
+/// The state a hook event leaves its session in (`None`: it says nothing about it). A session that
+/// starts (or resumes) waits for its user; a prompt or a tool call is a turn under way; a `Stop` that
+/// we blocked goes on working.
+fn native_state_after(event: HookEvent, blocked: bool) -> Option<NativeState> {
+    match event {
+        HookEvent::SessionStart => Some(NativeState::Waiting),
+        HookEvent::UserPromptSubmit | HookEvent::PreToolUse | HookEvent::PostToolUse => {
+            Some(NativeState::Running)
+        }
+        HookEvent::Stop if blocked => Some(NativeState::Running),
+        HookEvent::Stop => Some(NativeState::Waiting),
+        HookEvent::SessionEnd => Some(NativeState::Idle),
+        HookEvent::SubagentStart | HookEvent::SubagentStop => None,
     }
 }
 

@@ -4,6 +4,7 @@
 mod home;
 mod hooks;
 mod host;
+pub mod listing;
 pub mod nodes;
 mod notices;
 pub mod results;

@@ -12,7 +12,7 @@ pub use host::*;
 
 pub use tools::{
     ArgNotesJson, ClampJson, EventJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson,
-    StateChangesJson, StatusJson, StatusText, SystemEventJson, ToolJson, UnwatchJson,
+    StateChangesJson, StatusJson, StatusText, SystemEventJson, ToolJson, UnwatchJson, run_state,
 };
 
 /// An error: `{"type", "message"}` (inside `{"ok": false, "error": …}` over HTTP, as MCP structured content

@@ -402,6 +402,16 @@ impl Store for PostgresStore {
         out
     }
 
+    async fn set_native_state(
+        &self,
+        key: String,
+        agent: String,
+        cwd: Option<String>,
+        state: Option<String>,
+    ) -> Result<bool> {
+        self.set_native_state_pg(&key, &agent, cwd.as_deref(), state.as_deref()).await
+    }
+
     async fn touch_session(
         &self,
         key: String,

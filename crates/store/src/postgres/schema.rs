@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use deadpool_postgres::Object;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// First key of the two-key advisory locks (the second is `hashtext(current_schema())`).
 pub(crate) const LOCK_MIGRATE: i32 = 0x5357_0001;
@@ -164,6 +164,12 @@ CREATE TABLE session_nodes (
     r#"
 DROP INDEX idx_cursors_pending;
 ALTER TABLE session_watch_cursors SET (fillfactor = 80);
+"#,
+    // 4: what a native CLI session is doing and where (`sessionwatch sessions`), as in SQLite's 7.
+    r#"
+ALTER TABLE sessions ADD COLUMN cwd TEXT;
+ALTER TABLE sessions ADD COLUMN native_state TEXT
+  CHECK (native_state IS NULL OR native_state IN ('running', 'waiting', 'idle'));
 "#,
 ];
 

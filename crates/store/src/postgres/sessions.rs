@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use tokio_postgres::Row;
 
 const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
-     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at";
+     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at, cwd, native_state";
 
 fn session_from_row(r: &Row) -> Result<SessionRow> {
     Ok(SessionRow {
@@ -29,6 +29,8 @@ fn session_from_row(r: &Row) -> Result<SessionRow> {
         host_id: r.try_get(11)?,
         created_at: r.try_get(12)?,
         updated_at: r.try_get(13)?,
+        cwd: r.try_get(14)?,
+        native_state: r.try_get(15)?,
     })
 }
 
@@ -178,6 +180,24 @@ impl PostgresStore {
         execute(&tx, "DELETE FROM session_inbox WHERE session_key = $1 AND agent_id = $2", &[&key, &agent])
             .await?;
         tx.commit().await?;
+        Ok(n > 0)
+    }
+
+    pub(crate) async fn set_native_state_pg(
+        &self,
+        key: &str,
+        agent: &str,
+        cwd: Option<&str>,
+        state: Option<&str>,
+    ) -> Result<bool> {
+        let client = self.client().await?;
+        let n = execute(
+            &client,
+            "UPDATE sessions SET cwd = COALESCE($3, cwd), native_state = COALESCE($4, native_state) \
+             WHERE session_key = $1 AND agent_id = $2",
+            &[&key, &agent, &cwd, &state],
+        )
+        .await?;
         Ok(n > 0)
     }
 

@@ -531,6 +531,19 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn set_native_state(
+        &self,
+        key: String,
+        agent: String,
+        cwd: Option<String>,
+        state: Option<String>,
+    ) -> Result<bool> {
+        self.write_async(move |c| {
+            SqliteStore::set_native_state_op(c, &key, &agent, cwd.as_deref(), state.as_deref())
+        })
+        .await
+    }
+
     async fn touch_session(
         &self,
         key: String,

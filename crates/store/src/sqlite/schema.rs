@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use rusqlite::Connection;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the signal log, heads, cursors and sessions.
@@ -225,6 +225,14 @@ INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at,
                       WHERE m.session_key = e.session_key AND m.agent_id = e.agent_id)
   ON CONFLICT (session_key, agent_id) DO UPDATE
     SET head = MAX(head, excluded.head), head_id = excluded.head_id, head_at = excluded.head_at;
+"#,
+    // 7: what a native CLI session is doing and where (`sessionwatch sessions`): the working directory its
+    // hooks or catalog entry reported, and its state from the hook lifecycle or the file monitor. Kept in
+    // the session row so a restart remembers both and a deleted session takes them along.
+    r#"
+ALTER TABLE sessions ADD COLUMN cwd TEXT;
+ALTER TABLE sessions ADD COLUMN native_state TEXT
+  CHECK (native_state IS NULL OR native_state IN ('running', 'waiting', 'idle'));
 "#,
 ];
 

@@ -10,7 +10,7 @@ use sessionwatch_core::Millis;
 use std::collections::HashMap;
 
 const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
-     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at";
+     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at, cwd, native_state";
 
 fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -28,6 +28,8 @@ fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         host_id: r.get(11)?,
         created_at: r.get(12)?,
         updated_at: r.get(13)?,
+        cwd: r.get(14)?,
+        native_state: r.get(15)?,
     })
 }
 
@@ -134,6 +136,22 @@ impl SqliteStore {
             "DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2",
             params![key, agent],
         )?;
+        Ok(n > 0)
+    }
+
+    pub(crate) fn set_native_state_op(
+        tx: &Connection,
+        key: &str,
+        agent: &str,
+        cwd: Option<&str>,
+        state: Option<&str>,
+    ) -> Result<bool> {
+        let n = tx
+            .prepare_cached(
+                "UPDATE sessions SET cwd = COALESCE(?3, cwd), native_state = COALESCE(?4, native_state) \
+                 WHERE session_key = ?1 AND agent_id = ?2",
+            )?
+            .execute(params![key, agent, cwd, state])?;
         Ok(n > 0)
     }
 

@@ -82,6 +82,7 @@ macro_rules! conformance_suite {
             session_activity_and_the_pending_inbox,
             nodes_are_found_by_token_and_revoked,
             a_transcript_answers_its_newest_messages_up_to_the_cap,
+            native_state_and_cwd_are_kept_on_the_row,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {

@@ -100,6 +100,12 @@ impl<S: Store> Gateway<S> {
                 updated_at: now,
             })
             .await?;
+        // Where the session runs, as its catalog entry says (its hooks say it again on every call).
+        if row.cwd.is_none()
+            && let Some(cwd) = adoption.entry.cwd.clone().filter(|c| !c.is_empty())
+        {
+            self.kernel.store().set_native_state(r.key.clone(), r.agent_id.clone(), Some(cwd), None).await?;
+        }
         let link = match outcome {
             LinkUpsert::Created => "created",
             LinkUpsert::Kept => "kept",

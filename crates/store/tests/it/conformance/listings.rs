@@ -185,3 +185,27 @@ pub async fn a_transcript_answers_its_newest_messages_up_to_the_cap<S: Store>(h:
     assert_eq!(texts(T, 3).await, newest[cap - 3..].to_vec());
     assert!(texts(T2, 10).await.is_empty(), "per session");
 }
+
+/// `sessionwatch sessions`: a native session's working directory and state are kept on its row, each
+/// set alone, and a listing answers them (issue 34 item 5).
+pub async fn native_state_and_cwd_are_kept_on_the_row<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    ensure_session(s, T).await;
+    let row = || async { s.get_session(T.into(), AGENT.into()).await.unwrap().unwrap() };
+    assert_eq!((row().await.cwd, row().await.native_state), (None, None), "nothing said yet");
+    assert!(s.set_native_state(T.into(), AGENT.into(), Some("/w/a".into()), None).await.unwrap());
+    assert!(s.set_native_state(T.into(), AGENT.into(), None, Some("running".into())).await.unwrap());
+    let r = row().await;
+    assert_eq!((r.cwd.as_deref(), r.native_state.as_deref()), (Some("/w/a"), Some("running")));
+    assert_eq!(r.updated_at, NOW, "a state is not an update of the session");
+    assert!(s.set_native_state(T.into(), AGENT.into(), None, Some("waiting".into())).await.unwrap());
+    let listed = s.list_sessions(SessionFilter { limit: 10, ..SessionFilter::default() }).await.unwrap();
+    let r = listed.iter().find(|r| r.session_key == T).unwrap();
+    assert_eq!((r.cwd.as_deref(), r.native_state.as_deref()), (Some("/w/a"), Some("waiting")), "kept cwd");
+    assert!(
+        s.set_native_state(T.into(), AGENT.into(), None, Some("asleep".into())).await.is_err(),
+        "a state the schema does not know is refused"
+    );
+    assert_eq!(row().await.native_state.as_deref(), Some("waiting"), "and changes nothing");
+    assert!(!s.set_native_state(T2.into(), AGENT.into(), Some("/x".into()), None).await.unwrap(), "unknown");
+}
