@@ -528,7 +528,7 @@ async fn round_trip(cli: &str, session_start: &str, gateway: &Gateway) -> anyhow
             anyhow::bail!("the hook told the user: {}", out.trim());
         }
     }
-    let key = format!("agent:main:{cli}:{id}");
+    let key = sessionwatch_core::AgentSessionKey::build_adopted("main", cli, &id);
     let http = reqwest::Client::builder().timeout(Duration::from_secs(3)).build()?;
     let mut req = http.delete(format!("{}/v1/sessions/{}", gateway.url, percent_encode(&key)));
     if let Some(t) = &gateway.token {

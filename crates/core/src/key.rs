@@ -55,7 +55,30 @@ impl AgentSessionKey {
 
     /// The agent's main session key, `agent:<agentId>:<mainKey>`.
     pub fn main_of(agent_id: &str, main_key: &str) -> Option<AgentSessionKey> {
-        AgentSessionKey::parse(&format!("agent:{agent_id}:{main_key}"))
+        AgentSessionKey::parse(&AgentSessionKey::build(agent_id, main_key))
+    }
+
+    /// The text of `agent:<agentId>:<rest>`. Every key is built here (the key is the join between the hooks,
+    /// the monitors, the catalog and the MCP identity, so its spelling must not drift); the builders answer
+    /// text, not a parsed key, so a caller that passes an invalid agent id gets a key that does not parse
+    /// and is refused where keys are checked, as before.
+    pub fn build(agent_id: &str, rest: &str) -> String {
+        format!("agent:{agent_id}:{rest}")
+    }
+
+    /// A sub-agent session: `agent:<agentId>:subagent:<id>`.
+    pub fn build_subagent(agent_id: &str, id: &str) -> String {
+        AgentSessionKey::build(agent_id, &format!("subagent:{id}"))
+    }
+
+    /// A session of another CLI adopted here: `agent:<agentId>:<catalog>:<thread id, lower case>`.
+    pub fn build_adopted(agent_id: &str, catalog: &str, thread_id: &str) -> String {
+        AgentSessionKey::build(agent_id, &format!("{catalog}:{}", thread_id.to_ascii_lowercase()))
+    }
+
+    /// A session of another CLI on a remote node: `agent:<agentId>:<catalog>@<node>:<thread id>`.
+    pub fn build_remote(agent_id: &str, catalog: &str, node: &str, thread_id: &str) -> String {
+        AgentSessionKey::build_adopted(agent_id, &format!("{catalog}@{node}"), thread_id)
     }
 
     pub fn as_str(&self) -> &str {

@@ -258,7 +258,9 @@ async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> R
     };
     let caller = match (&call.caller, &call.agent) {
         (Some(c), _) => Some(c.clone()),
-        (None, Some(agent)) => Some(format!("agent:{agent}:{}", state.gateway.config().main_key)),
+        (None, Some(agent)) => {
+            Some(sessionwatch_core::AgentSessionKey::build(agent, &state.gateway.config().main_key))
+        }
         (None, None) => None,
     };
     if call.dry_run && crate::gateway::WRITING_TOOLS.contains(&call.tool.as_str()) {

@@ -233,9 +233,9 @@ pub async fn session<S: Store>(
 /// The key a `/chat/<agent>/<rest>` path names: the notice writes `rest` with `:` as `/`.
 pub async fn key_of_path<S: Store>(gateway: &Gateway<S>, agent: &str, rest: &str) -> Option<AgentSessionKey> {
     let store = gateway.kernel().store();
-    let mut candidates = vec![format!("agent:{agent}:{}", rest.replace('/', ":"))];
+    let mut candidates = vec![AgentSessionKey::build(agent, &rest.replace('/', ":"))];
     if rest.contains('/') {
-        candidates.push(format!("agent:{agent}:{rest}"));
+        candidates.push(AgentSessionKey::build(agent, rest));
     }
     for raw in candidates {
         let Some(key) = AgentSessionKey::parse(&raw) else { continue };

@@ -150,7 +150,7 @@ impl<S: Store> Gateway<S> {
             return Ok(match self.config.scope {
                 Scope::Global => SessionRef { key: "global".into(), agent_id: agent_id.to_string() },
                 Scope::PerSender => SessionRef {
-                    key: format!("agent:{agent_id}:{}", self.config.main_key),
+                    key: AgentSessionKey::build(agent_id, &self.config.main_key),
                     agent_id: agent_id.to_string(),
                 },
             });
@@ -163,7 +163,7 @@ impl<S: Store> Gateway<S> {
                 && classify_session_kind(key.as_str(), None, &self.config.main_key) == SessionKind::Group
             {
                 return Ok(SessionRef {
-                    key: format!("agent:{}:{}", key.agent_id(), self.config.main_key),
+                    key: AgentSessionKey::build(key.agent_id(), &self.config.main_key),
                     agent_id: key.agent_id().to_string(),
                 });
             }
@@ -190,7 +190,7 @@ impl<S: Store> Gateway<S> {
     pub fn home_key(&self, agent_id: &str) -> String {
         match self.config.scope {
             Scope::Global => "global".into(),
-            Scope::PerSender => format!("agent:{agent_id}:{}", self.config.main_key),
+            Scope::PerSender => AgentSessionKey::build(agent_id, &self.config.main_key),
         }
     }
 

@@ -15,6 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::node_protocol::{
     BaselineReport, BaselineResult, NodeLink, OutcomeReport, SyncAnswer, SyncRequest,
 };
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::is_valid_agent_id;
 use sessionwatch_store::{LinkUpsert, Store, UpstreamLinkRow};
 use sessionwatch_upstream::CatalogId;
@@ -47,7 +48,7 @@ pub fn is_valid_node_name(name: &str) -> bool {
 
 /// The session key of a thread on a node: the catalog names the host, `agent:<agent>:claude@<node>:<id>`.
 pub fn remote_key(agent_id: &str, catalog: CatalogId, node: &str, thread_id: &str) -> String {
-    format!("agent:{agent_id}:{}@{node}:{}", catalog.as_str(), thread_id.to_ascii_lowercase())
+    AgentSessionKey::build_remote(agent_id, catalog.as_str(), node, thread_id)
 }
 
 fn token_hash(token: &str) -> String {

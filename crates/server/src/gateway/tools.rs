@@ -8,6 +8,7 @@ use super::tool_args::{ArgNotes, SendTarget, ToolCall};
 use super::{Gateway, RunResult, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
 use serde_json::Value;
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Actor, Limit, NewEvent, Provenance};
 use sessionwatch_kernel::Signal;
@@ -98,7 +99,7 @@ impl<S: Store> Gateway<S> {
     async fn send_target_key(&self, caller: &SessionRef, target: &SendTarget) -> ApiResult<String> {
         match target {
             SendTarget::Key(k) => Ok(k.clone()),
-            SendTarget::Agent(agent) => Ok(format!("agent:{agent}:{}", self.config.main_key)),
+            SendTarget::Agent(agent) => Ok(AgentSessionKey::build(agent, &self.config.main_key)),
             SendTarget::Label(label) => {
                 let filter = SessionFilter { limit: 10_000, ..SessionFilter::default() };
                 let rows = self.kernel.store().list_sessions(filter).await?;
@@ -331,7 +332,7 @@ impl<S: Store> Gateway<S> {
     ) -> ApiResult<ToolOutput> {
         let agent = agent_id.unwrap_or_else(|| caller.agent_id.clone());
         let child = SessionRef {
-            key: format!("agent:{agent}:subagent:{}", uuid::Uuid::new_v4()),
+            key: AgentSessionKey::build_subagent(&agent, &uuid::Uuid::new_v4().to_string()),
             agent_id: agent.clone(),
         };
         let (row, _) = self

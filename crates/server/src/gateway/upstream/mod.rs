@@ -22,6 +22,7 @@ pub(super) use monitor::Work;
 
 use super::Gateway;
 use serde::Serialize;
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_store::Store;
 use sessionwatch_upstream::{CatalogId, Homes};
 use sha2::{Digest, Sha256};
@@ -83,7 +84,7 @@ pub fn source_key(host_id: &str, thread_id: &str, reference_json: &str) -> Strin
 
 /// The adopted session key for a catalog thread under `agent_id`.
 pub fn adopted_key(agent_id: &str, catalog: CatalogId, thread_id: &str) -> String {
-    format!("agent:{agent_id}:{}:{}", catalog.as_str(), thread_id.to_ascii_lowercase())
+    AgentSessionKey::build_adopted(agent_id, catalog.as_str(), thread_id)
 }
 
 impl<S: Store> Gateway<S> {
