@@ -50,7 +50,7 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Work on a signal-log database directly (no gateway needed).
     Db(db::DbArgs),
-    /// List the Claude Code, Codex, OpenCode and Pi sessions on this machine (read-only, local); with
+    /// List the Claude Code, Codex, OpenCode, Pi and Gemini CLI sessions on this machine (read-only, local); with
     /// --all, those of the running gateway's machine and of every remote node (through the gateway).
     Catalog {
         /// Ask the running gateway: its machine's sessions and its nodes'.

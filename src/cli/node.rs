@@ -1,4 +1,4 @@
-//! `sessionwatch node`: runs on another machine, watches the Claude Code, Codex, OpenCode and Pi
+//! `sessionwatch node`: runs on another machine, watches the Claude Code, Codex, OpenCode, Pi and Gemini CLI
 //! sessions there with the same classifiers as the gateway's own monitor, and reports to a central
 //! gateway with a node token (`sessionwatch nodes add NAME` on the gateway issues one). It keeps no
 //! state: the gateway holds every link and marker, so a restarted node (or gateway) goes on from the

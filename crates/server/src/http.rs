@@ -553,7 +553,7 @@ async fn run_result<S: Store>(
     host_answer(run.await)
 }
 
-/// `GET /v1/catalog`: adoptable native sessions (Claude Code, Codex, OpenCode, Pi).
+/// `GET /v1/catalog`: adoptable native sessions (Claude Code, Codex, OpenCode, Pi, Gemini CLI).
 async fn catalog<S: Store>(State(state): State<Shared<S>>, uri: axum::http::Uri) -> Response {
     let all = query_param(&uri, "all").is_some_and(|v| v == "true" || v == "1");
     host_answer(state.gateway.catalog(all).await.map(|c| wire::catalog(&c)))

@@ -77,6 +77,12 @@ pub fn generate_transcript(catalog: CatalogId, path: &Path, bytes: u64) -> io::R
                 json!({"timestamp":ts,"type":"event_msg","payload":{"type":"item_completed","turn_id":format!("turn{i}"),"item":{"type":"UserMessage","content":[{"type":"text","text":format!("prompt {i} {small}")}]}}}),
                 json!({"timestamp":ts,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":small}]}}),
             ],
+            CatalogId::Gemini => vec![
+                json!({"id":format!("u{i}"),"timestamp":ts,"type":"user","content":[{"text":format!("prompt {i} {small}")}]}),
+                json!({"$set":{"lastUpdated":ts}}),
+                json!({"id":format!("a{i}"),"timestamp":ts,"type":"gemini","content":big,"thoughts":[],"model":"m"}),
+                json!({"id":format!("r{i}"),"timestamp":ts,"type":"user","content":[{"functionResponse":{"name":"x","response":{"output":small}}}]}),
+            ],
             CatalogId::Pi | CatalogId::OpenCode => vec![
                 json!({"type":"message","id":format!("u{i}"),"parentId":null,"timestamp":ts,"message":{"role":"user","content":[{"type":"text","text":format!("prompt {i} {small}")}],"timestamp":1775122205000u64}}),
                 json!({"type":"message","id":format!("a{i}"),"parentId":null,"timestamp":ts,"message":{"role":"assistant","content":[{"type":"text","text":big}]}}),

@@ -1,5 +1,5 @@
 //! sessionwatch-upstream: native session catalogs of other coding agents (Claude Code, Codex,
-//! OpenCode, Pi), adoption baselines, and per-tick detection of direct human activity.
+//! OpenCode, Pi, Gemini CLI), adoption baselines, and per-tick detection of direct human activity.
 //!
 //! Everything here is read-only towards the upstream stores. The monitor loop, the link table and
 //! the HTTP API live elsewhere; this crate is the pure classification plus thin readers.
@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 pub mod hook;
 pub mod json_stream;
 pub mod jsonl;
@@ -21,17 +22,19 @@ use std::path::{Path, PathBuf};
 
 pub use text::normalize_user_text;
 
-/// The four native catalogs.
+/// The five native catalogs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CatalogId {
     Claude,
     Codex,
     OpenCode,
     Pi,
+    Gemini,
 }
 
 impl CatalogId {
-    pub const ALL: [CatalogId; 4] = [CatalogId::Claude, CatalogId::Codex, CatalogId::OpenCode, CatalogId::Pi];
+    pub const ALL: [CatalogId; 5] =
+        [CatalogId::Claude, CatalogId::Codex, CatalogId::OpenCode, CatalogId::Pi, CatalogId::Gemini];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -39,6 +42,7 @@ impl CatalogId {
             CatalogId::Codex => "codex",
             CatalogId::OpenCode => "opencode",
             CatalogId::Pi => "pi",
+            CatalogId::Gemini => "gemini",
         }
     }
 
@@ -48,6 +52,7 @@ impl CatalogId {
             "codex" | "codex-app-server" => Some(CatalogId::Codex),
             "opencode" | "opencode-cli" => Some(CatalogId::OpenCode),
             "pi" | "pi-cli" => Some(CatalogId::Pi),
+            "gemini" | "gemini-cli" => Some(CatalogId::Gemini),
             _ => None,
         }
     }
@@ -59,6 +64,7 @@ impl CatalogId {
             CatalogId::Codex => "codex-app-server",
             CatalogId::OpenCode => "opencode-cli",
             CatalogId::Pi => "pi-cli",
+            CatalogId::Gemini => "gemini-cli",
         }
     }
 }
@@ -69,7 +75,7 @@ impl std::fmt::Display for CatalogId {
     }
 }
 
-/// Where the four agents keep their stores.
+/// Where the five agents keep their stores.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Homes {
     pub home: PathBuf,
@@ -85,6 +91,8 @@ pub struct Homes {
     pub pi_agent_dir: Option<PathBuf>,
     /// `PI_CODING_AGENT_SESSION_DIR`: all Pi sessions flat in one directory.
     pub pi_session_dir: Option<PathBuf>,
+    /// `GEMINI_CLI_HOME`: the directory holding `.gemini/` (default `~`).
+    pub gemini_cli_home: Option<PathBuf>,
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {
@@ -98,7 +106,7 @@ impl Homes {
     }
 
     /// Read `HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_DATA_HOME`, `OPENCODE_DB`,
-    /// `PI_CODING_AGENT_DIR` and `PI_CODING_AGENT_SESSION_DIR`.
+    /// `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR` and `GEMINI_CLI_HOME`.
     pub fn from_env() -> Homes {
         Homes {
             home: env_path("HOME").unwrap_or_else(|| PathBuf::from("/")),
@@ -108,6 +116,7 @@ impl Homes {
             opencode_db: env_path("OPENCODE_DB"),
             pi_agent_dir: env_path("PI_CODING_AGENT_DIR"),
             pi_session_dir: env_path("PI_CODING_AGENT_SESSION_DIR"),
+            gemini_cli_home: env_path("GEMINI_CLI_HOME"),
         }
     }
 
@@ -257,9 +266,11 @@ pub fn discover(homes: &Homes, progress: &mut dyn FnMut(usize, usize)) -> Vec<Ca
     let claude_files = claude::list_files(homes);
     let codex_files = codex::list_files(homes);
     let pi_files = pi::list_files(homes);
+    let gemini_files = gemini::list_files(homes);
     let oc_db = homes.opencode_db_path();
     let oc = oc_db.is_file();
-    let total = claude_files.len() + codex_files.len() + pi_files.len() + usize::from(oc);
+    let total =
+        claude_files.len() + codex_files.len() + pi_files.len() + gemini_files.len() + usize::from(oc);
     let mut done = 0usize;
     progress(done, total);
     let mut out = Vec::new();
@@ -285,6 +296,21 @@ pub fn discover(homes: &Homes, progress: &mut dyn FnMut(usize, usize)) -> Vec<Ca
         done += 1;
         progress(done, total);
     }
+    // One entry per Gemini session, however many files it has (a resume's stray file).
+    let mut gemini_sessions: std::collections::BTreeMap<String, CatalogEntry> = Default::default();
+    for f in &gemini_files {
+        if let Some(e) = gemini::entry_for(f) {
+            match gemini_sessions.get_mut(&e.thread_id) {
+                Some(known) => known.updated_at_ms = known.updated_at_ms.max(e.updated_at_ms),
+                None => {
+                    gemini_sessions.insert(e.thread_id.clone(), e);
+                }
+            }
+        }
+        done += 1;
+        progress(done, total);
+    }
+    out.extend(gemini_sessions.into_values());
     if oc {
         match opencode::list_sessions(&oc_db) {
             Ok(v) => out.extend(v),
@@ -315,10 +341,11 @@ pub fn adopt(homes: &Homes, catalog_id: CatalogId, thread_id: &str) -> Result<Ad
         CatalogId::Codex => codex::adopt(homes, thread_id),
         CatalogId::OpenCode => opencode::adopt(homes, thread_id),
         CatalogId::Pi => pi::adopt(homes, thread_id),
+        CatalogId::Gemini => gemini::adopt(homes, thread_id),
     }
 }
 
-/// Adopts the transcript file a hook names (Claude Code and Codex only: the CLIs with hooks). The file
+/// Adopts the transcript file a hook names (Claude Code, Codex and Gemini CLI: the CLIs with hooks). The file
 /// may not exist yet; the baseline is then its start.
 pub fn adopt_transcript(
     catalog_id: CatalogId,
@@ -328,6 +355,7 @@ pub fn adopt_transcript(
     match catalog_id {
         CatalogId::Claude => claude::adopt_file(file, thread_id),
         CatalogId::Codex => codex::adopt_file(file, thread_id),
+        CatalogId::Gemini => gemini::adopt_file(file, thread_id),
         other => Err(UpstreamError::NotFound { catalog: other, thread: thread_id.to_string() }),
     }
 }
@@ -339,6 +367,7 @@ pub fn check(catalog_id: CatalogId, probe: &Probe<'_>) -> CheckOutcome {
         CatalogId::Claude => claude::check(probe),
         CatalogId::Codex => codex::check(probe),
         CatalogId::Pi => pi::check(probe),
+        CatalogId::Gemini => gemini::check(probe),
         CatalogId::OpenCode => {
             let Some(db) = opencode::reference_db(probe.reference_json) else {
                 return CheckOutcome::Inconclusive("bad opencode reference".into());

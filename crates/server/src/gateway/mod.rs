@@ -49,7 +49,7 @@ pub struct Gateway<S: Store> {
     waiters: Mutex<HashMap<String, Vec<oneshot::Sender<RunResult>>>>,
     /// Background work (run timeouts) holds the gateway through this.
     me: Weak<Gateway<S>>,
-    /// Where the native stores of Claude Code, Codex, OpenCode and Pi live (`Homes::from_env` at start).
+    /// Where the native stores of Claude Code, Codex, OpenCode, Pi and Gemini CLI live (`Homes::from_env` at start).
     homes: Mutex<sessionwatch_upstream::Homes>,
     /// Single flight for the upstream monitor.
     monitor_running: AtomicBool,

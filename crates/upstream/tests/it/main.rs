@@ -5,6 +5,7 @@ mod common;
 mod fixture_tree;
 mod fixtures;
 mod fuzz;
+mod gemini_cases;
 mod missing;
 mod opencode_cases;
 mod streaming;

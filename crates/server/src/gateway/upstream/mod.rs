@@ -1,4 +1,4 @@
-//! Upstream awareness: the session catalog (Claude Code, Codex, OpenCode, Pi), adoption of a native
+//! Upstream awareness: the session catalog (Claude Code, Codex, OpenCode, Pi, Gemini CLI), adoption of a native
 //! session, and the monitor that turns direct human activity upstream into `human_direct_message`
 //! events (and a vanished source into `upstream_missing`).
 //!
