@@ -170,6 +170,7 @@ ALTER TABLE session_watch_cursors SET (fillfactor = 80);
 ALTER TABLE sessions ADD COLUMN cwd TEXT;
 ALTER TABLE sessions ADD COLUMN native_state TEXT
   CHECK (native_state IS NULL OR native_state IN ('running', 'waiting', 'idle'));
+CREATE INDEX idx_sessions_spawned_by ON sessions (spawned_by) WHERE spawned_by IS NOT NULL;
 "#,
 ];
 

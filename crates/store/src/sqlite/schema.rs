@@ -233,6 +233,8 @@ INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at,
 ALTER TABLE sessions ADD COLUMN cwd TEXT;
 ALTER TABLE sessions ADD COLUMN native_state TEXT
   CHECK (native_state IS NULL OR native_state IN ('running', 'waiting', 'idle'));
+-- A listing names each session's children: found by index, not by a scan of every spawned session.
+CREATE INDEX idx_sessions_spawned_by ON sessions (spawned_by) WHERE spawned_by IS NOT NULL;
 "#,
 ];
 

@@ -269,15 +269,15 @@ impl SqliteStore {
                 out.entry((key.clone(), agent.clone())).or_default().latest_run = Some(status);
             }
         }
-        // A child's row names its parent by key alone; one pass over the spawned rows.
-        let by_key: HashMap<&str, &(String, String)> = sessions.iter().map(|s| (s.0.as_str(), s)).collect();
-        let mut children =
-            c.prepare_cached("SELECT spawned_by, session_key FROM sessions WHERE spawned_by IS NOT NULL")?;
-        let rows = children.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-        for row in rows {
-            let (parent, child) = row?;
-            if let Some(s) = by_key.get(parent.as_str()) {
-                out.entry((*s).clone()).or_default().children.push(child);
+        // A child's row names its parent by key alone (`idx_sessions_spawned_by`).
+        let mut children = c.prepare_cached(
+            "SELECT session_key FROM sessions WHERE spawned_by = ?1 AND spawned_by IS NOT NULL",
+        )?;
+        for s in sessions {
+            let keys = children.query_map([&s.0], |r| r.get::<_, String>(0))?;
+            let keys = keys.collect::<rusqlite::Result<Vec<_>>>()?;
+            if !keys.is_empty() {
+                out.entry(s.clone()).or_default().children.extend(keys);
             }
         }
         for a in out.values_mut() {
