@@ -76,6 +76,61 @@ where
     Ok((all.len() as f64 / elapsed, all))
 }
 
+/// Requests and latencies of several blocks of one measurement.
+#[derive(Default)]
+struct Runs {
+    requests: f64,
+    seconds: f64,
+    latencies: Vec<Duration>,
+}
+
+impl Runs {
+    fn add(&mut self, (rps, lat): (f64, Vec<Duration>)) {
+        self.requests += lat.len() as f64;
+        self.seconds += lat.len() as f64 / rps.max(1e-9);
+        self.latencies.extend(lat);
+    }
+
+    /// (requests/s over all blocks, sorted latencies).
+    fn finish(mut self) -> (f64, Vec<Duration>) {
+        self.latencies.sort();
+        (self.requests / self.seconds.max(1e-9), self.latencies)
+    }
+}
+
+/// A middleware-free axum router on the same runtime, answering every POST with a fixed JSON body.
+struct BareServer {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl BareServer {
+    async fn start(body: bytes::Bytes) -> anyhow::Result<BareServer> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let answer = move || {
+            let body = body.clone();
+            async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], body) }
+        };
+        let app = axum::Router::new().route("/tools/invoke", axum::routing::post(answer));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Ok(BareServer { base, stop, task })
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
 pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let gateway = super::embedded::Embedded::start().await?;
     let t = Arc::new(Target {
@@ -108,36 +163,57 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
 
     let status_body = Arc::new(json!({ "tool": "session_status", "sessionKey": main,
         "args": { "sessionKey": child, "changesSince": 30, "limit": 200 } }));
-    let (rps, lat) = {
-        let t = t.clone();
-        load(per_client, move |_, _| {
-            let t = t.clone();
-            let body = status_body.clone();
+    // The baseline: the same axum stack, runtime and client answering a fixed body of the page's size.
+    let page = t.send("/tools/invoke", &status_body).await?.bytes().await?;
+    let bare = BareServer::start(page).await?;
+    let bare_target =
+        Arc::new(Target { client: t.client.clone(), base: bare.base.clone(), token: t.token.clone() });
+    let status = |t: Arc<Target>, body: Arc<Value>| {
+        move |_: usize, _: usize| {
+            let (t, body) = (t.clone(), body.clone());
             async move { t.post_unparsed("/tools/invoke", &body).await }
-        })
-        .await?
+        }
     };
-    fig("session_status_changes_since_per_s", rps, "req/s");
-    fig("session_status_changes_since_p50_us", percentile(&lat, 0.5).as_secs_f64() * 1e6, "us");
-    fig("session_status_changes_since_p99_us", percentile(&lat, 0.99).as_secs_f64() * 1e6, "us");
-
-    let inbound_per_client = if quick { 10 } else { 400 };
-    let (rps, lat) = {
-        let t = t.clone();
-        let path = Arc::new(child_path.clone());
-        load(inbound_per_client, move |c, i| {
-            let t = t.clone();
-            let path = path.clone();
+    let inbound = |t: Arc<Target>, path: Arc<String>| {
+        move |c: usize, i: usize| {
+            let (t, path) = (t.clone(), path.clone());
             async move {
                 let body = json!({ "text": format!("client {c} turn {i}"), "channel": "bench", "actor": { "type": "human" } });
                 t.post_unparsed(&path, &body).await
             }
-        })
-        .await?
+        }
     };
-    fig("inbound_human_turn_per_s", rps, "req/s");
-    fig("inbound_human_turn_p50_us", percentile(&lat, 0.5).as_secs_f64() * 1e6, "us");
-    fig("inbound_human_turn_p99_us", percentile(&lat, 0.99).as_secs_f64() * 1e6, "us");
+    // Alternating blocks, so whatever the machine does meanwhile weighs on each side of a ratio alike.
+    let blocks = 3;
+    let inbound_per_client = if quick { 10 } else { 400 };
+    let path = Arc::new(child_path.clone());
+    let (mut bare_runs, mut status_runs, mut inbound_runs) =
+        (Runs::default(), Runs::default(), Runs::default());
+    for _ in 0..blocks {
+        bare_runs.add(load(per_client / blocks, status(bare_target.clone(), status_body.clone())).await?);
+        status_runs.add(load(per_client / blocks, status(t.clone(), status_body.clone())).await?);
+        inbound_runs.add(load(inbound_per_client / blocks, inbound(t.clone(), path.clone())).await?);
+    }
+    bare.stop().await;
+    let (bare_rps, bare_lat) = bare_runs.finish();
+    let (rps, lat) = status_runs.finish();
+    fig("bare_http_per_s", bare_rps, "req/s");
+    fig("bare_http_p99_us", percentile(&bare_lat, 0.99).as_secs_f64() * 1e6, "us");
+    fig("session_status_changes_since_per_s", rps, "req/s");
+    fig("session_status_changes_since_p50_us", percentile(&lat, 0.5).as_secs_f64() * 1e6, "us");
+    fig("session_status_changes_since_p99_us", percentile(&lat, 0.99).as_secs_f64() * 1e6, "us");
+    fig("session_status_vs_bare_ratio", rps / bare_rps.max(1e-9), "ratio");
+    let (inbound_rps, inbound_lat) = inbound_runs.finish();
+    let inbound_p99 = percentile(&inbound_lat, 0.99);
+    fig("inbound_human_turn_per_s", inbound_rps, "req/s");
+    fig("inbound_human_turn_p50_us", percentile(&inbound_lat, 0.5).as_secs_f64() * 1e6, "us");
+    fig("inbound_human_turn_p99_us", inbound_p99.as_secs_f64() * 1e6, "us");
+    fig("inbound_human_turn_vs_bare_ratio", inbound_rps / bare_rps.max(1e-9), "ratio");
+    fig(
+        "inbound_human_turn_p99_vs_bare_p99",
+        inbound_p99.as_secs_f64() / percentile(&bare_lat, 0.99).as_secs_f64().max(1e-9),
+        "x",
+    );
 
     // Wake latency: a fresh main watcher per sample (wakes coalesce per watcher for 20 s).
     let samples = if quick { 10 } else { 200 };
