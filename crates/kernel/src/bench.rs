@@ -14,7 +14,7 @@ use crate::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Clock, Limit, NewEvent, Provenance, SystemClock};
 use sessionwatch_store::postgres::testing::{drop_schema, unique_schema_name};
-use sessionwatch_store::sqlite::bench::raw_commit_loop;
+use sessionwatch_store::sqlite::bench::{raw_batched_loop, raw_commit_loop};
 use sessionwatch_store::{PostgresStore, RetentionPolicy, SqliteOptions, SqliteStore, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -95,6 +95,9 @@ trait BenchBackend {
     /// `first == 0` starts afresh and later calls continue (sequences after `first`); answers the
     /// elapsed time. [`close`](Self::close)`("raw")` releases it.
     async fn raw_commit_loop(&self, first: u64, rows: u64) -> BenchResult<Duration>;
+    /// The bare baseline of the 16 writers, 16 rows per transaction over 100 sessions (`None`: this
+    /// backend has none yet).
+    async fn raw_batched_loop(&self, first: u64, rows: u64) -> BenchResult<Option<Duration>>;
     /// One bare read of the durable head row of `key`, where a recent page from the tail must validate
     /// against it (PostgreSQL: its latency); `None` where the store validates without a round trip.
     async fn head_row_read(&self, s: &Self::S, key: &str) -> BenchResult<Option<Duration>>;
@@ -147,6 +150,13 @@ impl BenchBackend for SqliteBackend {
     async fn raw_commit_loop(&self, first: u64, rows: u64) -> BenchResult<Duration> {
         let path = if first == 0 { self.fresh_path("raw") } else { self.dir.join("raw.db") };
         raw_commit_loop(&path, first, rows, &SqliteOptions::default()).map_err(|e| format!("raw loop: {e}"))
+    }
+
+    async fn raw_batched_loop(&self, first: u64, rows: u64) -> BenchResult<Option<Duration>> {
+        let path = if first == 0 { self.fresh_path("raw-batched") } else { self.dir.join("raw-batched.db") };
+        raw_batched_loop(&path, first, rows, PRODUCERS, 100, &SqliteOptions::default())
+            .map(Some)
+            .map_err(|e| format!("raw batched loop: {e}"))
     }
 
     async fn head_row_read(&self, _s: &SqliteStore, _key: &str) -> BenchResult<Option<Duration>> {
@@ -228,6 +238,10 @@ impl BenchBackend for PostgresBackend {
         let raw = self.raw.lock().await;
         let store = raw.as_ref().ok_or("raw loop: continued before it started")?;
         store.bench_raw_commit_loop(first, rows).await.map_err(|e| format!("raw loop: {e}"))
+    }
+
+    async fn raw_batched_loop(&self, _first: u64, _rows: u64) -> BenchResult<Option<Duration>> {
+        Ok(None)
     }
 
     async fn head_row_read(&self, s: &PostgresStore, key: &str) -> BenchResult<Option<Duration>> {
@@ -389,19 +403,39 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     };
     fig("append_single_session_per_s", single_per_s, "appends/s");
 
-    // Appends spread over 100 sessions.
+    // Appends spread over 100 sessions by 16 writers, and the bare baseline (the same rows in 16-row
+    // transactions on one connection) in alternating blocks.
     {
         let name = "append-100-sessions";
         let k = kernel(b, name, big_retention()).await?;
         let before = k.store().group_commits();
-        let elapsed =
-            append_concurrently(&k, sz.appends, |i| format!("agent:main:subagent:s{}", i % 100)).await;
+        let block = sz.appends / ALTERNATING_BLOCKS;
+        let (mut elapsed, mut raw) = (Duration::ZERO, Some(Duration::ZERO));
+        for i in 0..ALTERNATING_BLOCKS {
+            let first = i * block;
+            elapsed += append_concurrently(&k, block, move |j| {
+                format!("agent:main:subagent:s{}", (first + j) % 100)
+            })
+            .await;
+            tokio::time::sleep(SETTLE).await;
+            raw = match (raw, b.raw_batched_loop(first, block).await?) {
+                (Some(total), Some(d)) => Some(total + d),
+                _ => None,
+            };
+        }
         let group = k.store().group_commits().since(before);
         drop(k);
         b.close(name).await;
-        fig("append_100_sessions_per_s", per_second(sz.appends, elapsed), "appends/s");
+        let n = block * ALTERNATING_BLOCKS;
+        let writers_per_s = per_second(n, elapsed);
+        fig("append_100_sessions_per_s", writers_per_s, "appends/s");
         // The same run named as the issue asks: PRODUCERS (16) concurrent writers over many sessions.
-        fig("append_16_writers_per_s", per_second(sz.appends, elapsed), "appends/s");
+        fig("append_16_writers_per_s", writers_per_s, "appends/s");
+        if let Some(raw) = raw {
+            let raw_per_s = per_second(n, raw);
+            fig("raw_sqlite_batched_16_per_s", raw_per_s, "rows/s");
+            fig("append_16_writers_vs_raw_batched_16_ratio", writers_per_s / raw_per_s, "ratio");
+        }
         // How many of the 16 share a commit: what bounds the rate, with the pages each commit writes.
         fig("append_16_writers_per_commit", group.writes as f64 / group.commits.max(1) as f64, "appends");
     }

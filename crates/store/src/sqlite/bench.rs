@@ -106,3 +106,46 @@ pub fn raw_commit_loop(path: &Path, first: u64, rows: u64, options: &SqliteOptio
     }
     Ok(start.elapsed())
 }
+
+/// The bare baseline of concurrent writers: the same rows and head-row updates as [`raw_commit_loop`],
+/// spread round-robin over `sessions` sessions, committed `per_tx` rows per transaction on one connection
+/// (what 16 writers sharing group commits could at best do). `first` continues the ids of earlier
+/// blocks. Answers the elapsed time.
+pub fn raw_batched_loop(
+    path: &Path,
+    first: u64,
+    rows: u64,
+    per_tx: u64,
+    sessions: u64,
+    options: &SqliteOptions,
+) -> Result<Duration> {
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    configure(&conn, options)?;
+    schema::migrate(&mut conn)?;
+    let insert = insert_row("session_state_events_staged");
+    let keys: Vec<String> = (0..sessions).map(|s| format!("agent:main:subagent:raw-{s}")).collect();
+    let at = 1_750_000_000_000i64;
+    let start = Instant::now();
+    let mut i = first;
+    while i < first + rows {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for _ in 0..per_tx.min(first + rows - i) {
+            let (key, sequence) = (&keys[(i % sessions) as usize], (i / sessions + 1) as i64);
+            tx.prepare_cached(&insert)?.execute(params![key, "main", sequence, at, (i + 1) as i64])?;
+            tx.prepare_cached(log::MOVE_HEAD)?.execute(params![
+                key,
+                "main",
+                sequence,
+                at,
+                (i + 1) as i64,
+                at
+            ])?;
+            i += 1;
+        }
+        tx.commit()?;
+    }
+    Ok(start.elapsed())
+}
