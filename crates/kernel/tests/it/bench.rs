@@ -14,6 +14,8 @@ async fn quick_bench_reports_every_figure() {
             "append_single_session_per_s",
             "append_100_sessions_per_s",
             "append_16_writers_per_s",
+            "raw_sqlite_batched_16_per_s",
+            "append_16_writers_vs_raw_batched_16_ratio",
             "append_16_writers_per_commit",
             "append_16_writers_sustained_per_s",
             "append_1_watcher_per_s",
