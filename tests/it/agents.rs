@@ -1,4 +1,4 @@
-//! The hooks with the REAL Claude Code and Codex CLIs (`tests/agents/*-e2e.sh`): offline, in a
+//! The hooks with the REAL Claude Code, Codex and Gemini CLIs (`tests/agents/*-e2e.sh`): offline, in a
 //! loopback-only network namespace, against a fake model. Skipped (and said so) when the CLIs (or, for the
 //! TUI turns, tmux) are not installed, unless `SESSIONWATCH_REQUIRE_AGENTS=1` (CI), where a missing one fails.
 
@@ -59,4 +59,15 @@ fn setup_from_a_fresh_home_with_the_real_clis() {
     assert!(out.status.success(), "{text}");
     assert!(text.matches("PASS ").count() >= 23, "every check ran:\n{text}");
     assert!(!text.contains("FAIL "), "{text}");
+}
+
+/// Issue 38: the REAL Gemini CLI (0.61.0) with `sessionwatch hooks install gemini`: a Gemini manager watching
+/// a Gemini worker; a prompt into the worker is one human turn (also after the file monitor ticks), a
+/// `sessions_send` text is none; the manager's next model request holds the notice once
+/// (`tests/agents/gemini-hooks-e2e.sh`).
+#[test]
+fn gemini_hooks_with_the_real_gemini_cli() {
+    if let Some(text) = run_e2e("gemini-hooks-e2e.sh") {
+        assert!(text.matches("PASS ").count() >= 8, "every check ran:\n{text}");
+    }
 }

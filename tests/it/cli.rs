@@ -224,6 +224,7 @@ const STOP: &str = r#"{"session_id":"c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10","tran
 /// the user's one `systemMessage` line (each case runs in a fresh data dir: its first report).
 #[test]
 fn the_hook_command_never_fails_the_agent() {
+    const GEMINI_BEFORE_AGENT: &str = r#"{"session_id":"fb2901fb-5c2e-4a7d-9b1e-3c4d5e6f7a8b","transcript_path":"/h/.gemini/tmp/demo/chats/session-2026-12-05T00-09-fb2901fb.jsonl","cwd":"/h/demo","hook_event_name":"BeforeAgent","timestamp":"2026-12-05T00:09:58.817Z","prompt":"hi"}"#;
     // Nothing listens on this port.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     // Accepts and never answers.
@@ -249,7 +250,13 @@ fn the_hook_command_never_fails_the_agent() {
             "unknown cli",
             vec!["Stop", "--agent", "cursor", "--url", &closed_url],
             STOP,
-            "--agent must be claude or codex",
+            "--agent must be claude, codex or gemini",
+        ),
+        (
+            "gemini, gateway down",
+            vec!["BeforeAgent", "--agent", "gemini", "--url", &closed_url, "--token", "t"],
+            GEMINI_BEFORE_AGENT,
+            "cannot reach the gateway",
         ),
         (
             "silent gateway",
@@ -262,7 +269,7 @@ fn the_hook_command_never_fails_the_agent() {
         let started = std::time::Instant::now();
         let (ok, out, err) = hook(&args, stdin);
         assert!(ok, "{name}: exit 0");
-        if matches!(name, "gateway down" | "silent gateway") {
+        if matches!(name, "gateway down" | "silent gateway" | "gemini, gateway down") {
             let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON line");
             let line = v["systemMessage"].as_str().unwrap();
             assert!(line.contains("cannot reach the gateway") && !line.contains('\n'), "{name}: {line}");

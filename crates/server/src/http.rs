@@ -582,8 +582,8 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
     host_answer(run.await)
 }
 
-/// `POST /v1/hooks`: one Claude Code / Codex hook (`sessionwatch hook <event>` forwards its stdin):
-/// `{"cli": "claude"|"codex", "event": "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>",
+/// `POST /v1/hooks`: one Claude Code / Codex / Gemini CLI hook (`sessionwatch hook <event>` forwards its
+/// stdin): `{"cli": "claude"|"codex"|"gemini", "event": "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>",
 /// "input": {<hook stdin>}}`.
 async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     use sessionwatch_upstream::hook::{HookCli, parse_input};
@@ -591,8 +591,9 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
         let v = json_body(&body)?;
         let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "input"])?;
         let cli = a.str("cli")?;
-        let cli = HookCli::parse(cli)
-            .ok_or_else(|| ApiError::invalid(format!("unknown cli {cli:?}: expected claude or codex")))?;
+        let cli = HookCli::parse(cli).ok_or_else(|| {
+            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex or gemini"))
+        })?;
         let event = a.str("event")?;
         let input = v
             .get("input")

@@ -1,9 +1,13 @@
-//! Claude Code and Codex hooks: the JSON a hook receives on stdin, and the JSON each CLI expects back.
+//! Claude Code, Codex and Gemini CLI hooks: the JSON a hook receives on stdin, and the JSON each CLI
+//! expects back.
 //!
-//! Pure mapping, no I/O. Both CLIs send `session_id`, `transcript_path`, `cwd` and `hook_event_name` with
-//! every event, plus per-event fields (`prompt`, `tool_name`, `stop_hook_active`, `agent_id`, …). Both
-//! accept `{"hookSpecificOutput":{"hookEventName":E,"additionalContext":T}}` (text added to the model's
-//! context) and, for `Stop`, `{"decision":"block","reason":R}` (the model is called again with R).
+//! Pure mapping, no I/O. All three CLIs send `session_id`, `transcript_path`, `cwd` and `hook_event_name`
+//! with every event, plus per-event fields (`prompt`, `tool_name`, `stop_hook_active`, `agent_id`, …).
+//! All accept `{"hookSpecificOutput":{"hookEventName":E,"additionalContext":T}}` (text added to the
+//! model's context) and Claude and Codex, for `Stop`, `{"decision":"block","reason":R}` (the model is
+//! called again with R). Gemini's events have names of their own (`BeforeAgent` is its prompt hook,
+//! `AfterTool` its after-tool hook) and its `SessionStart` context must never be used: a resume drops
+//! the prompt it was added to (docs/hooks.md).
 
 use serde_json::{Value, json};
 
@@ -12,13 +16,17 @@ use serde_json::{Value, json};
 pub enum HookCli {
     Claude,
     Codex,
+    Gemini,
 }
 
 impl HookCli {
+    pub const ALL: [HookCli; 3] = [HookCli::Claude, HookCli::Codex, HookCli::Gemini];
+
     pub fn as_str(self) -> &'static str {
         match self {
             HookCli::Claude => "claude",
             HookCli::Codex => "codex",
+            HookCli::Gemini => "gemini",
         }
     }
 
@@ -26,6 +34,7 @@ impl HookCli {
         match s.trim().to_ascii_lowercase().as_str() {
             "claude" | "claude-code" => Some(HookCli::Claude),
             "codex" => Some(HookCli::Codex),
+            "gemini" | "gemini-cli" => Some(HookCli::Gemini),
             _ => None,
         }
     }
@@ -34,6 +43,40 @@ impl HookCli {
         match self {
             HookCli::Claude => crate::CatalogId::Claude,
             HookCli::Codex => crate::CatalogId::Codex,
+            HookCli::Gemini => crate::CatalogId::Gemini,
+        }
+    }
+
+    /// The events installed for this CLI (`hooks install`, `setup`, `doctor`). Codex has no
+    /// `SessionEnd` (and fires the sub-agent events only with `multi_agent_v2`); Gemini's prompt and
+    /// after-tool events are `BeforeAgent` and `AfterTool`, and it has no `Stop` that can block.
+    pub fn events(self) -> &'static [HookEvent] {
+        const CLAUDE: [HookEvent; 8] = [
+            HookEvent::SessionStart,
+            HookEvent::UserPromptSubmit,
+            HookEvent::PreToolUse,
+            HookEvent::PostToolUse,
+            HookEvent::Stop,
+            HookEvent::SubagentStart,
+            HookEvent::SubagentStop,
+            HookEvent::SessionEnd,
+        ];
+        const GEMINI: [HookEvent; 4] =
+            [HookEvent::SessionStart, HookEvent::BeforeAgent, HookEvent::AfterTool, HookEvent::SessionEnd];
+        match self {
+            HookCli::Claude => &CLAUDE,
+            HookCli::Codex => &CLAUDE[..7],
+            HookCli::Gemini => &GEMINI,
+        }
+    }
+
+    /// Whether this CLI sends `event` (Claude's and Codex's events are one family, Gemini's another;
+    /// `SessionEnd` is accepted from Codex too, as before).
+    pub fn accepts(self, event: HookEvent) -> bool {
+        let gemini_only = matches!(event, HookEvent::BeforeAgent | HookEvent::AfterTool);
+        match self {
+            HookCli::Claude | HookCli::Codex => !gemini_only,
+            HookCli::Gemini => HookCli::Gemini.events().contains(&event),
         }
     }
 }
@@ -48,13 +91,17 @@ pub enum HookEvent {
     Stop,
     SubagentStart,
     SubagentStop,
-    /// Claude Code's session ended: the session becomes idle. Accepted, but not in [`HookEvent::ALL`]
-    /// (the events installed, one list for both CLIs, and Codex has no `SessionEnd`).
+    /// The CLI session ended (Claude Code, Gemini): the session becomes idle.
     SessionEnd,
+    /// Gemini: a prompt, before the model sees it (its `UserPromptSubmit`; no turn id given).
+    BeforeAgent,
+    /// Gemini: a tool call finished (its `PostToolUse`).
+    AfterTool,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 7] = [
+    /// Every event sessionwatch accepts; which ones a CLI gets installed is [`HookCli::events`].
+    pub const ALL: [HookEvent; 10] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -62,6 +109,9 @@ impl HookEvent {
         HookEvent::Stop,
         HookEvent::SubagentStart,
         HookEvent::SubagentStop,
+        HookEvent::SessionEnd,
+        HookEvent::BeforeAgent,
+        HookEvent::AfterTool,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -74,6 +124,8 @@ impl HookEvent {
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::BeforeAgent => "BeforeAgent",
+            HookEvent::AfterTool => "AfterTool",
         }
     }
 
@@ -81,10 +133,7 @@ impl HookEvent {
     pub fn parse(s: &str) -> Option<HookEvent> {
         let flat: String =
             s.chars().filter(|c| *c != '_' && *c != '-').collect::<String>().to_ascii_lowercase();
-        HookEvent::ALL
-            .into_iter()
-            .chain([HookEvent::SessionEnd])
-            .find(|e| e.as_str().to_ascii_lowercase() == flat)
+        HookEvent::ALL.into_iter().find(|e| e.as_str().to_ascii_lowercase() == flat)
     }
 }
 
@@ -93,14 +142,15 @@ impl HookEvent {
 pub struct HookInput {
     pub cli: HookCli,
     pub event: HookEvent,
-    /// Claude's session UUID or Codex's thread id.
+    /// Claude's or Gemini's session UUID, or Codex's thread id.
     pub session_id: String,
     pub transcript_path: Option<String>,
     pub cwd: Option<String>,
-    /// `UserPromptSubmit`: what was typed.
+    /// `UserPromptSubmit`, `BeforeAgent`: what was typed.
     pub prompt: Option<String>,
     /// The turn's id, the same one the CLI writes into its transcript (Claude `prompt_id` / row
-    /// `promptId`, Codex `turn_id`): the file monitor derives the same dedupe key from it.
+    /// `promptId`, Codex `turn_id`): the file monitor derives the same dedupe key from it. Gemini gives
+    /// none: the gateway derives it from the session's file (`gemini::turn_id_now`).
     pub turn_id: Option<String>,
     pub tool_name: Option<String>,
     pub tool_use_id: Option<String>,
@@ -123,8 +173,12 @@ pub enum HookError {
     UnknownEvent(String),
     #[error("the command was started for {arg} but the input is for {input}")]
     EventMismatch { arg: &'static str, input: String },
-    #[error("cannot tell whether this hook runs under Claude Code or Codex; pass --agent claude|codex")]
+    #[error(
+        "cannot tell whether this hook runs under Claude Code, Codex or Gemini CLI; pass --agent claude|codex|gemini"
+    )]
     UnknownCli,
+    #[error("{cli} has no {event} hook")]
+    NotAnEventOf { cli: &'static str, event: &'static str },
 }
 
 /// Hook input is small; anything larger is refused (a hook must never block on a huge stdin).
@@ -173,11 +227,15 @@ pub fn parse_input(
     let transcript_path = text("transcript_path")?;
     let cli = match cli {
         Some(c) => c,
-        None => detect_cli(o, transcript_path.as_deref(), &session_id, claude_env_session)?,
+        None => detect_cli(o, event, transcript_path.as_deref(), &session_id, claude_env_session)?,
     };
+    if !cli.accepts(event) {
+        return Err(HookError::NotAnEventOf { cli: cli.as_str(), event: event.as_str() });
+    }
     let turn_id = match cli {
         HookCli::Claude => text("prompt_id")?,
         HookCli::Codex => text("turn_id")?,
+        HookCli::Gemini => None,
     };
     if let Some(t) = &turn_id {
         check_id(if cli == HookCli::Claude { "prompt_id" } else { "turn_id" }, t)?;
@@ -197,7 +255,7 @@ pub fn parse_input(
         }
     };
     let prompt = text("prompt")?;
-    if event == HookEvent::UserPromptSubmit && prompt.is_none() {
+    if matches!(event, HookEvent::UserPromptSubmit | HookEvent::BeforeAgent) && prompt.is_none() {
         return Err(HookError::Missing("prompt"));
     }
     if matches!(event, HookEvent::SubagentStart | HookEvent::SubagentStop) && subagent_id.is_none() {
@@ -227,17 +285,25 @@ fn check_id(field: &'static str, id: &str) -> Result<(), HookError> {
     if ok { Ok(()) } else { Err(HookError::Invalid { field, why: format!("{id:?} is not an id") }) }
 }
 
-/// Which CLI sent this: the transcript's location first (`~/.claude/projects/…`, Codex
-/// `rollout-….jsonl`), then `CLAUDE_CODE_SESSION_ID` (Claude sets it for its hooks; Codex adds nothing),
-/// then fields only one of them sends (Claude `prompt_id`, Codex `turn_id` / `model`).
+/// Which CLI sent this: a Gemini-only event, then the transcript's location (Gemini
+/// `.gemini/tmp/<project>/chats/session-….jsonl`, `~/.claude/projects/…`, Codex `rollout-….jsonl`), then
+/// `CLAUDE_CODE_SESSION_ID` (Claude sets it for its hooks; Codex adds nothing), then fields only one
+/// of them sends (Claude `prompt_id`, Codex `turn_id` / `model`).
 fn detect_cli(
     o: &serde_json::Map<String, Value>,
+    event: HookEvent,
     transcript: Option<&str>,
     session_id: &str,
     claude_env_session: Option<&str>,
 ) -> Result<HookCli, HookError> {
+    if matches!(event, HookEvent::BeforeAgent | HookEvent::AfterTool) {
+        return Ok(HookCli::Gemini);
+    }
     if let Some(t) = transcript {
         let name = std::path::Path::new(t).file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if t.contains("/.gemini/tmp/") || (name.starts_with("session-") && t.contains("/chats/")) {
+            return Ok(HookCli::Gemini);
+        }
         if name.starts_with("rollout-") || t.contains("/.codex/") {
             return Ok(HookCli::Codex);
         }
@@ -268,7 +334,12 @@ pub struct HookReply {
 
 /// The stdout the CLI expects for `reply`; `None`: print nothing (no noise when there is nothing to say).
 pub fn render_output(cli: HookCli, event: HookEvent, reply: &HookReply) -> Option<String> {
-    let _ = cli; // both CLIs read the same shapes (observed with Claude Code 2.1.332 and Codex 0.171.0)
+    // The three CLIs read the same shapes (observed with Claude Code 2.1.332, Codex 0.171.0 and Gemini
+    // CLI 0.61.0), but Gemini's SessionStart context is stored as a prompt prefix or a row of its own
+    // that a resume then drops with the prompt: never answered there.
+    if cli == HookCli::Gemini && event == HookEvent::SessionStart {
+        return None;
+    }
     if let Some(reason) = &reply.block {
         return Some(json!({ "decision": "block", "reason": reason }).to_string());
     }

@@ -21,6 +21,38 @@ impl Json {
         }
     }
 
+    /// Parses JSON with comments (what Gemini CLI reads), keeping key order.
+    pub fn from_jsonc(text: &str) -> anyhow::Result<Json> {
+        use jsonc_parser::JsonValue;
+        fn convert(v: JsonValue) -> anyhow::Result<Json> {
+            Ok(match v {
+                JsonValue::Null => Json::Null,
+                JsonValue::Boolean(b) => Json::Bool(b),
+                JsonValue::Number(n) => Json::Number(
+                    serde_json::from_str(n).map_err(|_| anyhow::anyhow!("{n} is not a JSON number"))?,
+                ),
+                JsonValue::String(s) => Json::String(s.into_owned()),
+                JsonValue::Array(a) => Json::Array(a.into_iter().map(convert).collect::<Result<_, _>>()?),
+                JsonValue::Object(o) => Json::Object(
+                    o.into_iter()
+                        .map(|(k, v)| Ok((k.into_owned(), convert(v)?)))
+                        .collect::<anyhow::Result<_>>()?,
+                ),
+            })
+        }
+        // Comments only: trailing commas and bare names are not what the CLI's JSON.parse takes.
+        let options = jsonc_parser::ParseOptions {
+            allow_comments: true,
+            allow_loose_object_property_names: false,
+            allow_trailing_commas: false,
+            ..Default::default()
+        };
+        match jsonc_parser::parse_to_value(text, &options)? {
+            Some(v) => convert(v),
+            None => Ok(Json::Object(vec![])),
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Json::String(s) => Some(s),

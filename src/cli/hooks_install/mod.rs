@@ -1,11 +1,13 @@
-//! `sessionwatch hooks install|uninstall|status claude|codex`: our entries in the CLI's own hook
-//! settings (Claude `settings.json`, Codex `hooks.json`), merged with what is there.
+//! `sessionwatch hooks install|uninstall|status claude|codex|gemini`: our entries in the CLI's own hook
+//! settings (Claude `settings.json`, Codex `hooks.json`, Gemini `settings.json`), merged with what is
+//! there; each CLI gets its own events ([`HookCli::events`]).
 //!
 //! Our entries are the handlers whose command runs `sessionwatch hook`; everything else in the file is
 //! left as it was, byte for byte (edited on its syntax tree). Installing twice changes nothing;
 //! uninstalling removes only ours (and the arrays and objects that only held ours), and gives back the
 //! file's exact bytes when nothing else changed since (see `record`). A file that is not the JSON shape
-//! the CLI reads is reported and left untouched. Codex hooks are trusted at install (Codex skips
+//! the CLI reads (strict JSON for Claude and Codex, JSON with comments for Gemini) is reported and left
+//! untouched. Codex hooks are trusted at install (Codex skips
 //! untrusted ones silently), so install needs a codex binary unless `--untrusted`.
 
 pub(crate) mod codex_trust;
@@ -34,10 +36,11 @@ pub enum HooksCommand {
 
 #[derive(Args, Debug)]
 pub struct Target {
-    /// claude or codex.
+    /// claude, codex or gemini.
     cli: String,
-    /// user: your settings (~/.claude/settings.json, ~/.codex/hooks.json); project: the project's
-    /// (.claude/settings.json, .codex/hooks.json in --project-dir).
+    /// user: your settings (~/.claude/settings.json, ~/.codex/hooks.json, ~/.gemini/settings.json);
+    /// project: the project's (.claude/settings.json, .codex/hooks.json, .gemini/settings.json in
+    /// --project-dir).
     #[arg(long, value_enum, default_value_t = Scope::User)]
     scope: Scope,
     /// The sessionwatch agent that owns the sessions (default main).
@@ -63,11 +66,8 @@ enum Scope {
     Project,
 }
 
-/// The events we install: all the hooks sessionwatch acts on (Codex fires the sub-agent ones only with
-/// `multi_agent_v2`).
-const EVENTS: [HookEvent; 7] = HookEvent::ALL;
-
-/// Seconds the CLI waits for us; the command gives up on its own after 1 s.
+/// Seconds the CLI waits for us; the command gives up on its own after 1 s. (Gemini counts its
+/// `timeout` in milliseconds.)
 const HOOK_TIMEOUT_SECS: u64 = 5;
 
 pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
@@ -77,7 +77,7 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
         HooksCommand::Status(t) => (t, "status"),
     };
     let cli = HookCli::parse(&target.cli)
-        .ok_or_else(|| anyhow::anyhow!("hooks exist for claude and codex, not {:?}", target.cli))?;
+        .ok_or_else(|| anyhow::anyhow!("hooks exist for claude, codex and gemini, not {:?}", target.cli))?;
     if let Some(a) = &target.agent
         && !sessionwatch_core::is_valid_agent_id(&a.to_ascii_lowercase())
     {
@@ -115,7 +115,7 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
             }
         }
         "uninstall" => {
-            let changed = uninstall_file(&file, &records)?;
+            let changed = uninstall_file(&file, cli, &records)?;
             println!(
                 "{} {}: sessionwatch hooks {}",
                 cli.as_str(),
@@ -163,8 +163,8 @@ fn install_file(
     records: &Records,
     trust: Option<&TrustWith>,
 ) -> anyhow::Result<Installed> {
-    let s = Settings::load(file)?;
-    let had_ours = EVENTS.iter().any(|e| settings::installed_command(&s.value(), *e).is_some());
+    let s = Settings::load(file, ours.cli)?;
+    let had_ours = ours.cli.events().iter().any(|e| settings::installed_command(&s.value(), *e).is_some());
     let mut record = match records.get(file) {
         Some(r) if had_ours => r,
         // No entry of ours (first install, or the user removed them by hand): the file as it is now
@@ -208,8 +208,8 @@ fn install_file(
 
 /// Removes our entries; when what is left is the value the file had before our install, the file
 /// gets its very bytes back (or goes, if we created it). Then the Codex trust we added goes too.
-fn uninstall_file(file: &Path, records: &Records) -> anyhow::Result<bool> {
-    let s = Settings::load(file)?;
+fn uninstall_file(file: &Path, cli: HookCli, records: &Records) -> anyhow::Result<bool> {
+    let s = Settings::load(file, cli)?;
     let record = records.get(file);
     let before = record.as_ref().map(|r| settings::value_of(r.original.as_deref().unwrap_or("")));
     let mut changed = settings::uninstall(&s, before.as_ref())?;
@@ -278,6 +278,11 @@ fn settings_file(cli: HookCli, t: &Target) -> anyhow::Result<PathBuf> {
             None => home()?.join(".codex/hooks.json"),
         },
         (HookCli::Codex, Scope::Project) => project()?.join(".codex/hooks.json"),
+        (HookCli::Gemini, Scope::User) => match std::env::var_os("GEMINI_CLI_HOME") {
+            Some(d) => PathBuf::from(d).join(".gemini/settings.json"),
+            None => home()?.join(".gemini/settings.json"),
+        },
+        (HookCli::Gemini, Scope::Project) => project()?.join(".gemini/settings.json"),
     })
 }
 
@@ -297,22 +302,48 @@ impl Ours {
         c
     }
 
+    /// Our handler's fields: `type`, (Gemini) `name`, `command`, `timeout` (Gemini: milliseconds).
+    fn fields(&self, event: HookEvent) -> Vec<(&'static str, Json)> {
+        let mut fields = vec![("type", Json::String("command".into()))];
+        let timeout = match self.cli {
+            HookCli::Gemini => {
+                fields.push(("name", Json::String(handler_name(event))));
+                HOOK_TIMEOUT_SECS * 1000
+            }
+            HookCli::Claude | HookCli::Codex => HOOK_TIMEOUT_SECS,
+        };
+        fields.push(("command", Json::String(self.command(event))));
+        fields.push(("timeout", Json::Number(timeout.into())));
+        fields
+    }
+
     fn handler(&self, event: HookEvent) -> Json {
-        Json::Object(vec![
-            ("type".into(), Json::String("command".into())),
-            ("command".into(), Json::String(self.command(event))),
-            ("timeout".into(), Json::Number(HOOK_TIMEOUT_SECS.into())),
-        ])
+        Json::Object(self.fields(event).into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 
     fn handler_input(&self, event: HookEvent) -> jsonc_parser::cst::CstInputValue {
         use jsonc_parser::cst::CstInputValue;
-        CstInputValue::Object(vec![
-            ("type".into(), "command".into()),
-            ("command".into(), self.command(event).into()),
-            ("timeout".into(), CstInputValue::Number(HOOK_TIMEOUT_SECS.to_string())),
-        ])
+        let input = |v: Json| match v {
+            Json::String(s) => CstInputValue::String(s),
+            Json::Number(n) => CstInputValue::Number(n.to_string()),
+            other => unreachable!("our handlers hold strings and numbers, not {other:?}"),
+        };
+        CstInputValue::Object(
+            self.fields(event).into_iter().map(|(k, v)| (k.to_string(), input(v))).collect(),
+        )
     }
+}
+
+/// Gemini shows a hook's `name` in its hook list: `sessionwatch-before-agent` for `BeforeAgent`.
+fn handler_name(event: HookEvent) -> String {
+    let mut name = String::from("sessionwatch");
+    for c in event.as_str().chars() {
+        if c.is_ascii_uppercase() {
+            name.push('-');
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    name
 }
 
 pub(crate) fn is_our_command(cmd: &str) -> bool {
@@ -329,9 +360,9 @@ pub(crate) fn is_our_command(cmd: &str) -> bool {
 }
 
 fn status(cli: HookCli, file: &Path) -> anyhow::Result<()> {
-    let doc = Settings::load(file)?.value();
+    let doc = Settings::load(file, cli)?.value();
     println!("{} {}", cli.as_str(), file.display());
-    for event in EVENTS {
+    for &event in cli.events() {
         match settings::installed_command(&doc, event) {
             Some(cmd) => println!("  {:<17} installed: {cmd}", event.as_str()),
             None => println!("  {:<17} not installed", event.as_str()),
@@ -340,7 +371,7 @@ fn status(cli: HookCli, file: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Quotes for `sh -c` (both CLIs run the command through a shell) when needed.
+/// Quotes for `sh -c` (the CLIs run the command through a shell) when needed.
 fn shell_quote(s: &str) -> String {
     if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c)) {
         s.to_string()

@@ -3,11 +3,11 @@
 //! only inserts our handlers, uninstall only removes them.
 
 use super::json::Json;
-use super::{EVENTS, Ours, is_our_command};
+use super::{Ours, is_our_command};
 use anyhow::{Context, bail};
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
-use sessionwatch_upstream::hook::HookEvent;
+use sessionwatch_upstream::hook::{HookCli, HookEvent};
 use std::path::Path;
 
 /// A settings file read and checked: its bytes (`None`: no file) and its syntax tree.
@@ -18,16 +18,20 @@ pub struct Settings {
 
 impl Settings {
     /// Reads the file and checks it is the JSON shape the CLI reads; otherwise an error, nothing changed.
-    pub fn load(file: &Path) -> anyhow::Result<Settings> {
+    pub fn load(file: &Path, cli: HookCli) -> anyhow::Result<Settings> {
         let original = match std::fs::read_to_string(file) {
             Ok(s) => Some(s),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
         };
         let text = original.as_deref().unwrap_or("");
-        let doc = match text.trim() {
-            "" => Json::Object(vec![]),
-            // Strict JSON (what both CLIs read), not JSONC.
+        let doc = match (text.trim(), cli) {
+            ("", _) => Json::Object(vec![]),
+            // Gemini strips comments before it parses its settings.
+            (_, HookCli::Gemini) => Json::from_jsonc(text).with_context(|| {
+                format!("{} is not valid JSON (with comments); it was not changed", file.display())
+            })?,
+            // Strict JSON (what Claude and Codex read), not JSONC.
             _ => serde_json::from_str::<Json>(text)
                 .with_context(|| format!("{} is not valid JSON; it was not changed", file.display()))?,
         };
@@ -53,11 +57,12 @@ impl Settings {
     }
 }
 
-/// The value of a JSON text (keys in file order); `{}` for an empty or unreadable text.
+/// The value of a JSON text (keys in file order, comments skipped: only texts that `load` accepted,
+/// or that we wrote, are read here); `{}` for an empty text, `null` for an unreadable one.
 pub fn value_of(text: &str) -> Json {
     match text.trim() {
         "" => Json::Object(vec![]),
-        t => serde_json::from_str(t).unwrap_or(Json::Null),
+        t => serde_json::from_str(t).or_else(|_| Json::from_jsonc(t)).unwrap_or(Json::Null),
     }
 }
 
@@ -97,7 +102,7 @@ fn is_ours(handler: &CstNode) -> bool {
 pub fn install(s: &Settings, ours: &Ours) -> anyhow::Result<bool> {
     let before = s.root.to_string();
     let hooks = s.root.object_value_or_set().object_value_or_create("hooks").context("checked: an object")?;
-    for event in EVENTS {
+    for &event in ours.cli.events() {
         let groups = hooks.array_value_or_create(event.as_str()).context("checked: an array")?;
         let existing = groups.elements().iter().flat_map(handlers).find(is_ours);
         match existing {
@@ -119,6 +124,8 @@ fn group_input(ours: &Ours, event: HookEvent) -> jsonc_parser::cst::CstInputValu
     let mut group: Vec<(String, CstInputValue)> = vec![];
     match event {
         HookEvent::PostToolUse => group.push(("matcher".into(), "*".into())),
+        // Gemini's matchers are regular expressions.
+        HookEvent::AfterTool => group.push(("matcher".into(), ".*".into())),
         // Only MCP calls: it announces the call's tool-use id, so our MCP server knows its caller (one
         // identity for hooks and tools).
         HookEvent::PreToolUse => group.push(("matcher".into(), "mcp__.*".into())),

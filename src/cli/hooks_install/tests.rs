@@ -63,7 +63,10 @@ impl Scratch {
         install_file(&self.file(), o, &self.records, None).unwrap().changed
     }
     fn uninstall(&self) -> bool {
-        uninstall_file(&self.file(), &self.records).unwrap()
+        self.uninstall_as(HookCli::Claude)
+    }
+    fn uninstall_as(&self, cli: HookCli) -> bool {
+        uninstall_file(&self.file(), cli, &self.records).unwrap()
     }
 }
 
@@ -77,13 +80,19 @@ fn round_trip(cli: HookCli, original: Option<&str>) {
     let installed = sc.read().unwrap();
     assert!(!sc.install(&o), "a second install changes nothing");
     assert_eq!(sc.read().unwrap(), installed);
-    let doc: serde_json::Value = serde_json::from_str(&installed).unwrap();
-    for event in EVENTS {
-        let groups = doc["hooks"][event.as_str()].as_array().unwrap();
+    // Gemini's file may hold comments: read as the installer does.
+    let doc = settings::value_of(&installed);
+    for &event in cli.events() {
+        let Some(Json::Array(groups)) = doc.get("hooks").and_then(|h| h.get(event.as_str())) else {
+            panic!("{event:?} installed in {installed}")
+        };
         let commands: Vec<&str> = groups
             .iter()
-            .flat_map(|g| g["hooks"].as_array().unwrap())
-            .filter_map(|h| h["command"].as_str())
+            .flat_map(|g| match g.get("hooks") {
+                Some(Json::Array(hs)) => hs.as_slice(),
+                _ => &[],
+            })
+            .filter_map(|h| h.get("command").and_then(Json::as_str))
             .filter(|c| is_our_command(c))
             .collect();
         assert_eq!(
@@ -111,9 +120,9 @@ fn round_trip(cli: HookCli, original: Option<&str>) {
             assert!(installed.find(theirs).unwrap() < first_ours, "{theirs} stays first");
         }
     }
-    assert!(sc.uninstall(), "uninstalled");
+    assert!(sc.uninstall_as(cli), "uninstalled");
     assert_eq!(sc.read().as_deref(), original, "byte-identical after uninstall (no file: removed)");
-    assert!(!sc.uninstall(), "nothing left to remove");
+    assert!(!sc.uninstall_as(cli), "nothing left to remove");
     assert_eq!(sc.read().as_deref(), original);
 }
 
@@ -252,7 +261,7 @@ fn a_malformed_settings_file_is_reported_and_left_alone() {
         for action in ["install", "uninstall"] {
             let err = match action {
                 "install" => install_file(&file, &ours(HookCli::Claude), &sc.records, None).map(|_| true),
-                _ => uninstall_file(&file, &sc.records),
+                _ => uninstall_file(&file, HookCli::Claude, &sc.records),
             }
             .expect_err(text);
             assert!(format!("{err:#}").contains(want), "{text}: {err:#}");
@@ -282,5 +291,100 @@ fn codex_install_without_a_usable_codex_fails_and_says_how_to_fix_it() {
     let err = codex_to_trust_with(Some(Path::new("/nonexistent/codex"))).unwrap_err().to_string();
     for hint in ["--codex PATH", "PATH", "--untrusted", "Nothing was changed"] {
         assert!(err.contains(hint), "{hint}: {err}");
+    }
+}
+
+/// A Gemini CLI `settings.json` as a user has it: other settings, a comment (Gemini strips comments
+/// before parsing), and a hook of their own.
+const USER_GEMINI: &str = r#"{
+  // set up by hand
+  "security": { "auth": { "selectedType": "gemini-api-key" } },
+  "hooks": {
+    "BeforeAgent": [
+      {
+        "hooks": [
+          { "type": "command", "name": "log-prompt", "command": "python3 $HOME/bin/log-prompt.py", "timeout": 2000 }
+        ]
+      }
+    ]
+  },
+  "model": { "name": "gemini-2.5-flash" }
+}
+"#;
+
+#[test]
+fn install_and_uninstall_round_trip_on_a_gemini_settings_file_with_comments_and_user_hooks() {
+    round_trip(HookCli::Gemini, Some(USER_GEMINI));
+    round_trip(HookCli::Gemini, None);
+}
+
+/// The exact entries Gemini gets (NATIVE.md 3.2's shape: a `name`, `timeout` in milliseconds, a
+/// regular-expression matcher on AfterTool), and nothing of Claude's events.
+#[test]
+fn gemini_entries_exact_text() {
+    let sc = Scratch::new();
+    sc.install(&ours(HookCli::Gemini));
+    let text = sc.read().unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let entry = |event: &str, matcher: Option<&str>| {
+        let name = match event {
+            "SessionStart" => "sessionwatch-session-start",
+            "BeforeAgent" => "sessionwatch-before-agent",
+            "AfterTool" => "sessionwatch-after-tool",
+            _ => "sessionwatch-session-end",
+        };
+        let handler = serde_json::json!({ "type": "command", "name": name,
+            "command": format!("/opt/sw/bin/sessionwatch hook {event} --agent gemini"), "timeout": 5000 });
+        let mut group = serde_json::json!({ "hooks": [handler] });
+        if let Some(m) = matcher {
+            group = serde_json::json!({ "matcher": m, "hooks": group["hooks"] });
+        }
+        serde_json::json!([group])
+    };
+    assert_eq!(
+        doc,
+        serde_json::json!({ "hooks": {
+            "SessionStart": entry("SessionStart", None),
+            "BeforeAgent": entry("BeforeAgent", None),
+            "AfterTool": entry("AfterTool", Some(".*")),
+            "SessionEnd": entry("SessionEnd", None),
+        } }),
+        "{text}"
+    );
+    // Key order as written (serde_json's Value would hide it).
+    let order: Vec<usize> = ["\"type\":", "\"name\":", "\"command\":", "\"timeout\":"]
+        .iter()
+        .map(|k| text.find(k).unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert!(text.find("\"matcher\": \".*\"").is_some(), "{text}");
+}
+
+#[test]
+fn claude_gets_session_end_and_codex_does_not() {
+    for (cli, has_end) in [(HookCli::Claude, true), (HookCli::Codex, false)] {
+        let sc = Scratch::new();
+        sc.install(&ours(cli));
+        let doc: serde_json::Value = serde_json::from_str(&sc.read().unwrap()).unwrap();
+        assert_eq!(doc["hooks"].get("SessionEnd").is_some(), has_end, "{cli:?}");
+        assert_eq!(doc["hooks"].as_object().unwrap().len(), cli.events().len(), "{cli:?}");
+    }
+}
+
+#[test]
+fn a_malformed_gemini_settings_file_is_reported_and_left_alone() {
+    for (text, want) in [
+        ("{ \"a\": 1, }", "not valid JSON"),
+        ("{ a: 1 }", "not valid JSON"),
+        (r#"{"hooks": {"BeforeAgent": {}}}"#, "not a hook settings file"),
+    ] {
+        let sc = Scratch::new();
+        let file = sc.file();
+        std::fs::write(&file, text).unwrap();
+        let err = install_file(&file, &ours(HookCli::Gemini), &sc.records, None).map(|_| ()).expect_err(text);
+        assert!(format!("{err:#}").contains(want), "{text}: {err:#}");
+        let err = uninstall_file(&file, HookCli::Gemini, &sc.records).expect_err(text);
+        assert!(format!("{err:#}").contains(want), "{text}: {err:#}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     }
 }

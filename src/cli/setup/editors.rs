@@ -35,6 +35,26 @@ pub fn json_object(text: Option<&str>) -> anyhow::Result<Value> {
     Ok(v)
 }
 
+/// The same for a file the CLI reads as JSON with comments (Gemini CLI strips them before parsing).
+pub fn jsonc_object(text: Option<&str>) -> anyhow::Result<Value> {
+    let v: Value = match text.map(str::trim).unwrap_or("") {
+        "" => Value::Object(Default::default()),
+        t => {
+            let options = ParseOptions {
+                allow_comments: true,
+                allow_loose_object_property_names: false,
+                allow_trailing_commas: false,
+                ..Default::default()
+            };
+            jsonc_parser::parse_to_serde_value(t, &options).context("not valid JSON (with comments)")?
+        }
+    };
+    if !v.is_object() {
+        bail!("the top level is not an object");
+    }
+    Ok(v)
+}
+
 fn parse_cst(text: Option<&str>) -> anyhow::Result<CstRootNode> {
     CstRootNode::parse(text.unwrap_or(""), &ParseOptions::default()).map_err(|e| anyhow::anyhow!("{e}"))
 }
@@ -63,9 +83,36 @@ fn claude_server_input(exe: &str) -> CstInputValue {
     ])
 }
 
+/// What `gemini mcp add sessionwatch <exe> mcp` writes into `settings.json` (no `type`: stdio is
+/// told by `command`).
+#[cfg(test)]
+pub fn gemini_server_value(exe: &str) -> Value {
+    serde_json::json!({ "command": exe, "args": ["mcp"] })
+}
+
+fn gemini_server_input(exe: &str) -> CstInputValue {
+    CstInputValue::Object(vec![
+        ("command".into(), exe.into()),
+        ("args".into(), CstInputValue::Array(vec!["mcp".into()])),
+    ])
+}
+
 /// `~/.claude.json`: `mcpServers.sessionwatch` runs `<exe> mcp`.
 pub fn add_claude_mcp(text: Option<&str>, exe: &str) -> anyhow::Result<Option<String>> {
-    let v = json_object(text)?;
+    add_mcp_server(json_object(text)?, text, claude_server_input(exe), exe)
+}
+
+/// `~/.gemini/settings.json`: `mcpServers.sessionwatch` runs `<exe> mcp`.
+pub fn add_gemini_mcp(text: Option<&str>, exe: &str) -> anyhow::Result<Option<String>> {
+    add_mcp_server(jsonc_object(text)?, text, gemini_server_input(exe), exe)
+}
+
+fn add_mcp_server(
+    v: Value,
+    text: Option<&str>,
+    server: CstInputValue,
+    exe: &str,
+) -> anyhow::Result<Option<String>> {
     match v.get("mcpServers") {
         None => {}
         Some(Value::Object(servers)) => {
@@ -85,9 +132,9 @@ pub fn add_claude_mcp(text: Option<&str>, exe: &str) -> anyhow::Result<Option<St
     let root = parse_cst(text)?;
     let servers = root.object_value_or_set().object_value_or_create("mcpServers").context("an object")?;
     match servers.get(SERVER) {
-        Some(prop) => prop.set_value(claude_server_input(exe)),
+        Some(prop) => prop.set_value(server),
         None => {
-            servers.append(SERVER, claude_server_input(exe));
+            servers.append(SERVER, server);
         }
     }
     Ok(Some(finish(text, &root)))
@@ -96,7 +143,15 @@ pub fn add_claude_mcp(text: Option<&str>, exe: &str) -> anyhow::Result<Option<St
 /// Takes out `mcpServers.sessionwatch` if it is still ours (put back the one `before` had, if any),
 /// and `mcpServers` if we created it and it is now empty.
 pub fn remove_claude_mcp(text: &str, exe: &str, before: Option<&str>) -> anyhow::Result<String> {
-    let before = json_object(before).unwrap_or_default();
+    remove_mcp_server(text, exe, json_object(before).unwrap_or_default())
+}
+
+/// The same in Gemini's `settings.json`.
+pub fn remove_gemini_mcp(text: &str, exe: &str, before: Option<&str>) -> anyhow::Result<String> {
+    remove_mcp_server(text, exe, jsonc_object(before).unwrap_or_default())
+}
+
+fn remove_mcp_server(text: &str, exe: &str, before: Value) -> anyhow::Result<String> {
     let root = parse_cst(Some(text))?;
     let Some(servers) = root.object_value().and_then(|o| o.object_value("mcpServers")) else {
         return Ok(text.to_string());

@@ -17,6 +17,8 @@ pub enum EditKind {
     ClaudeAllow,
     /// `~/.codex/config.toml` `[mcp_servers.sessionwatch]`.
     CodexMcp,
+    /// `~/.gemini/settings.json` `mcpServers.sessionwatch`.
+    GeminiMcp,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

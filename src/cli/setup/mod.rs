@@ -11,7 +11,7 @@ pub mod service;
 
 use anyhow::Context;
 use clap::{Args, Parser};
-pub use editors::{CLAUDE_ALLOW_RULE, SERVER};
+pub use editors::{CLAUDE_ALLOW_RULE, SERVER, jsonc_object};
 use manifest::{Added, EditKind, Manifest};
 use service::{ServiceFile, ServiceKind};
 use std::io::{BufRead, IsTerminal, Write};
@@ -42,6 +42,7 @@ pub struct Paths {
     pub claude_settings: PathBuf,
     pub codex_config: PathBuf,
     pub codex_hooks: PathBuf,
+    pub gemini_settings: PathBuf,
 }
 
 impl Paths {
@@ -55,14 +56,18 @@ impl Paths {
             claude_settings: claude_dir.unwrap_or_else(|| home.join(".claude")).join("settings.json"),
             codex_config: codex_home.join("config.toml"),
             codex_hooks: codex_home.join("hooks.json"),
+            gemini_settings: std::env::var_os("GEMINI_CLI_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.clone())
+                .join(".gemini/settings.json"),
             home,
         })
     }
 }
 
 /// The agent CLIs setup knows: the supported ones, and the ones another issue adds.
-pub const SUPPORTED: [&str; 2] = ["claude", "codex"];
-const NOT_YET: [(&str, &str); 3] = [("opencode", "OpenCode"), ("pi", "Pi"), ("gemini", "Gemini CLI")];
+pub const SUPPORTED: [&str; 3] = ["claude", "codex", "gemini"];
+const NOT_YET: [(&str, &str); 2] = [("opencode", "OpenCode"), ("pi", "Pi")];
 
 /// An executable `name` on PATH, else in the places its installers use.
 pub fn find_cli(name: &str, home: &Path) -> Option<PathBuf> {
@@ -188,6 +193,9 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
                     (EditKind::ClaudeAllow, paths.claude_settings.clone()),
                 ],
             ),
+            "gemini" => {
+                (paths.gemini_settings.clone(), vec![(EditKind::GeminiMcp, paths.gemini_settings.clone())])
+            }
             _ => (paths.codex_hooks.clone(), vec![(EditKind::CodexMcp, paths.codex_config.clone())]),
         };
         let codex = (name == "codex").then(|| found.clone());
@@ -257,6 +265,7 @@ fn describe(edit: EditKind) -> &'static str {
             "permission for the sessionwatch MCP tools (permissions.allow mcp__sessionwatch)"
         }
         EditKind::CodexMcp => "the sessionwatch MCP server ([mcp_servers.sessionwatch])",
+        EditKind::GeminiMcp => "the sessionwatch MCP server (mcpServers.sessionwatch)",
     }
 }
 
@@ -266,6 +275,7 @@ fn edit_text(edit: EditKind, text: Option<&str>, exe: &Path) -> anyhow::Result<O
         EditKind::ClaudeMcp => editors::add_claude_mcp(text, &exe),
         EditKind::ClaudeAllow => editors::add_claude_allow(text),
         EditKind::CodexMcp => editors::add_codex_mcp(text, &exe),
+        EditKind::GeminiMcp => editors::add_gemini_mcp(text, &exe),
     }
 }
 
@@ -274,15 +284,18 @@ fn remove_text(edit: EditKind, text: &str, exe: &str, before: Option<&str>) -> a
         EditKind::ClaudeMcp => editors::remove_claude_mcp(text, exe, before),
         EditKind::ClaudeAllow => editors::remove_claude_allow(text, before),
         EditKind::CodexMcp => editors::remove_codex_mcp(text, exe, before),
+        EditKind::GeminiMcp => editors::remove_gemini_mcp(text, exe, before),
     }
 }
 
-/// Whether every event's hook in `file` already runs this binary.
+/// Whether every event's hook of `cli` in `file` already runs this binary.
 pub fn hooks_installed(file: &Path, exe: &Path, cli: &str) -> bool {
+    let Some(hook_cli) = sessionwatch_upstream::hook::HookCli::parse(cli) else { return false };
     let Ok(text) = std::fs::read_to_string(file) else { return false };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return false };
+    // Gemini's settings may hold comments; a check may read them for every CLI.
+    let Ok(v) = editors::jsonc_object(Some(&text)) else { return false };
     let exe = exe.to_string_lossy();
-    sessionwatch_upstream::hook::HookEvent::ALL.iter().all(|e| {
+    hook_cli.events().iter().all(|e| {
         v.pointer(&format!("/hooks/{}", e.as_str())).and_then(|g| g.as_array()).is_some_and(|groups| {
             groups
                 .iter()
@@ -525,9 +538,13 @@ fn undo_one(added: &Added, exe: &str) -> anyhow::Result<String> {
 
 /// Whether `text` says what `before` said (then `before`'s very bytes are put back).
 fn same_value(edit: EditKind, text: &str, before: Option<&str>) -> bool {
+    let object = match edit {
+        EditKind::GeminiMcp => editors::jsonc_object,
+        _ => editors::json_object,
+    };
     match edit {
         EditKind::CodexMcp => text.trim_end() == before.unwrap_or("").trim_end(),
-        _ => match (editors::json_object(Some(text)), editors::json_object(before)) {
+        _ => match (object(Some(text)), object(before)) {
             (Ok(a), Ok(b)) => {
                 a == b
                     && (before.is_some()

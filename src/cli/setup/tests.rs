@@ -163,3 +163,34 @@ fn the_manifest_is_private() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert_eq!(super::Manifest::read(dir.path()).unwrap(), Some(m));
 }
+
+#[test]
+fn gemini_settings_with_comments_and_hooks_get_the_mcp_server_and_give_it_back() {
+    let before = "{\n  // mine\n  \"model\": { \"name\": \"gemini-2.5-flash\" },\n  \"hooks\": {}\n}\n";
+    let after = round_trip(EditKind::GeminiMcp, Some(before));
+    assert!(after.starts_with("{\n  // mine\n  \"model\": { \"name\": \"gemini-2.5-flash\" },"), "{after}");
+    let v = jsonc_object(Some(&after)).unwrap();
+    assert_eq!(v["mcpServers"]["sessionwatch"], gemini_server_value(EXE));
+    let none = round_trip(EditKind::GeminiMcp, None);
+    assert_eq!(jsonc_object(Some(&none)).unwrap()["mcpServers"]["sessionwatch"], gemini_server_value(EXE));
+    // Another server under our name is the user's: reported, left alone.
+    let theirs = "{\"mcpServers\": {\"sessionwatch\": {\"command\": \"/usr/bin/other\"}}}";
+    assert!(super::edit_text(EditKind::GeminiMcp, Some(theirs), Path::new(EXE)).is_err());
+}
+
+#[test]
+fn setup_checks_each_clis_own_hook_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("settings.json");
+    let exe = Path::new("/opt/sw/sessionwatch");
+    let entry = |e: &str, cli: &str| {
+        format!(
+            "{{\"hooks\":[{{\"type\":\"command\",\"command\":\"/opt/sw/sessionwatch hook {e} --agent {cli}\"}}]}}"
+        )
+    };
+    let events = ["SessionStart", "BeforeAgent", "AfterTool", "SessionEnd"];
+    let hooks: Vec<String> = events.iter().map(|e| format!("\"{e}\": [{}]", entry(e, "gemini"))).collect();
+    std::fs::write(&file, format!("{{ // c\n\"hooks\": {{{}}}}}", hooks.join(","))).unwrap();
+    assert!(super::hooks_installed(&file, exe, "gemini"), "Gemini's four events, in a file with a comment");
+    assert!(!super::hooks_installed(&file, exe, "claude"));
+}

@@ -1,16 +1,21 @@
-//! Claude Code and Codex hooks (`POST /v1/hooks`, called by `sessionwatch hook <event>`): a native
-//! session is adopted when it starts, a typed prompt is recorded at once, and the session's pending
-//! notices reach the model inside its own turn.
+//! Claude Code, Codex and Gemini CLI hooks (`POST /v1/hooks`, called by `sessionwatch hook <event>`): a
+//! native session is adopted when it starts, a typed prompt is recorded at once, and the session's
+//! pending notices reach the model inside its own turn.
 //!
-//! The session is the adopted one, `agent:<agent>:<claude|codex>:<session id>`: the same key as
+//! The session is the adopted one, `agent:<agent>:<claude|codex|gemini>:<session id>`: the same key as
 //! `catalog continue`, so the file monitor, the catalog and the hooks all speak of one session.
+//!
+//! Gemini's `BeforeAgent` is its `UserPromptSubmit` and `AfterTool` its `PostToolUse`; its
+//! `SessionStart` only adopts (context answered there is lost on a resume, so notices wait for the
+//! prompt), and as Gemini gives hooks no message id the prompt's turn id is derived from the session's
+//! file, the way the monitor will read it (`gemini::turn_id_now`).
 
 use super::{Gateway, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
-use sessionwatch_core::{Actor, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
+use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
 use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_store::Store;
-use sessionwatch_upstream::hook::{HookEvent, HookInput, HookReply};
+use sessionwatch_upstream::hook::{HookCli, HookEvent, HookInput, HookReply};
 use sessionwatch_upstream::text::{NormText, OwnTexts};
 use std::sync::Arc;
 
@@ -19,7 +24,8 @@ use std::sync::Arc;
 pub struct HookOutcome {
     pub session_key: String,
     pub reply: HookReply,
-    /// `UserPromptSubmit`: a human turn was recorded (false: our own echo, or already recorded).
+    /// `UserPromptSubmit` / `BeforeAgent`: a human turn was recorded (false: our own echo, already
+    /// recorded, or left to the file monitor).
     pub recorded: bool,
 }
 
@@ -29,7 +35,7 @@ const STOP_HEADER: &str = "sessionwatch: before you finish, sessions you depend 
      (each notice is shown once and is now acknowledged). Reconcile with session_status changesSince, then finish:";
 
 impl<S: Store> Gateway<S> {
-    /// Handles one hook of a Claude Code or Codex session run by `agent` (default `main`), on this
+    /// Handles one hook of a Claude Code, Codex or Gemini session run by `agent` (default `main`), on this
     /// gateway's machine or, with `node`, on that remote node (then the session is the node's, the
     /// one its monitor reports on, so hooks and node speak of one session).
     pub async fn hook(
@@ -53,9 +59,13 @@ impl<S: Store> Gateway<S> {
         match input.event {
             HookEvent::SessionStart => {
                 self.adopt_hooked(&r, input, node).await?;
-                outcome.reply.context = self.drain_context(&r).await;
+                // Gemini drops a prompt carrying SessionStart context from every resumed history: its
+                // notices stay queued for BeforeAgent.
+                if input.cli != HookCli::Gemini {
+                    outcome.reply.context = self.drain_context(&r).await;
+                }
             }
-            HookEvent::UserPromptSubmit => {
+            HookEvent::UserPromptSubmit | HookEvent::BeforeAgent => {
                 self.adopt_hooked(&r, input, node).await?;
                 outcome.recorded = self.record_prompt(&r, input).await?;
                 outcome.reply.context = self.drain_context(&r).await;
@@ -67,7 +77,9 @@ impl<S: Store> Gateway<S> {
                     self.remember_tool_use(id, &r.key);
                 }
             }
-            HookEvent::PostToolUse => outcome.reply.context = self.drain_context(&r).await,
+            HookEvent::PostToolUse | HookEvent::AfterTool => {
+                outcome.reply.context = self.drain_context(&r).await
+            }
             HookEvent::Stop => {
                 // Block once: the drain acknowledges, so the next Stop finds nothing; and never while
                 // the CLI is already continuing because of a stop hook.
@@ -164,14 +176,38 @@ impl<S: Store> Gateway<S> {
         if text.is_empty() || !OwnTexts::new(&own).is_external(&text) {
             return Ok(false);
         }
+        let turn_id = match input.cli {
+            HookCli::Gemini => match self.gemini_turn_id(r, prompt).await? {
+                GeminiTurn::Derived(t) => Some(t),
+                GeminiTurn::Unwatched => None,
+                // Recorded without the monitor's key it would be counted twice: the monitor has it.
+                GeminiTurn::LeftToMonitor => return Ok(false),
+            },
+            HookCli::Claude | HookCli::Codex => input.turn_id.clone(),
+        };
         let row = self.require_session(r).await?;
         let event = NewEvent::human_message(&r.key, &r.agent_id, input.cli.as_str(), None)
             .with_session_id(Some(row.session_id))
-            .with_dedupe_key(input.turn_id.as_deref().map(|t| NewEvent::human_turn_dedupe_key(&r.key, t)));
+            .with_dedupe_key(turn_id.as_deref().map(|t| NewEvent::human_turn_dedupe_key(&r.key, t)));
         Ok(matches!(
             self.kernel.record(event, RecordPolicy::human_turn(HumanTurnSource::Adopted, None)).await,
             sessionwatch_kernel::RecordOutcome::Recorded(_)
         ))
+    }
+
+    /// The turn id the file monitor will read for this Gemini prompt, from the session's link (its file
+    /// and how far the monitor read it).
+    async fn gemini_turn_id(&self, r: &SessionRef, prompt: &str) -> ApiResult<GeminiTurn> {
+        let Some(link) = self.kernel.store().get_link(r.key.clone(), r.agent_id.clone()).await? else {
+            return Ok(GeminiTurn::Unwatched);
+        };
+        let prompt = prompt.to_string();
+        let derived = tokio::task::spawn_blocking(move || {
+            sessionwatch_upstream::gemini::turn_id_now(&link.reference_json, &link.marker_json, &prompt)
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("cannot derive the turn id: {e}")))?;
+        Ok(derived.map_or(GeminiTurn::LeftToMonitor, GeminiTurn::Derived))
     }
 
     fn has_session_notice(&self, r: &SessionRef) -> bool {
@@ -239,6 +275,16 @@ impl<S: Store> Gateway<S> {
     }
 }
 
+/// A Gemini prompt's turn id, as the hook can know it.
+enum GeminiTurn {
+    /// The id the monitor will read for the same row.
+    Derived(String),
+    /// The session has no file to monitor: no other reader, no key needed.
+    Unwatched,
+    /// The file cannot be read here (a remote node's, or unreadable): only the monitor can key it.
+    LeftToMonitor,
+}
+
 /// What a native CLI session is doing, as its hooks tell (`SessionRow::native_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NativeState {
@@ -266,9 +312,11 @@ impl NativeState {
 fn native_state_after(event: HookEvent, blocked: bool) -> Option<NativeState> {
     match event {
         HookEvent::SessionStart => Some(NativeState::Waiting),
-        HookEvent::UserPromptSubmit | HookEvent::PreToolUse | HookEvent::PostToolUse => {
-            Some(NativeState::Running)
-        }
+        HookEvent::UserPromptSubmit
+        | HookEvent::BeforeAgent
+        | HookEvent::PreToolUse
+        | HookEvent::PostToolUse
+        | HookEvent::AfterTool => Some(NativeState::Running),
         HookEvent::Stop if blocked => Some(NativeState::Running),
         HookEvent::Stop => Some(NativeState::Waiting),
         HookEvent::SessionEnd => Some(NativeState::Idle),
@@ -301,7 +349,7 @@ impl<S: Store> Gateway<S> {
 /// `agent:<agent>:subagent:<cli>-<sub-agent id>`: a sub-agent key, so it is treated like any spawned
 /// child (nested sub-agents are not woken).
 fn subagent_key(agent: &str, input: &HookInput, sub: &str) -> String {
-    format!("agent:{agent}:subagent:{}-{}", input.cli.as_str(), sub.to_ascii_lowercase())
+    AgentSessionKey::build_subagent(agent, &format!("{}-{}", input.cli.as_str(), sub.to_ascii_lowercase()))
 }
 
 fn subagent_run_id(input: &HookInput, sub: &str) -> String {

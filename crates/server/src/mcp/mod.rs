@@ -16,7 +16,9 @@
 //! the hook's tool-use id in `_meta["claudecode/toolUseId"]`, which the session's `PreToolUse` hook
 //! announced to the gateway (→ `agent:<agent>:claude:<session>`), else `CLAUDE_CODE_SESSION_ID` from
 //! our environment. Over HTTP the `X-Sessionwatch-Session` header wins, then the same `_meta` rules;
-//! the default is `main`.
+//! the default is `main`. Gemini CLI (0.61.0) tells its MCP servers nothing of its session: no `_meta`
+//! on `tools/call`, and their environment is its own plus `GEMINI_CLI=1` (`GEMINI_SESSION_ID` is set
+//! for hooks only), so a Gemini caller is `main` unless `--session` names it.
 
 mod backend;
 pub mod schema;
@@ -37,7 +39,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_store::Store;
+use sessionwatch_upstream::CatalogId;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -96,7 +100,7 @@ impl<B: ToolBackend> McpServer<B> {
             })
         };
         if let Some(thread) = native_id("threadId") {
-            return Ok(format!("agent:{agent}:codex:{}", thread.to_ascii_lowercase()));
+            return Ok(AgentSessionKey::build_adopted(agent, CatalogId::Codex.as_str(), thread));
         }
         if let Some(tool_use) = meta.get("claudecode/toolUseId").and_then(Value::as_str)
             && let Some(key) = self.backend.session_of_tool_use(tool_use).await
@@ -104,7 +108,7 @@ impl<B: ToolBackend> McpServer<B> {
             return Ok(key);
         }
         if let Some(session) = claude_session {
-            return Ok(format!("agent:{agent}:claude:{}", session.to_ascii_lowercase()));
+            return Ok(AgentSessionKey::build_adopted(agent, CatalogId::Claude.as_str(), session));
         }
         Ok("main".to_string())
     }

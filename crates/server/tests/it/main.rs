@@ -3,6 +3,7 @@
 mod bad_input;
 mod dashboard;
 mod delivery;
+mod gemini_hooks;
 mod hooks;
 mod mcp;
 mod mcp_sessions;

