@@ -215,7 +215,11 @@ async def story(s: ClientSession, gw: Gateway) -> None:
     tool_error(await s.call_tool("session_status", {"changesSince": "twelve"}), "invalid_argument", "changesSince")
     tool_error(await s.call_tool("sessions_list", {"limit": 0}), "invalid_argument", "limit")
     tool_error(await s.call_tool("sessions_send", {"sessionKey": child}), "invalid_argument", "message")
-    tool_error(await s.call_tool("sessions_spawn", {"task": "x", "bogus": 1}), "invalid_argument", "bogus")
+    # An argument the tool does not know is ignored and named (an LLM's call often adds one, and OpenClaw
+    # ignores it); a known argument of the wrong type is still refused.
+    ignored = ok(await s.call_tool("session_status", {"sessionKey": child, "bogus": 1}))
+    assert structured(ignored)["ignoredArgs"] == ["bogus"], structured(ignored)
+    tool_error(await s.call_tool("sessions_spawn", {"task": 5, "bogus": 1}), "invalid_argument", "task")
     tool_error(
         await s.call_tool("sessions_history", {"sessionKey": "agent:main:nowhere"}),
         "not_found",
