@@ -143,16 +143,22 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let mut fig =
         |name: &str, value: f64, unit: &'static str| figures.push(Figure { name: name.into(), value, unit });
 
-    // A watched child with some history.
+    // A watched child with some history, read by `session_status`; the inbound turns go to a second
+    // watched child, so the page read stays the same recent page whichever block runs first.
     let main = "agent:main:main";
-    let spawned = t
-        .post(
-            "/tools/invoke",
-            &json!({ "tool": "sessions_spawn", "args": { "task": "bench" }, "sessionKey": main }),
-        )
-        .await?;
-    let child = spawned["result"]["details"]["childSessionKey"].as_str().unwrap_or_default().to_string();
+    let spawn = || async {
+        let spawned = t
+            .post(
+                "/tools/invoke",
+                &json!({ "tool": "sessions_spawn", "args": { "task": "bench" }, "sessionKey": main }),
+            )
+            .await?;
+        anyhow::Ok(spawned["result"]["details"]["childSessionKey"].as_str().unwrap_or_default().to_string())
+    };
+    let child = spawn().await?;
     let child_path = format!("/v1/sessions/{}/inbound", child.replace(':', "%3A"));
+    let turns_child = spawn().await?;
+    let turns_path = format!("/v1/sessions/{}/inbound", turns_child.replace(':', "%3A"));
     for i in 0..40 {
         t.post(
             &child_path,
@@ -186,7 +192,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     // Alternating blocks, so whatever the machine does meanwhile weighs on each side of a ratio alike.
     let blocks = 3;
     let inbound_per_client = if quick { 10 } else { 400 };
-    let path = Arc::new(child_path.clone());
+    let path = Arc::new(turns_path);
     let (mut bare_runs, mut status_runs, mut inbound_runs) =
         (Runs::default(), Runs::default(), Runs::default());
     for _ in 0..blocks {
