@@ -3,29 +3,10 @@
 //! database (issue 33 item 5); a hook's user hears of an outage once.
 
 use crate::cli::hook_in;
-use crate::support::{Server, bin};
+use crate::support::{Server, bin, client};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::process::Command;
-
-/// Runs a client command with the data dir `home` and no connection variables.
-fn client(home: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(bin())
-        .args(args)
-        .env("SESSIONWATCH_HOME", home)
-        .env_remove("SESSIONWATCH_URL")
-        .env_remove("SESSIONWATCH_TOKEN")
-        .env_remove("SESSIONWATCH_LISTEN")
-        .env_remove("SESSIONWATCH_CONFIG")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn signal(pid: u32, sig: &str) {
     assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());

@@ -3,30 +3,12 @@
 //! watch from the shell that a human prompt on the target then notifies once.
 
 use crate::cli::hook_in;
-use crate::support::{Server, bin};
+use crate::support::{Server, client};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
 
 const ALPHA: &str = "3f2a0c1d-1111-4a5b-8c6d-7e8f9a0b1c2d";
 const BETA: &str = "3f2b9e8d-2222-4a5b-8c6d-7e8f9a0b1c2d";
-
-/// A client command against the gateway whose runtime file is in `home`.
-fn client(home: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(bin())
-        .args(args)
-        .env("SESSIONWATCH_HOME", home)
-        .env_remove("SESSIONWATCH_URL")
-        .env_remove("SESSIONWATCH_TOKEN")
-        .env_remove("SESSIONWATCH_CONFIG")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn hook(home: &Path, cli: &str, event: &str, input: Value) {
     let mut input = input;

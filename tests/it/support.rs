@@ -155,3 +155,22 @@ pub async fn wakes(
     }
     n
 }
+
+/// Runs a client command with the data dir `home` and no connection variables: it finds the gateway by
+/// the runtime file there, as a user's shell with nothing set would.
+pub fn client(home: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .env("SESSIONWATCH_HOME", home)
+        .env_remove("SESSIONWATCH_URL")
+        .env_remove("SESSIONWATCH_TOKEN")
+        .env_remove("SESSIONWATCH_LISTEN")
+        .env_remove("SESSIONWATCH_CONFIG")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -82,18 +82,24 @@ impl SqliteStore {
     }
 }
 
-/// The bare-SQLite baseline: the database at `path` (created if new) with the store's schema and pragmas
-/// (WAL, `synchronous`, busy timeout), then `rows` × (`BEGIN IMMEDIATE`; one `INSERT` of the same row an
-/// appended human message writes, into the staging table, and the update of its head row that goes
-/// with it (`log::MOVE_HEAD`); `COMMIT`) with a cached prepared statement, the bare log's sequence
-/// continuing after `first` (so blocks of a run can share one database). Answers the elapsed time.
-pub fn raw_commit_loop(path: &Path, first: u64, rows: u64, options: &SqliteOptions) -> Result<Duration> {
+/// A bare connection to the database at `path` (created if new) with the store's schema and pragmas.
+fn open_raw(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     configure(&conn, options)?;
     schema::migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// The bare-SQLite baseline: the database at `path` (created if new) with the store's schema and pragmas
+/// (WAL, `synchronous`, busy timeout), then `rows` × (`BEGIN IMMEDIATE`; one `INSERT` of the same row an
+/// appended human message writes, into the staging table, and the update of its head row that goes
+/// with it (`log::MOVE_HEAD`); `COMMIT`) with a cached prepared statement, the bare log's sequence
+/// continuing after `first` (so blocks of a run can share one database). Answers the elapsed time.
+pub fn raw_commit_loop(path: &Path, first: u64, rows: u64, options: &SqliteOptions) -> Result<Duration> {
+    let mut conn = open_raw(path, options)?;
     // Where an append writes its row. The loop's rows are the only ones: its ids are its sequences.
     let insert = insert_row("session_state_events_staged");
     let start = Instant::now();
@@ -119,12 +125,7 @@ pub fn raw_batched_loop(
     sessions: u64,
     options: &SqliteOptions,
 ) -> Result<Duration> {
-    let mut conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    configure(&conn, options)?;
-    schema::migrate(&mut conn)?;
+    let mut conn = open_raw(path, options)?;
     let insert = insert_row("session_state_events_staged");
     let keys: Vec<String> = (0..sessions).map(|s| format!("agent:main:subagent:raw-{s}")).collect();
     let at = 1_750_000_000_000i64;
