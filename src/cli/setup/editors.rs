@@ -25,29 +25,27 @@ fn is_sessionwatch_binary(command: &str) -> bool {
 /// The strict JSON value of a file's text (`{}` when empty); an error when it is not JSON or not an
 /// object (both CLIs read an object).
 pub fn json_object(text: Option<&str>) -> anyhow::Result<Value> {
-    let v: Value = match text.map(str::trim).unwrap_or("") {
-        "" => Value::Object(Default::default()),
-        t => serde_json::from_str(t).context("not valid JSON")?,
-    };
-    if !v.is_object() {
-        bail!("the top level is not an object");
-    }
-    Ok(v)
+    object_of(text, |t| serde_json::from_str(t).context("not valid JSON"))
 }
 
 /// The same for a file the CLI reads as JSON with comments (Gemini CLI strips them before parsing).
 pub fn jsonc_object(text: Option<&str>) -> anyhow::Result<Value> {
-    let v: Value = match text.map(str::trim).unwrap_or("") {
+    let options = ParseOptions {
+        allow_comments: true,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        ..Default::default()
+    };
+    object_of(text, |t| {
+        jsonc_parser::parse_to_serde_value(t, &options).context("not valid JSON (with comments)")
+    })
+}
+
+/// `parse`'s value of a non-empty text (`{}` for an empty one), which must be an object.
+fn object_of(text: Option<&str>, parse: impl Fn(&str) -> anyhow::Result<Value>) -> anyhow::Result<Value> {
+    let v = match text.map(str::trim).unwrap_or("") {
         "" => Value::Object(Default::default()),
-        t => {
-            let options = ParseOptions {
-                allow_comments: true,
-                allow_loose_object_property_names: false,
-                allow_trailing_commas: false,
-                ..Default::default()
-            };
-            jsonc_parser::parse_to_serde_value(t, &options).context("not valid JSON (with comments)")?
-        }
+        t => parse(t)?,
     };
     if !v.is_object() {
         bail!("the top level is not an object");
