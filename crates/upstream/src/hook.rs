@@ -17,16 +17,19 @@ pub enum HookCli {
     Claude,
     Codex,
     Gemini,
+    /// OpenCode's sessionwatch plugin ([`opencode`]): it posts to the gateway itself, no command runs.
+    OpenCode,
 }
 
 impl HookCli {
-    pub const ALL: [HookCli; 3] = [HookCli::Claude, HookCli::Codex, HookCli::Gemini];
+    pub const ALL: [HookCli; 4] = [HookCli::Claude, HookCli::Codex, HookCli::Gemini, HookCli::OpenCode];
 
     pub fn as_str(self) -> &'static str {
         match self {
             HookCli::Claude => "claude",
             HookCli::Codex => "codex",
             HookCli::Gemini => "gemini",
+            HookCli::OpenCode => "opencode",
         }
     }
 
@@ -35,6 +38,7 @@ impl HookCli {
             "claude" | "claude-code" => Some(HookCli::Claude),
             "codex" => Some(HookCli::Codex),
             "gemini" | "gemini-cli" => Some(HookCli::Gemini),
+            "opencode" => Some(HookCli::OpenCode),
             _ => None,
         }
     }
@@ -44,6 +48,7 @@ impl HookCli {
             HookCli::Claude => crate::CatalogId::Claude,
             HookCli::Codex => crate::CatalogId::Codex,
             HookCli::Gemini => crate::CatalogId::Gemini,
+            HookCli::OpenCode => crate::CatalogId::OpenCode,
         }
     }
 
@@ -63,10 +68,13 @@ impl HookCli {
         ];
         const GEMINI: [HookEvent; 4] =
             [HookEvent::SessionStart, HookEvent::BeforeAgent, HookEvent::AfterTool, HookEvent::SessionEnd];
+        // The plugin's `chat.message` and `tool.execute.after` handlers.
+        const OPENCODE: [HookEvent; 2] = [HookEvent::UserPromptSubmit, HookEvent::PostToolUse];
         match self {
             HookCli::Claude => &CLAUDE,
             HookCli::Codex => &CLAUDE[..7],
             HookCli::Gemini => &GEMINI,
+            HookCli::OpenCode => &OPENCODE,
         }
     }
 
@@ -76,7 +84,7 @@ impl HookCli {
         let gemini_only = matches!(event, HookEvent::BeforeAgent | HookEvent::AfterTool);
         match self {
             HookCli::Claude | HookCli::Codex => !gemini_only,
-            HookCli::Gemini => HookCli::Gemini.events().contains(&event),
+            HookCli::Gemini | HookCli::OpenCode => self.events().contains(&event),
         }
     }
 }
@@ -159,6 +167,23 @@ pub struct HookInput {
     /// `SubagentStart` / `SubagentStop`: the native sub-agent's id.
     pub subagent_id: Option<String>,
     pub subagent_type: Option<String>,
+    /// Who started what the hook reports (the OpenCode plugin tells; the hook CLIs' prompts are typed).
+    pub origin: Origin,
+}
+
+/// Who started the prompt (or the turn) a hook reports. Only a [`Origin::Typed`] prompt is recorded
+/// as a human turn at once; a prompt of another origin is left to the file monitor (which counts what
+/// it can tell is a human's), and a sub-agent's session is not ours to adopt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Typed by a human into the CLI's own front end.
+    Typed,
+    /// Written by the CLI itself (OpenCode: synthetic or ignored parts only).
+    Synthetic,
+    /// A native sub-agent's session (OpenCode: the `task` tool's child session).
+    SubAgent,
+    /// Sent through the CLI's API or `run` command by another program (the OpenCode front end named).
+    OtherProgram(String),
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -233,7 +258,7 @@ pub fn parse_input(
         return Err(HookError::NotAnEventOf { cli: cli.as_str(), event: event.as_str() });
     }
     let turn_id = match cli {
-        HookCli::Claude => text("prompt_id")?,
+        HookCli::Claude | HookCli::OpenCode => text("prompt_id")?,
         HookCli::Codex => text("turn_id")?,
         HookCli::Gemini => None,
     };
@@ -274,11 +299,12 @@ pub fn parse_input(
         stop_hook_active,
         subagent_id,
         subagent_type: text("agent_type")?,
+        origin: Origin::Typed,
     })
 }
 
 /// Ids become parts of session keys and dedupe keys: the characters both CLIs use, bounded.
-fn check_id(field: &'static str, id: &str) -> Result<(), HookError> {
+pub(crate) fn check_id(field: &'static str, id: &str) -> Result<(), HookError> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -357,5 +383,6 @@ pub fn render_output(cli: HookCli, event: HookEvent, reply: &HookReply) -> Optio
     }
 }
 
+pub mod opencode;
 #[cfg(test)]
 mod tests;

@@ -99,20 +99,30 @@ pub enum UserTurn {
 
 /// Classifies one user message by its parts.
 pub fn user_turn(m: &Message) -> UserTurn {
+    match human_text(m) {
+        Some(text) => UserTurn::Human(NormText::of(&text)),
+        None => UserTurn::NotHuman,
+    }
+}
+
+/// The text of a human's user message as self-echo and replay checks compare it (see [`user_turn`]),
+/// `None` for OpenCode's or an agent's. A message with a typed text part and a synthetic one (the
+/// sessionwatch plugin's notice) is a human's: the synthetic part is not part of the text.
+pub fn human_text(m: &Message) -> Option<String> {
     if m.role() != Some("user") || m.parts.iter().any(compaction_continue) {
-        return UserTurn::NotHuman;
+        return None;
     }
     if let Some(c) = m.parts.iter().find(|p| part_type(p) == Some("compaction")) {
         // A manual `/compact` is the human's; OpenCode compacts on its own with `auto: true`.
         let manual = c.get("auto").and_then(Value::as_bool) == Some(false);
-        return if manual { UserTurn::Human(NormText::of("/compact")) } else { UserTurn::NotHuman };
+        return manual.then(|| "/compact".to_string());
     }
     if let Some(task) = m.parts.iter().find(|p| part_type(p) == Some("subtask")) {
         // A slash command routed to a sub-agent: the human typed `/command args`.
         let field = |k: &str| task.get(k).and_then(Value::as_str).unwrap_or("");
         let name = if field("command").is_empty() { field("agent") } else { field("command") };
         let prompt = if field("prompt").is_empty() { field("description") } else { field("prompt") };
-        return UserTurn::Human(NormText::of(&format!("/{name} {prompt}")));
+        return Some(format!("/{name} {prompt}"));
     }
     let own_parts = |ty: &'static str| {
         m.parts
@@ -141,27 +151,25 @@ pub fn user_turn(m: &Message) -> UserTurn {
         for (s, e, v) in spans {
             texts[0] = remove_span(&texts[0], s, e, &v);
         }
-        let t = NormText::of(&texts.join("\n"));
+        let text = texts.join("\n");
+        let t = NormText::of(&text);
         let shell_marker = t.complete && t.prefix == SHELL_MARKER;
         if !(t.is_empty() || shell_marker) {
-            return UserTurn::Human(t);
+            return Some(text);
         }
     }
     // Only attachments: an `@file` mention accepted from the completion list, a pasted image.
     let files: Vec<&str> =
         own_parts("file").map(|p| p.get("filename").and_then(Value::as_str).unwrap_or("file")).collect();
     if !files.is_empty() {
-        return UserTurn::Human(NormText::of(&format!("[attached: {}]", files.join(", "))));
+        return Some(format!("[attached: {}]", files.join(", ")));
     }
     // A `!shell` escape: OpenCode records the user's command as this marker and a bash tool call.
     let shell = m.parts.iter().any(|p| {
         part_type(p) == Some("text")
             && p.get("text").and_then(Value::as_str).is_some_and(|t| t.trim_start().starts_with(SHELL_MARKER))
     });
-    if shell {
-        return UserTurn::Human(NormText::of("!shell"));
-    }
-    UserTurn::NotHuman
+    shell.then(|| "!shell".to_string())
 }
 
 /// The human text of a v1 message, if it is a human's (see [`user_turn`]).
@@ -524,9 +532,10 @@ fn read_session(
         Ok(CheckOutcome::Activity {
             human_turns: c.counted,
             occurred_at_ms: c.max_created,
+            // The message id is the turn id the plugin reports for the same prompt (one event for both).
+            turn_id: c.last_counted_id.clone(),
             dedupe_id: c.last_counted_id.unwrap_or_else(|| format!("seq:{seq}")),
             next_marker_json: next.to_json(),
-            turn_id: None,
         })
     })();
     let _ = conn.execute_batch("COMMIT");
@@ -559,7 +568,13 @@ pub fn list_sessions(db: &Path) -> Result<Vec<CatalogEntry>, UpstreamError> {
 }
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
-    let db = homes.opencode_db_path();
+    adopt_db(&homes.opencode_db_path(), thread_id)
+}
+
+/// Adopts a session of the OpenCode database `db` (the one the sessionwatch plugin names: the
+/// OpenCode process's own, which may differ from the gateway's default).
+pub fn adopt_db(db: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
+    let db = db.to_path_buf();
     let not_found =
         || UpstreamError::NotFound { catalog: CatalogId::OpenCode, thread: thread_id.to_string() };
     if !db.is_file() {

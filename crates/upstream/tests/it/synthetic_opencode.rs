@@ -264,3 +264,31 @@ fn database_is_opened_read_only() {
     assert!(conn.execute("INSERT INTO session (id) VALUES ('x')", []).is_err());
     assert_eq!(before.len(), std::fs::read(&db.path).unwrap().len());
 }
+
+/// Issue 38: a prompt that got a notice from the sessionwatch plugin is one message with the typed text
+/// part and a synthetic one after it. The monitor counts the typed part as the human's prompt (not the
+/// whole message as synthetic) and reports the message id as the turn id, the one the plugin reported.
+#[test]
+fn a_prompt_with_the_plugins_synthetic_notice_is_a_human_turn_keyed_by_its_message_id() {
+    let mut db = Db::new();
+    let id = db.msg(
+        "user",
+        vec![
+            json!({"type": "text", "text": "Human: use the new grammar."}),
+            json!({"type": "text", "synthetic": true, "text": "sessionwatch: sessions you depend on changed"}),
+        ],
+    );
+    db.msg("assistant", vec![json!({"type": "text", "text": "reply"})]);
+    let r = db.reference();
+    let p = Probe { reference_json: &r, marker_json: START, own_recent_user_texts: &[] };
+    match check(CatalogId::OpenCode, &p) {
+        CheckOutcome::Activity { human_turns, turn_id, .. } => {
+            assert_eq!(human_turns, 1);
+            assert_eq!(turn_id.as_deref(), Some(id.as_str()));
+        }
+        o => panic!("{o:?}"),
+    }
+    // Our own delivered text typed into the session is no human turn, notice part or not.
+    let own = vec!["Human: use the new grammar.".to_string()];
+    assert_eq!(db.run(START, &own).0, 0);
+}
