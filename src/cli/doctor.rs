@@ -25,7 +25,8 @@ pub struct DoctorArgs {
 }
 
 /// The CLI versions we test against (tests/agents/package.json): `major.minor`.
-const PINNED: [(&str, &str); 3] = [("claude", "2.1"), ("codex", "0.171"), ("gemini", "0.61")];
+const PINNED: [(&str, &str); 4] =
+    [("claude", "2.1"), ("codex", "0.171"), ("gemini", "0.61"), ("opencode", "1.18")];
 
 #[derive(Debug, Serialize)]
 pub struct Row {
@@ -229,6 +230,10 @@ async fn cli_rows(cli: &str, paths: &Paths, exe: &Path, gateway: &Gateway, rows:
         return;
     };
     rows.push(version_row(cli, &bin));
+    if cli == "opencode" {
+        rows.push(opencode_plugin_row(&paths.opencode_plugin));
+        return;
+    }
     let hooks_file = match cli {
         "claude" => &paths.claude_settings,
         "gemini" => &paths.gemini_settings,
@@ -263,6 +268,31 @@ fn version_row(cli: &str, bin: &Path) -> Row {
             format!("{version} ({}): sessionwatch is tested with {pinned}.x", bin.display()),
             format!("use {cli} {pinned}.x if its hooks misbehave"),
         )
+    }
+}
+
+/// OpenCode's plugin file is ours and what this sessionwatch writes (its handlers post to the gateway
+/// themselves: there is no command to run for a round trip).
+fn opencode_plugin_row(file: &Path) -> Row {
+    use super::hooks_install::opencode;
+    let check = "opencode plugin";
+    let fix = "`sessionwatch setup` (or `sessionwatch hooks install opencode`)";
+    match opencode::inspect(file) {
+        Ok(opencode::Found::Ours(_)) if opencode::is_current(file, &opencode::config_here(None)) => {
+            pass(check, format!("{} (loaded when OpenCode starts)", file.display()))
+        }
+        Ok(opencode::Found::Ours(_)) => fail(
+            check,
+            format!("{} is an older or other install (data dir, address or version)", file.display()),
+            fix,
+        ),
+        Ok(opencode::Found::Theirs) => fail(
+            check,
+            format!("{} exists and is not sessionwatch's plugin", file.display()),
+            "move it away, then `sessionwatch hooks install opencode`",
+        ),
+        Ok(opencode::Found::Nothing) => fail(check, format!("{} does not exist", file.display()), fix),
+        Err(e) => fail(check, format!("{e:#}"), "check the file's permissions"),
     }
 }
 

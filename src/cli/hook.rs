@@ -144,6 +144,11 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
         ),
         None => None,
     };
+    if cli == Some(HookCli::OpenCode) {
+        anyhow::bail!(
+            "OpenCode runs no hook command: its plugin posts to the gateway itself (`sessionwatch hooks install opencode`)"
+        );
+    }
     let mut stdin = Vec::new();
     tokio::io::stdin().take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut stdin).await?;
     let claude_session = std::env::var("CLAUDE_CODE_SESSION_ID").ok();

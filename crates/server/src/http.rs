@@ -584,7 +584,9 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
 
 /// `POST /v1/hooks`: one Claude Code / Codex / Gemini CLI hook (`sessionwatch hook <event>` forwards its
 /// stdin): `{"cli": "claude"|"codex"|"gemini", "event": "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>",
-/// "input": {<hook stdin>}}`.
+/// "input": {<hook stdin>}}`; or one handler of OpenCode's sessionwatch plugin: `"cli": "opencode"`,
+/// `"event": "chat.message"|"tool.execute.after"`, `"input"`: what the plugin forwards
+/// (`hook::opencode::parse_plugin_call`).
 async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     use sessionwatch_upstream::hook::{HookCli, parse_input};
     let run = async {
@@ -592,16 +594,22 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
         let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "input"])?;
         let cli = a.str("cli")?;
         let cli = HookCli::parse(cli).ok_or_else(|| {
-            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex or gemini"))
+            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini or opencode"))
         })?;
         let event = a.str("event")?;
         let input = v
             .get("input")
             .filter(|i| i.is_object())
             .ok_or_else(|| ApiError::invalid("body.input must be the hook's JSON object"))?;
-        let raw = serde_json::to_vec(input).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let input =
-            parse_input(&raw, Some(event), Some(cli), None).map_err(|e| ApiError::invalid(e.to_string()))?;
+        let input = match cli {
+            // The plugin forwards OpenCode's own hook arguments, under OpenCode's hook name.
+            HookCli::OpenCode => sessionwatch_upstream::hook::opencode::parse_plugin_call(event, input),
+            _ => {
+                let raw = serde_json::to_vec(input).map_err(|e| ApiError::Internal(e.to_string()))?;
+                parse_input(&raw, Some(event), Some(cli), None)
+            }
+        }
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
         let outcome = state.gateway.hook(&input, a.opt_str("agentId")?, a.opt_str("node")?).await?;
         Ok(crate::wire::hook_outcome(&outcome))
     };

@@ -1,6 +1,7 @@
-//! `sessionwatch hooks install|uninstall|status claude|codex|gemini`: our entries in the CLI's own hook
-//! settings (Claude `settings.json`, Codex `hooks.json`, Gemini `settings.json`), merged with what is
-//! there; each CLI gets its own events ([`HookCli::events`]).
+//! `sessionwatch hooks install|uninstall|status claude|codex|gemini|opencode`: our entries in the CLI's own
+//! hook settings (Claude `settings.json`, Codex `hooks.json`, Gemini `settings.json`), merged with what is
+//! there; each CLI gets its own events ([`HookCli::events`]). OpenCode gets a plugin file instead
+//! ([`opencode`]).
 //!
 //! Our entries are the handlers whose command runs `sessionwatch hook`; everything else in the file is
 //! left as it was, byte for byte (edited on its syntax tree). Installing twice changes nothing;
@@ -12,6 +13,7 @@
 
 pub(crate) mod codex_trust;
 mod json;
+pub(crate) mod opencode;
 mod record;
 mod settings;
 
@@ -36,11 +38,11 @@ pub enum HooksCommand {
 
 #[derive(Args, Debug)]
 pub struct Target {
-    /// claude, codex or gemini.
+    /// claude, codex, gemini or opencode.
     cli: String,
-    /// user: your settings (~/.claude/settings.json, ~/.codex/hooks.json, ~/.gemini/settings.json);
-    /// project: the project's (.claude/settings.json, .codex/hooks.json, .gemini/settings.json in
-    /// --project-dir).
+    /// user: your settings (~/.claude/settings.json, ~/.codex/hooks.json, ~/.gemini/settings.json,
+    /// ~/.config/opencode/plugins/sessionwatch.js); project: the project's (.claude/settings.json,
+    /// .codex/hooks.json, .gemini/settings.json, .opencode/plugins/sessionwatch.js in --project-dir).
     #[arg(long, value_enum, default_value_t = Scope::User)]
     scope: Scope,
     /// The sessionwatch agent that owns the sessions (default main).
@@ -76,14 +78,18 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
         HooksCommand::Uninstall(t) => (t, "uninstall"),
         HooksCommand::Status(t) => (t, "status"),
     };
-    let cli = HookCli::parse(&target.cli)
-        .ok_or_else(|| anyhow::anyhow!("hooks exist for claude, codex and gemini, not {:?}", target.cli))?;
+    let cli = HookCli::parse(&target.cli).ok_or_else(|| {
+        anyhow::anyhow!("hooks exist for claude, codex, gemini and opencode, not {:?}", target.cli)
+    })?;
     if let Some(a) = &target.agent
         && !sessionwatch_core::is_valid_agent_id(&a.to_ascii_lowercase())
     {
         bail!("--agent {a:?} is not a valid agent id");
     }
     let file = settings_file(cli, target)?;
+    if cli == HookCli::OpenCode {
+        return run_opencode(action, &file, target);
+    }
     let exe = std::env::current_exe().context("cannot locate the sessionwatch binary")?;
     let ours = Ours { cli, command_prefix: shell_quote(&exe.to_string_lossy()), agent: target.agent.clone() };
     let records = Records::new(super::default_data_dir().join("hooks-install"));
@@ -124,6 +130,31 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
             );
         }
         _ => status(cli, &file)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// OpenCode: the plugin file.
+fn run_opencode(action: &str, file: &Path, target: &Target) -> anyhow::Result<ExitCode> {
+    let config = opencode::config_here(target.agent.clone());
+    match action {
+        "install" => {
+            let changed = opencode::install(file, &config)?;
+            println!(
+                "opencode {}: sessionwatch plugin {} (OpenCode loads it when it starts)",
+                file.display(),
+                if changed { "installed" } else { "already installed" }
+            );
+        }
+        "uninstall" => {
+            let removed = opencode::uninstall(file)?;
+            println!(
+                "opencode {}: sessionwatch plugin {}",
+                file.display(),
+                if removed { "removed" } else { "was not installed" }
+            );
+        }
+        _ => opencode::status(file, &config)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -243,7 +274,7 @@ fn restore(file: &Path, original: Option<&str>) -> anyhow::Result<()> {
 }
 
 /// Replaces `file` atomically (keeping its permissions).
-fn write_file(file: &Path, text: &str) -> anyhow::Result<()> {
+pub(crate) fn write_file(file: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -283,6 +314,8 @@ fn settings_file(cli: HookCli, t: &Target) -> anyhow::Result<PathBuf> {
             None => home()?.join(".gemini/settings.json"),
         },
         (HookCli::Gemini, Scope::Project) => project()?.join(".gemini/settings.json"),
+        (HookCli::OpenCode, Scope::User) => opencode::user_plugin_file(&home()?),
+        (HookCli::OpenCode, Scope::Project) => opencode::project_plugin_file(&project()?),
     })
 }
 
@@ -310,7 +343,7 @@ impl Ours {
                 fields.push(("name", Json::String(handler_name(event))));
                 HOOK_TIMEOUT_SECS * 1000
             }
-            HookCli::Claude | HookCli::Codex => HOOK_TIMEOUT_SECS,
+            HookCli::Claude | HookCli::Codex | HookCli::OpenCode => HOOK_TIMEOUT_SECS,
         };
         fields.push(("command", Json::String(self.command(event))));
         fields.push(("timeout", Json::Number(timeout.into())));

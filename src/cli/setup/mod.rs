@@ -43,6 +43,8 @@ pub struct Paths {
     pub codex_config: PathBuf,
     pub codex_hooks: PathBuf,
     pub gemini_settings: PathBuf,
+    /// OpenCode's user plugin file (`hooks install opencode`).
+    pub opencode_plugin: PathBuf,
 }
 
 impl Paths {
@@ -60,14 +62,15 @@ impl Paths {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| home.clone())
                 .join(".gemini/settings.json"),
+            opencode_plugin: super::hooks_install::opencode::user_plugin_file(&home),
             home,
         })
     }
 }
 
 /// The agent CLIs setup knows: the supported ones, and the ones another issue adds.
-pub const SUPPORTED: [&str; 3] = ["claude", "codex", "gemini"];
-const NOT_YET: [(&str, &str); 2] = [("opencode", "OpenCode"), ("pi", "Pi")];
+pub const SUPPORTED: [&str; 4] = ["claude", "codex", "gemini", "opencode"];
+const NOT_YET: [(&str, &str); 1] = [("pi", "Pi")];
 
 /// An executable `name` on PATH, else in the places its installers use.
 pub fn find_cli(name: &str, home: &Path) -> Option<PathBuf> {
@@ -196,6 +199,8 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
             "gemini" => {
                 (paths.gemini_settings.clone(), vec![(EditKind::GeminiMcp, paths.gemini_settings.clone())])
             }
+            // The plugin only: OpenCode's MCP entry (opencode.json `mcp`) is not written by setup yet.
+            "opencode" => (paths.opencode_plugin.clone(), vec![]),
             _ => (paths.codex_hooks.clone(), vec![(EditKind::CodexMcp, paths.codex_config.clone())]),
         };
         let codex = (name == "codex").then(|| found.clone());
@@ -291,6 +296,11 @@ fn remove_text(edit: EditKind, text: &str, exe: &str, before: Option<&str>) -> a
 /// Whether every event's hook of `cli` in `file` already runs this binary.
 pub fn hooks_installed(file: &Path, exe: &Path, cli: &str) -> bool {
     let Some(hook_cli) = sessionwatch_upstream::hook::HookCli::parse(cli) else { return false };
+    if hook_cli == sessionwatch_upstream::hook::HookCli::OpenCode {
+        // A plugin file, not settings entries: ours and as this sessionwatch would write it now.
+        let config = super::hooks_install::opencode::config_here(None);
+        return super::hooks_install::opencode::is_current(file, &config);
+    }
     let Ok(text) = std::fs::read_to_string(file) else { return false };
     // Gemini's settings may hold comments; a check may read them for every CLI.
     let Ok(v) = editors::jsonc_object(Some(&text)) else { return false };

@@ -1,6 +1,7 @@
-//! Claude Code, Codex and Gemini CLI hooks (`POST /v1/hooks`, called by `sessionwatch hook <event>`): a
-//! native session is adopted when it starts, a typed prompt is recorded at once, and the session's
-//! pending notices reach the model inside its own turn.
+//! Claude Code, Codex and Gemini CLI hooks (`POST /v1/hooks`, called by `sessionwatch hook <event>`) and
+//! OpenCode's sessionwatch plugin (which posts there itself): a native session is adopted when it starts
+//! (OpenCode: at its first event), a typed prompt is recorded at once, and the session's pending notices
+//! reach the model inside its own turn.
 //!
 //! The session is the adopted one, `agent:<agent>:<claude|codex|gemini>:<session id>`: the same key as
 //! `catalog continue`, so the file monitor, the catalog and the hooks all speak of one session.
@@ -15,7 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
 use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_store::Store;
-use sessionwatch_upstream::hook::{HookCli, HookEvent, HookInput, HookReply};
+use sessionwatch_upstream::hook::{HookCli, HookEvent, HookInput, HookReply, Origin};
 use sessionwatch_upstream::text::{NormText, OwnTexts};
 use std::sync::Arc;
 
@@ -56,6 +57,11 @@ impl<S: Store> Gateway<S> {
         let r = self.adopted_ref(&agent, catalog, &input.session_id, node)?;
         let mut outcome =
             HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
+        if input.origin == Origin::SubAgent {
+            // An OpenCode sub-agent's own session: not adopted (the catalog lists top-level sessions
+            // only), its prompts are the agent's; the parent's turn gets the notices.
+            return Ok(outcome);
+        }
         match input.event {
             HookEvent::SessionStart => {
                 self.adopt_hooked(&r, input, node).await?;
@@ -78,6 +84,10 @@ impl<S: Store> Gateway<S> {
                 }
             }
             HookEvent::PostToolUse | HookEvent::AfterTool => {
+                // The OpenCode plugin has no session-start event: its first event adopts.
+                if input.cli == HookCli::OpenCode {
+                    self.adopt_hooked(&r, input, node).await?;
+                }
                 outcome.reply.context = self.drain_context(&r).await
             }
             HookEvent::Stop => {
@@ -170,6 +180,10 @@ impl<S: Store> Gateway<S> {
     /// Records the typed prompt as `human_direct_message` unless it is a text we delivered ourselves.
     /// The dedupe key is the one the file monitor derives for the same turn.
     async fn record_prompt(&self, r: &SessionRef, input: &HookInput) -> ApiResult<bool> {
+        if input.origin != Origin::Typed {
+            // Another program's prompt or the CLI's own: the file monitor counts what it can tell.
+            return Ok(false);
+        }
         let prompt = input.prompt.as_deref().unwrap_or("");
         let own = self.own_user_texts(r).await?;
         let text = NormText::of(prompt);
@@ -183,7 +197,7 @@ impl<S: Store> Gateway<S> {
                 // Recorded without the monitor's key it would be counted twice: the monitor has it.
                 GeminiTurn::LeftToMonitor => return Ok(false),
             },
-            HookCli::Claude | HookCli::Codex => input.turn_id.clone(),
+            HookCli::Claude | HookCli::Codex | HookCli::OpenCode => input.turn_id.clone(),
         };
         let row = self.require_session(r).await?;
         let event = NewEvent::human_message(&r.key, &r.agent_id, input.cli.as_str(), None)

@@ -89,8 +89,8 @@ pub fn parse_plugin_call(event: &str, body: &Value) -> Result<HookInput, HookErr
         origin: Origin::Typed,
     };
     // A sub-agent's session: its task prompt arrives with the parent's `messageID`.
-    let sub_agent =
-        parent.is_some() || (hook_event == HookEvent::UserPromptSubmit && o.contains_key("messageID"));
+    let sub_agent = parent.is_some()
+        || (hook_event == HookEvent::UserPromptSubmit && o.get("messageID").is_some_and(|m| !m.is_null()));
     match hook_event {
         HookEvent::UserPromptSubmit => {
             let message = o.get("message").filter(|m| m.is_object()).ok_or(HookError::Missing("message"))?;
