@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned Claude Code, Codex and Gemini CLIs into a cache directory outside the clone (CI caches it):
+# Installs the pinned Claude Code, Codex, Gemini and OpenCode CLIs into a cache directory outside the clone (CI caches it):
 #   tests/agents/install.sh            # -> ${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}
 # No install script runs (--ignore-scripts): each CLI's platform package is a plain native binary, and
 # Gemini CLI is one JavaScript bundle (its own prefix, gemini/, run with node).
@@ -24,6 +24,16 @@ if ! grep -q "\"version\": \"$gemini_version\"" "$gemini_pkg" 2>/dev/null; then
   PATH="$node24:$PATH" npm install --prefix "$dir/gemini" --no-save --ignore-scripts --no-audit --no-fund \
     "@google/gemini-cli@$gemini_version"
   [ -f "$dir/gemini/node_modules/@google/gemini-cli/bundle/gemini.js" ] || { echo "MISSING gemini bundle" >&2; exit 1; }
+fi
+# OpenCode: the opencode-ai wrapper and its Linux x64 binary package (a Bun-compiled executable), in a
+# prefix of its own like Gemini CLI (the test runs opencode/node_modules/opencode-linux-x64/bin/opencode).
+opencode_version="1.18.33"
+opencode_pkg="$dir/opencode/node_modules/opencode-linux-x64/package.json"
+if ! grep -q "\"version\": \"$opencode_version\"" "$opencode_pkg" 2>/dev/null; then
+  ensure_node24
+  PATH="$node24:$PATH" npm install --prefix "$dir/opencode" --no-save --ignore-scripts --no-audit --no-fund \
+    "opencode-ai@$opencode_version" "opencode-linux-x64@$opencode_version"
+  [ -x "$dir/opencode/node_modules/opencode-linux-x64/bin/opencode" ] || { echo "MISSING opencode binary" >&2; exit 1; }
 fi
 if cmp -s "$here/package.json" "$dir/package.json" && [ -x "$claude" ] && [ -x "$codex" ]; then
   echo "agent CLIs already installed in $dir"

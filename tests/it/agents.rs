@@ -71,3 +71,15 @@ fn gemini_hooks_with_the_real_gemini_cli() {
         assert!(text.matches("PASS ").count() >= 8, "every check ran:\n{text}");
     }
 }
+
+/// Issue 38: the REAL OpenCode (1.18.33) with `sessionwatch hooks install opencode`: an OpenCode manager
+/// watching an OpenCode worker; a prompt typed into the worker's TUI is one human turn at once (also after
+/// the file monitor ticks), a `sessions_send` text typed there is none; the manager's next model request
+/// holds the notice once, a change during its tool call comes back in that tool's output; the gateway
+/// down changes nothing (`tests/agents/opencode-plugin-e2e.sh`).
+#[test]
+fn opencode_plugin_with_the_real_opencode() {
+    if let Some(text) = run_e2e("opencode-plugin-e2e.sh") {
+        assert!(text.matches("PASS ").count() >= 15, "every check ran:\n{text}");
+    }
+}
