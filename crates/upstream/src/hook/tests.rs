@@ -165,7 +165,8 @@ fn output_per_cli_and_event() {
     let context = HookReply { context: Some(notice.into()), block: None };
     let block = HookReply { context: None, block: Some(notice.into()) };
     let mut out = vec![];
-    for cli in HookCli::ALL {
+    // OpenCode runs no command: its plugin reads the gateway's JSON answer itself.
+    for cli in HookCli::ALL.into_iter().filter(|c| *c != HookCli::OpenCode) {
         for &event in cli.events() {
             out.push(json!({
                 "cli": cli.as_str(),
