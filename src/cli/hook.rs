@@ -179,14 +179,12 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
 /// Posts the hook to the gateway; answers the output to print, if any.
 async fn forward(call: &HookCall) -> Result<Option<String>, Failure> {
     // No client timeout of its own: the caller bounds the whole hook (stdin, connect, answer) once.
-    let http = reqwest::Client::new();
-    let mut req = http.post(format!("{}/v1/hooks", call.url)).json(&call.body);
-    if let Some(t) = &call.token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.map_err(|e| Failure::Unreachable(describe(&e)))?;
-    let status = resp.status();
-    let answer: Value = resp.json().await.unwrap_or(Value::Null);
+    let body = serde_json::to_vec(&call.body).map_err(|e| Failure::Rejected(e.to_string()))?;
+    let answer = super::hook_http::post_json(&call.url, "/v1/hooks", call.token.as_deref(), body)
+        .await
+        .map_err(|e| Failure::Unreachable(e.0))?;
+    let status = answer.status;
+    let answer: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
     if !status.is_success() {
         let message = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("no message");
         let why = format!("the gateway answered {status}: {message}");
@@ -199,21 +197,4 @@ async fn forward(call: &HookCall) -> Result<Option<String>, Failure> {
     let text = |k: &str| answer.get(k).and_then(Value::as_str).map(str::to_string);
     let reply = HookReply { context: text("additionalContext"), block: text("block") };
     Ok(render_output(call.input.cli, call.input.event, &reply))
-}
-
-/// reqwest's top-level message ("error sending request") hides the cause the user needs.
-fn describe(e: &reqwest::Error) -> String {
-    if e.is_connect() {
-        return "connection refused or no route".into();
-    }
-    if e.is_timeout() {
-        return "timed out".into();
-    }
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text = format!("{text}: {s}");
-        source = s.source();
-    }
-    text
 }

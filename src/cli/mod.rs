@@ -10,6 +10,7 @@ mod demo;
 mod doctor;
 mod embedded;
 mod hook;
+mod hook_http;
 mod hook_outage;
 mod hooks_install;
 mod mcp;
@@ -105,7 +106,12 @@ enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // A hook process makes one request and exits: worker threads would only cost it their start.
+    let mut builder = match cli.command {
+        Command::Hook(_) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

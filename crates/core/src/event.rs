@@ -239,7 +239,7 @@ impl NewEvent {
     }
 
     /// The dedupe key of a human turn that the CLI itself identifies (Claude `promptId`, Codex
-    /// `turn_id`): the hook that sees the prompt and the file monitor that reads it later derive the
+    /// `turn_id` with the text's digest, Gemini a derived id): the hook that sees the prompt and the file monitor that reads it later derive the
     /// same key, so the turn is recorded once.
     pub fn human_turn_dedupe_key(session_key: &str, turn_id: &str) -> String {
         format!("human-turn:{session_key}:{turn_id}")

@@ -47,6 +47,16 @@ pub struct CodexClassifier {
     turn_count: u64,
     /// Prompts counted in the current turn, by kind (for dual-record dedupe).
     recent: Vec<(Kind, u64, u64)>,
+    /// The text of the human row classified last (its turn key names it; not kept in the marker).
+    last_human: Option<NormText>,
+}
+
+/// The id a Codex human message is recorded under, by its hook (`turn_id` and `prompt`) and by the
+/// file monitor (the turn's id and the row's text) alike. A steer (text typed while the agent works)
+/// joins the running turn and carries its id: the text tells it from the turn's prompt, so each is
+/// recorded once whichever tick reads it. The same text sent twice into one turn is one message.
+pub fn human_turn_key(turn_id: &str, text: &NormText) -> String {
+    format!("{turn_id}:{:x}-{:x}", text.len, text.hash)
 }
 
 /// What one Codex row is.
@@ -172,6 +182,7 @@ impl RowClassifier for CodexClassifier {
                     self.recent.remove(0);
                 }
                 self.turn_count += 1;
+                self.last_human = Some(t.clone());
                 Verdict::Human(t, ts)
             }
             CodexRow::Other => Verdict::Ignore,
@@ -223,9 +234,9 @@ impl RowClassifier for CodexClassifier {
         }
     }
 
-    /// The current turn's id, which Codex also hands its hooks as `turn_id`.
+    /// The current turn's id, which Codex also hands its hooks as `turn_id`, with the row's text.
     fn turn_id(&self, _row: &Value) -> Option<String> {
-        self.turn_id.clone()
+        Some(human_turn_key(self.turn_id.as_deref()?, self.last_human.as_ref()?))
     }
 
     fn dedupe_id(&self, offset: u64, humans: u64) -> String {

@@ -16,6 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
 use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_store::Store;
+use sessionwatch_upstream::codex;
 use sessionwatch_upstream::hook::{HookCli, HookEvent, HookInput, HookReply, Origin};
 use sessionwatch_upstream::text::{NormText, OwnTexts};
 use std::sync::Arc;
@@ -57,6 +58,7 @@ impl<S: Store> Gateway<S> {
         let r = self.adopted_ref(&agent, catalog, &input.session_id, node)?;
         let mut outcome =
             HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
+        tracing::debug!(session = %r.key, event = ?input.event, turn = ?input.turn_id, "hook call");
         if input.origin == Origin::SubAgent {
             // An OpenCode sub-agent's own session: not adopted (the catalog lists top-level sessions
             // only), its prompts are the agent's; the parent's turn gets the notices.
@@ -197,7 +199,8 @@ impl<S: Store> Gateway<S> {
                 // Recorded without the monitor's key it would be counted twice: the monitor has it.
                 GeminiTurn::LeftToMonitor => return Ok(false),
             },
-            HookCli::Claude | HookCli::Codex | HookCli::OpenCode => input.turn_id.clone(),
+            HookCli::Codex => input.turn_id.as_deref().map(|t| codex::human_turn_key(t, &text)),
+            HookCli::Claude | HookCli::OpenCode => input.turn_id.clone(),
         };
         let row = self.require_session(r).await?;
         let event = NewEvent::human_message(&r.key, &r.agent_id, input.cli.as_str(), None)

@@ -404,3 +404,87 @@ async fn a_codex_session_start_before_its_rollout_exists_is_adopted() {
     assert_eq!(tick.status, 200, "{}", tick.body);
     assert_eq!(human_events_of(&h, &codex_key), 1, "hook + monitor, one turn: {}", tick.body);
 }
+
+/// A Codex steer (text typed while the agent works) joins the running turn and carries its `turn_id`:
+/// it is a human turn of its own, whether its hook or the file monitor sees it first, and in whichever
+/// tick the monitor reads it. It was once dropped as the prompt's duplicate.
+#[tokio::test]
+async fn a_codex_steer_is_a_turn_of_its_own() {
+    const THREAD: &str = "01a2496a-c689-7130-964a-45492161b8d2";
+    const TURN: &str = "01a2496a-ddba-72d0-9c02-305b1d760096";
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
+    let rollout = home
+        ._dir
+        .path()
+        .join(format!(".codex/sessions/2026/12/06/rollout-2026-12-06T03-34-24-{THREAD}.jsonl"));
+    let codex_key = format!("agent:main:codex:{THREAD}");
+    let codex = |event: &str, extra: Value| {
+        let mut input = json!({
+            "session_id": THREAD, "transcript_path": rollout, "cwd": "/home/u/work/demo", "hook_event_name": event,
+        });
+        input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        json!({ "cli": "codex", "event": event, "input": input })
+    };
+    let append = |rows: &[Value]| {
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&rollout).unwrap();
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    };
+    let human = |text: &str| {
+        json!({ "timestamp": "2026-12-06T03:34:40.000Z", "type": "event_msg", "payload": {
+            "type": "item_completed", "thread_id": THREAD, "turn_id": TURN,
+            "item": { "type": "UserMessage", "id": uuid(), "content": [{ "type": "text", "text": text }] } } })
+    };
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    append(&[json!({ "timestamp": "2026-12-06T03:34:24.000Z", "type": "session_meta",
+        "payload": { "id": THREAD, "cwd": "/home/u/work/demo" } })]);
+    let started = h.post("/v1/hooks", codex("SessionStart", json!({ "source": "startup" }))).await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    // The monitor reads sessions someone watches.
+    hook(&h, &home, MANAGER, "SessionStart", json!({ "source": "startup" })).await;
+    let watched = h
+        .tool(
+            &key(MANAGER),
+            "sessions_send",
+            json!({ "sessionKey": codex_key, "message": "go", "watch": true }),
+        )
+        .await;
+    assert_eq!(watched["watched"], true);
+    let tick = || async {
+        let t = h.post("/v1/monitor/tick", json!({})).await;
+        assert_eq!(t.status, 200, "{}", t.body);
+        assert_eq!(t.body["links"], 1, "{}", t.body);
+    };
+
+    // The prompt, by hook then monitor.
+    let typed = h
+        .post("/v1/hooks", codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "first prompt" })))
+        .await;
+    assert_eq!(typed.body["recorded"], true, "{}", typed.body);
+    append(&[
+        json!({ "timestamp": "2026-12-06T03:34:39.000Z", "type": "event_msg",
+        "payload": { "type": "task_started", "turn_id": TURN } }),
+        human("first prompt"),
+    ]);
+    tick().await;
+    assert_eq!(human_events_of(&h, &codex_key), 1);
+    // A steer into the same turn, by hook then monitor: one more.
+    let steer = h
+        .post("/v1/hooks", codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "steer it" })))
+        .await;
+    assert_eq!(steer.body["recorded"], true, "the steer is no duplicate of the prompt: {}", steer.body);
+    append(&[human("steer it")]);
+    tick().await;
+    assert_eq!(human_events_of(&h, &codex_key), 2);
+    // A second steer that only the monitor sees, in a later tick: one more.
+    append(&[human("and another")]);
+    tick().await;
+    assert_eq!(human_events_of(&h, &codex_key), 3);
+    // Its hook arriving late records nothing new.
+    let late = h
+        .post("/v1/hooks", codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "and  another" })))
+        .await;
+    assert_eq!(late.body["recorded"], false, "{}", late.body);
+    assert_eq!(human_events_of(&h, &codex_key), 3);
+}

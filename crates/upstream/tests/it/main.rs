@@ -8,6 +8,7 @@ mod fuzz;
 mod gemini_cases;
 mod missing;
 mod opencode_cases;
+mod row_replay;
 mod streaming;
 mod synthetic_claude;
 mod synthetic_codex;
