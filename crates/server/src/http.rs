@@ -583,7 +583,7 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
 }
 
 /// `POST /v1/hooks`: one Claude Code / Codex / Gemini CLI hook (`sessionwatch hook <event>` forwards its
-/// stdin): `{"cli": "claude"|"codex"|"gemini", "event": "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>",
+/// stdin; the Pi extension posts the same body itself): `{"cli": "claude"|"codex"|"gemini"|"pi", "event": "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>",
 /// "input": {<hook stdin>}}`.
 async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     use sessionwatch_upstream::hook::{HookCli, parse_input};
@@ -592,7 +592,7 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
         let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "input"])?;
         let cli = a.str("cli")?;
         let cli = HookCli::parse(cli).ok_or_else(|| {
-            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex or gemini"))
+            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini or pi"))
         })?;
         let event = a.str("event")?;
         let input = v

@@ -79,8 +79,21 @@ impl RowClassifier for PiClassifier {
         }
     }
 
+    /// The user message's `message.timestamp` (ms): the Pi extension sends the same number for the
+    /// prompt it records at `message_start` (the entry's own id does not exist yet then), so a prompt
+    /// seen by both is one turn.
+    fn turn_id(&self, row: &Value) -> Option<String> {
+        turn_id(row)
+    }
+
     fn load(&mut self, _: &Map<String, Value>) {}
     fn save(&self, _: &mut Map<String, Value>) {}
+}
+
+/// A Pi message row's turn id: its `message.timestamp` in milliseconds, as digits.
+pub fn turn_id(row: &Value) -> Option<String> {
+    let ts = row.get("message")?.get("timestamp")?;
+    ts.as_u64().or_else(|| ts.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)).map(|t| t.to_string())
 }
 
 /// All session files: `<dir>/*.jsonl` and `<dir>/*/*.jsonl` for each session dir.

@@ -1,6 +1,6 @@
-//! `sessionwatch hooks install|uninstall|status claude|codex|gemini`: our entries in the CLI's own hook
+//! `sessionwatch hooks install|uninstall|status claude|codex|gemini|pi`: our entries in the CLI's own hook
 //! settings (Claude `settings.json`, Codex `hooks.json`, Gemini `settings.json`), merged with what is
-//! there; each CLI gets its own events ([`HookCli::events`]).
+//! there; each CLI gets its own events ([`HookCli::events`]). Pi gets one extension file instead (`pi`).
 //!
 //! Our entries are the handlers whose command runs `sessionwatch hook`; everything else in the file is
 //! left as it was, byte for byte (edited on its syntax tree). Installing twice changes nothing;
@@ -12,6 +12,7 @@
 
 pub(crate) mod codex_trust;
 mod json;
+pub(crate) mod pi;
 mod record;
 mod settings;
 
@@ -36,11 +37,11 @@ pub enum HooksCommand {
 
 #[derive(Args, Debug)]
 pub struct Target {
-    /// claude, codex or gemini.
+    /// claude, codex, gemini or pi.
     cli: String,
-    /// user: your settings (~/.claude/settings.json, ~/.codex/hooks.json, ~/.gemini/settings.json);
-    /// project: the project's (.claude/settings.json, .codex/hooks.json, .gemini/settings.json in
-    /// --project-dir).
+    /// user: your settings (~/.claude/settings.json, ~/.codex/hooks.json, ~/.gemini/settings.json,
+    /// ~/.pi/agent/extensions/sessionwatch.ts); project: the project's (.claude/settings.json,
+    /// .codex/hooks.json, .gemini/settings.json, .pi/extensions/sessionwatch.ts in --project-dir).
     #[arg(long, value_enum, default_value_t = Scope::User)]
     scope: Scope,
     /// The sessionwatch agent that owns the sessions (default main).
@@ -77,11 +78,14 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
         HooksCommand::Status(t) => (t, "status"),
     };
     let cli = HookCli::parse(&target.cli)
-        .ok_or_else(|| anyhow::anyhow!("hooks exist for claude, codex and gemini, not {:?}", target.cli))?;
+        .ok_or_else(|| anyhow::anyhow!("hooks exist for claude, codex, gemini and pi, not {:?}", target.cli))?;
     if let Some(a) = &target.agent
         && !sessionwatch_core::is_valid_agent_id(&a.to_ascii_lowercase())
     {
         bail!("--agent {a:?} is not a valid agent id");
+    }
+    if cli == HookCli::Pi {
+        return run_pi(action, target);
     }
     let file = settings_file(cli, target)?;
     let exe = std::env::current_exe().context("cannot locate the sessionwatch binary")?;
@@ -124,6 +128,57 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
             );
         }
         _ => status(cli, &file)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hooks install|uninstall|status pi`: the one extension file.
+fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
+    let file = match (&target.file, target.scope) {
+        (Some(f), _) => f.clone(),
+        (None, Scope::User) => pi::extension_file(None)?,
+        (None, Scope::Project) => {
+            let project = match &target.project_dir {
+                Some(d) => d.clone(),
+                None => std::env::current_dir()?,
+            };
+            pi::extension_file(Some(&project))?
+        }
+    };
+    match action {
+        "install" => {
+            let found = super::resolve_gateway(super::client_context(None, None));
+            let config = pi::ExtensionConfig {
+                agent_id: target.agent.as_ref().map(|a| a.to_ascii_lowercase()),
+                data_dir: found.data_dir,
+                url: found.url.url,
+            };
+            let changed = pi::install(&file, &config)?;
+            println!(
+                "pi {}: sessionwatch extension {}",
+                file.display(),
+                if changed { "installed" } else { "already installed" }
+            );
+        }
+        "uninstall" => {
+            let removed = pi::uninstall(&file)?;
+            println!(
+                "pi {}: sessionwatch extension {}",
+                file.display(),
+                if removed { "removed" } else { "was not installed" }
+            );
+        }
+        _ => {
+            println!("pi {}", file.display());
+            match pi::inspect(&file)? {
+                pi::Found::Missing => println!("  extension         not installed"),
+                pi::Found::Theirs => println!("  extension         not installed (a file of that name is not ours)"),
+                pi::Found::Ours(text) => {
+                    let config = pi::installed_config(&text).map(|c| c.to_string()).unwrap_or_default();
+                    println!("  extension         installed: {config}");
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -283,6 +338,8 @@ fn settings_file(cli: HookCli, t: &Target) -> anyhow::Result<PathBuf> {
             None => home()?.join(".gemini/settings.json"),
         },
         (HookCli::Gemini, Scope::Project) => project()?.join(".gemini/settings.json"),
+        (HookCli::Pi, Scope::User) => pi::extension_file(None)?,
+        (HookCli::Pi, Scope::Project) => pi::extension_file(Some(&project()?))?,
     })
 }
 
@@ -310,7 +367,7 @@ impl Ours {
                 fields.push(("name", Json::String(handler_name(event))));
                 HOOK_TIMEOUT_SECS * 1000
             }
-            HookCli::Claude | HookCli::Codex => HOOK_TIMEOUT_SECS,
+            HookCli::Claude | HookCli::Codex | HookCli::Pi => HOOK_TIMEOUT_SECS,
         };
         fields.push(("command", Json::String(self.command(event))));
         fields.push(("timeout", Json::Number(timeout.into())));
