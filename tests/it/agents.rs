@@ -1,4 +1,4 @@
-//! The hooks with the REAL Claude Code, Codex and Gemini CLIs (`tests/agents/*-e2e.sh`): offline, in a
+//! The hooks with the REAL Claude Code, Codex and Gemini CLIs (and the Pi extension with the real Pi) (`tests/agents/*-e2e.sh`): offline, in a
 //! loopback-only network namespace, against a fake model. Skipped (and said so) when the CLIs (or, for the
 //! TUI turns, tmux) are not installed, unless `SESSIONWATCH_REQUIRE_AGENTS=1` (CI), where a missing one fails.
 
@@ -69,5 +69,17 @@ fn setup_from_a_fresh_home_with_the_real_clis() {
 fn gemini_hooks_with_the_real_gemini_cli() {
     if let Some(text) = run_e2e("gemini-hooks-e2e.sh") {
         assert!(text.matches("PASS ").count() >= 8, "every check ran:\n{text}");
+    }
+}
+
+/// Issue 38: the REAL Pi (0.73.1) with the extension `sessionwatch hooks install pi` writes: a Pi manager
+/// watching a Pi worker; a prompt typed into the worker's TUI is one human turn at once (also after the
+/// file monitor ticks), a `sessions_send` text is none; the manager's next model request holds the notice
+/// once, a change during its tool call arrives in that tool's result, an idle manager TUI gets it queued
+/// for its next turn; the gateway down changes nothing for Pi (`tests/agents/pi-extension-e2e.sh`).
+#[test]
+fn pi_extension_with_the_real_pi() {
+    if let Some(text) = run_e2e("pi-extension-e2e.sh") {
+        assert!(text.matches("PASS ").count() >= 15, "every check ran:\n{text}");
     }
 }

@@ -356,6 +356,7 @@ pub fn adopt_transcript(
         CatalogId::Claude => claude::adopt_file(file, thread_id),
         CatalogId::Codex => codex::adopt_file(file, thread_id),
         CatalogId::Gemini => gemini::adopt_file(file, thread_id),
+        CatalogId::Pi => pi::adopt_file(file, thread_id),
         other => Err(UpstreamError::NotFound { catalog: other, thread: thread_id.to_string() }),
     }
 }

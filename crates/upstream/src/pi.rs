@@ -183,10 +183,16 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
             files.iter().take(10_000).find(|f| header(f).is_some_and(|(id, _, _)| id == thread_id)).cloned()
         })
         .ok_or_else(not_found)?;
-    let entry = entry_for(&file).ok_or_else(not_found)?;
-    let version = header(&file).map(|h| h.1).unwrap_or(1);
-    let marker = jsonl::baseline(&file, &mut PiClassifier)
-        .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?;
+    adopt_file(&file, thread_id)
+}
+
+/// Adopts the session file `file` (the one Pi's extension names): the thread must be its header's id.
+pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
+    let not_found = || UpstreamError::NotFound { catalog: CatalogId::Pi, thread: thread_id.to_string() };
+    let entry = entry_for(file).filter(|e| e.thread_id == thread_id).ok_or_else(not_found)?;
+    let version = header(file).map(|h| h.1).unwrap_or(1);
+    let marker = jsonl::baseline(file, &mut PiClassifier)
+        .map_err(|e| UpstreamError::Io { path: file.to_path_buf(), source: e })?;
     Ok(Adoption {
         entry,
         link: UpstreamLink {

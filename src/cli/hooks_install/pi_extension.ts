@@ -25,7 +25,7 @@
 //
 // Where the gateway is: $SESSIONWATCH_URL, else the running gateway's runtime file `<data dir>/gateway.json`,
 // else CONFIG.url (resolved at install time). The token: $SESSIONWATCH_TOKEN, else `<data dir>/token`.
-import { existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 import { join } from "node:path";
@@ -35,6 +35,13 @@ const CALL_TIMEOUT_MS = 1000;
 const STREAM_BACKOFF_MS = [1000, 2000, 5000, 10000, 30000, 60000];
 
 type Reply = { sessionKey?: string; additionalContext?: string | null; recorded?: boolean };
+
+// $SESSIONWATCH_PI_DEBUG names a file that gets one line per gateway call and its outcome.
+function debug(what: string, data: unknown) {
+  const file = process.env.SESSIONWATCH_PI_DEBUG;
+  if (!file) return;
+  try { appendFileSync(file, JSON.stringify({ t: Date.now(), what, data }) + "\n"); } catch {}
+}
 
 function dataDir(): string {
   return process.env.SESSIONWATCH_DATA_DIR || CONFIG.dataDir;
@@ -82,6 +89,7 @@ function post(event: string, input: Record<string, unknown>): Promise<Reply | un
     const finish = (v: Reply | undefined) => {
       if (settled) return;
       settled = true;
+      debug(event, { input, reply: v ?? null });
       clearTimeout(timer);
       resolve(v);
     };
