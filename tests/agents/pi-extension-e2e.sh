@@ -36,6 +36,17 @@ export FAKE_LLM_SIDE_EFFECT="\"$SW\" inbound \"\$(cat '$work/worker')\" 'typed i
 start_services
 "$SW" hooks install pi >"$work/install.out" 2>&1 || { echo "FAIL hooks install pi: $(cat "$work/install.out")"; exit 1; }
 
+# `pi` on PATH, as npm installs it: setup and doctor find it there.
+mkdir -p "$HOME/.local/bin"
+printf '#!/bin/sh\nexec %q %q "$@"\n' "$NODE" "$PI_JS" >"$HOME/.local/bin/pi" && chmod +x "$HOME/.local/bin/pi"
+export PATH="$HOME/.local/bin:$PATH"
+check "hooks status pi: installed" sh -c '"$0" hooks status pi | grep -q "extension  *installed"' "$SW"
+check "doctor: pi version and extension ok" sh -c '"$0" doctor --json | python3 -c "
+import json, sys
+rows = {r[\"check\"]: r for r in json.load(sys.stdin)}
+sys.exit(0 if rows[\"pi version\"][\"ok\"] and rows[\"pi extension\"][\"ok\"] and not rows[\"pi extension\"][\"warn\"] else 1)"' "$SW"
+check "setup: the extension is already there" sh -c '"$0" setup --dry-run --no-service | grep -q "pi (.*extension already in"' "$SW"
+
 TMUX_SOCK="$work/tmux.sock"
 tmx() { tmux -S "$TMUX_SOCK" "$@"; }
 at_exit="tmx kill-server 2>/dev/null"

@@ -132,6 +132,17 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `hooks install pi` writes into the extension now: the agent, the data dir and the gateway URL
+/// every client would find.
+pub(crate) fn pi_config(agent: Option<&str>) -> pi::ExtensionConfig {
+    let found = super::resolve_gateway(super::client_context(None, None));
+    pi::ExtensionConfig {
+        agent_id: agent.map(|a| a.to_ascii_lowercase()),
+        data_dir: found.data_dir,
+        url: found.url.url,
+    }
+}
+
 /// `hooks install|uninstall|status pi`: the one extension file.
 fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
     let file = match (&target.file, target.scope) {
@@ -147,13 +158,7 @@ fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
     };
     match action {
         "install" => {
-            let found = super::resolve_gateway(super::client_context(None, None));
-            let config = pi::ExtensionConfig {
-                agent_id: target.agent.as_ref().map(|a| a.to_ascii_lowercase()),
-                data_dir: found.data_dir,
-                url: found.url.url,
-            };
-            let changed = pi::install(&file, &config)?;
+            let changed = pi::install(&file, &pi_config(target.agent.as_deref()))?;
             println!(
                 "pi {}: sessionwatch extension {}",
                 file.display(),

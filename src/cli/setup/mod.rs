@@ -66,8 +66,8 @@ impl Paths {
 }
 
 /// The agent CLIs setup knows: the supported ones, and the ones another issue adds.
-pub const SUPPORTED: [&str; 3] = ["claude", "codex", "gemini"];
-const NOT_YET: [(&str, &str); 2] = [("opencode", "OpenCode"), ("pi", "Pi")];
+pub const SUPPORTED: [&str; 4] = ["claude", "codex", "gemini", "pi"];
+const NOT_YET: [(&str, &str); 1] = [("opencode", "OpenCode")];
 
 /// An executable `name` on PATH, else in the places its installers use.
 pub fn find_cli(name: &str, home: &Path) -> Option<PathBuf> {
@@ -185,6 +185,10 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
             continue;
         };
         let subject = format!("{name} ({})", found.display());
+        if name == "pi" {
+            steps.push(plan_pi(subject));
+            continue;
+        }
         let (hooks_file, edits) = match name {
             "claude" => (
                 paths.claude_settings.clone(),
@@ -256,6 +260,32 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
         }
     }
     steps
+}
+
+/// Pi: our one extension file (no MCP: Pi 0.73 has no MCP client of its own).
+fn plan_pi(subject: String) -> Step {
+    use super::hooks_install::pi;
+    let file = match pi::extension_file(None) {
+        Ok(f) => f,
+        Err(e) => return Step { subject, says: format!("{e:#}: skipped"), action: None },
+    };
+    let wanted = pi::render(&super::hooks_install::pi_config(None));
+    match pi::inspect(&file) {
+        Ok(pi::Found::Ours(text)) if text == wanted => {
+            Step { subject, says: format!("extension already in {}", file.display()), action: None }
+        }
+        Ok(pi::Found::Theirs) => Step {
+            subject,
+            says: format!("{} exists and is not sessionwatch's: left as is", file.display()),
+            action: None,
+        },
+        Ok(_) => Step {
+            subject,
+            says: format!("install the extension {}", file.display()),
+            action: Some(Action::Hooks { cli: "pi", codex: None, file }),
+        },
+        Err(e) => Step { subject, says: format!("{e:#}: left as is"), action: None },
+    }
 }
 
 fn describe(edit: EditKind) -> &'static str {
