@@ -271,9 +271,11 @@ fn pi_extension_row() -> Row {
             ),
             "`sessionwatch hooks install pi` (with --agent if you chose one)",
         ),
-        Ok(pi::Found::Theirs) => {
-            fail(check, format!("{} exists and is not sessionwatch's", file.display()), "move it away, then install")
-        }
+        Ok(pi::Found::Theirs) => fail(
+            check,
+            format!("{} exists and is not sessionwatch's", file.display()),
+            "move it away, then install",
+        ),
         Ok(pi::Found::Missing) => fail(check, format!("{} does not exist", file.display()), fix),
         Err(e) => fail(check, format!("{e:#}"), fix),
     }

@@ -93,7 +93,9 @@ impl RowClassifier for PiClassifier {
 /// A Pi message row's turn id: its `message.timestamp` in milliseconds, as digits.
 pub fn turn_id(row: &Value) -> Option<String> {
     let ts = row.get("message")?.get("timestamp")?;
-    ts.as_u64().or_else(|| ts.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)).map(|t| t.to_string())
+    ts.as_u64()
+        .or_else(|| ts.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+        .map(|t| t.to_string())
 }
 
 /// All session files: `<dir>/*.jsonl` and `<dir>/*/*.jsonl` for each session dir.

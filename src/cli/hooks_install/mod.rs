@@ -77,8 +77,9 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
         HooksCommand::Uninstall(t) => (t, "uninstall"),
         HooksCommand::Status(t) => (t, "status"),
     };
-    let cli = HookCli::parse(&target.cli)
-        .ok_or_else(|| anyhow::anyhow!("hooks exist for claude, codex, gemini and pi, not {:?}", target.cli))?;
+    let cli = HookCli::parse(&target.cli).ok_or_else(|| {
+        anyhow::anyhow!("hooks exist for claude, codex, gemini and pi, not {:?}", target.cli)
+    })?;
     if let Some(a) = &target.agent
         && !sessionwatch_core::is_valid_agent_id(&a.to_ascii_lowercase())
     {
@@ -177,7 +178,9 @@ fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
             println!("pi {}", file.display());
             match pi::inspect(&file)? {
                 pi::Found::Missing => println!("  extension         not installed"),
-                pi::Found::Theirs => println!("  extension         not installed (a file of that name is not ours)"),
+                pi::Found::Theirs => {
+                    println!("  extension         not installed (a file of that name is not ours)")
+                }
                 pi::Found::Ours(text) => {
                     let config = pi::installed_config(&text).map(|c| c.to_string()).unwrap_or_default();
                     println!("  extension         installed: {config}");

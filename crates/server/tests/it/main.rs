@@ -8,6 +8,7 @@ mod hooks;
 mod mcp;
 mod mcp_sessions;
 mod mcp_story;
+mod pi_hooks;
 mod slow_clients;
 mod slow_store;
 mod story;
