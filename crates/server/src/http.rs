@@ -583,10 +583,10 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
 }
 
 /// `POST /v1/hooks`: one Claude Code / Codex / Gemini CLI hook (`sessionwatch hook <event>` forwards its
-/// stdin): `{"cli": "claude"|"codex"|"gemini", "event": "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>",
-/// "input": {<hook stdin>}}`; or one handler of OpenCode's sessionwatch plugin: `"cli": "opencode"`,
-/// `"event": "chat.message"|"tool.execute.after"`, `"input"`: what the plugin forwards
-/// (`hook::opencode::parse_plugin_call`).
+/// stdin; the Pi extension posts the same body itself): `{"cli": "claude"|"codex"|"gemini"|"pi", "event":
+/// "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>", "input": {<hook stdin>}}`; or one handler of
+/// OpenCode's sessionwatch plugin: `"cli": "opencode"`, `"event": "chat.message"|"tool.execute.after"`,
+/// `"input"`: what the plugin forwards (`hook::opencode::parse_plugin_call`).
 async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     use sessionwatch_upstream::hook::{HookCli, parse_input};
     let run = async {
@@ -594,7 +594,7 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
         let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "input"])?;
         let cli = a.str("cli")?;
         let cli = HookCli::parse(cli).ok_or_else(|| {
-            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini or opencode"))
+            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini, opencode or pi"))
         })?;
         let event = a.str("event")?;
         let input = v

@@ -1,5 +1,5 @@
-//! Claude Code, Codex and Gemini CLI hooks: the JSON a hook receives on stdin, and the JSON each CLI
-//! expects back.
+//! Claude Code, Codex and Gemini CLI hooks (and the Pi extension, which posts the same shapes): the JSON a
+//! hook receives on stdin, and the JSON each CLI expects back.
 //!
 //! Pure mapping, no I/O. All three CLIs send `session_id`, `transcript_path`, `cwd` and `hook_event_name`
 //! with every event, plus per-event fields (`prompt`, `tool_name`, `stop_hook_active`, `agent_id`, …).
@@ -19,10 +19,13 @@ pub enum HookCli {
     Gemini,
     /// OpenCode's sessionwatch plugin ([`opencode`]): it posts to the gateway itself, no command runs.
     OpenCode,
+    /// Pi 0.73: no command hooks; its extension (`hooks install pi`) posts these shapes itself.
+    Pi,
 }
 
 impl HookCli {
-    pub const ALL: [HookCli; 4] = [HookCli::Claude, HookCli::Codex, HookCli::Gemini, HookCli::OpenCode];
+    pub const ALL: [HookCli; 5] =
+        [HookCli::Claude, HookCli::Codex, HookCli::Gemini, HookCli::OpenCode, HookCli::Pi];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -30,6 +33,7 @@ impl HookCli {
             HookCli::Codex => "codex",
             HookCli::Gemini => "gemini",
             HookCli::OpenCode => "opencode",
+            HookCli::Pi => "pi",
         }
     }
 
@@ -39,6 +43,7 @@ impl HookCli {
             "codex" => Some(HookCli::Codex),
             "gemini" | "gemini-cli" => Some(HookCli::Gemini),
             "opencode" => Some(HookCli::OpenCode),
+            "pi" => Some(HookCli::Pi),
             _ => None,
         }
     }
@@ -49,6 +54,7 @@ impl HookCli {
             HookCli::Codex => crate::CatalogId::Codex,
             HookCli::Gemini => crate::CatalogId::Gemini,
             HookCli::OpenCode => crate::CatalogId::OpenCode,
+            HookCli::Pi => crate::CatalogId::Pi,
         }
     }
 
@@ -70,11 +76,22 @@ impl HookCli {
             [HookEvent::SessionStart, HookEvent::BeforeAgent, HookEvent::AfterTool, HookEvent::SessionEnd];
         // The plugin's `chat.message` and `tool.execute.after` handlers.
         const OPENCODE: [HookEvent; 2] = [HookEvent::UserPromptSubmit, HookEvent::PostToolUse];
+        // What the Pi extension posts: `session_start` (and after a turn, until adopted) SessionStart; a
+        // typed prompt's `message_start` UserPromptSubmit (records, drains nothing); `before_agent_start`
+        // BeforeAgent (drains); `tool_result` PostToolUse; `session_shutdown` SessionEnd.
+        const PI: [HookEvent; 5] = [
+            HookEvent::SessionStart,
+            HookEvent::UserPromptSubmit,
+            HookEvent::BeforeAgent,
+            HookEvent::PostToolUse,
+            HookEvent::SessionEnd,
+        ];
         match self {
             HookCli::Claude => &CLAUDE,
             HookCli::Codex => &CLAUDE[..7],
             HookCli::Gemini => &GEMINI,
             HookCli::OpenCode => &OPENCODE,
+            HookCli::Pi => &PI,
         }
     }
 
@@ -84,7 +101,7 @@ impl HookCli {
         let gemini_only = matches!(event, HookEvent::BeforeAgent | HookEvent::AfterTool);
         match self {
             HookCli::Claude | HookCli::Codex => !gemini_only,
-            HookCli::Gemini | HookCli::OpenCode => self.events().contains(&event),
+            HookCli::Gemini | HookCli::OpenCode | HookCli::Pi => self.events().contains(&event),
         }
     }
 }
@@ -154,11 +171,14 @@ pub struct HookInput {
     pub session_id: String,
     pub transcript_path: Option<String>,
     pub cwd: Option<String>,
-    /// `UserPromptSubmit`, `BeforeAgent`: what was typed.
+    /// `UserPromptSubmit`, `BeforeAgent`: what was typed. (Pi: absent when the extension only drains
+    /// notices before a turn; present when it records a typed prompt.)
     pub prompt: Option<String>,
     /// The turn's id, the same one the CLI writes into its transcript (Claude `prompt_id` / row
     /// `promptId`, Codex `turn_id`): the file monitor derives the same dedupe key from it. Gemini gives
-    /// none: the gateway derives it from the session's file (`gemini::turn_id_now`).
+    /// none: the gateway derives it from the session's file (`gemini::turn_id_now`). Pi's extension sends
+    /// the user message's `timestamp`, which its session file stores as `message.timestamp`
+    /// (`pi::PiClassifier::turn_id`).
     pub turn_id: Option<String>,
     pub tool_name: Option<String>,
     pub tool_use_id: Option<String>,
@@ -259,7 +279,7 @@ pub fn parse_input(
     }
     let turn_id = match cli {
         HookCli::Claude | HookCli::OpenCode => text("prompt_id")?,
-        HookCli::Codex => text("turn_id")?,
+        HookCli::Codex | HookCli::Pi => text("turn_id")?,
         HookCli::Gemini => None,
     };
     if let Some(t) = &turn_id {
@@ -280,7 +300,14 @@ pub fn parse_input(
         }
     };
     let prompt = text("prompt")?;
-    if matches!(event, HookEvent::UserPromptSubmit | HookEvent::BeforeAgent) && prompt.is_none() {
+    // Pi's `BeforeAgent` (its `before_agent_start`) only asks for the notices: the typed prompt comes
+    // with its own `UserPromptSubmit`, once Pi has stamped it.
+    let prompt_needed = match event {
+        HookEvent::UserPromptSubmit => true,
+        HookEvent::BeforeAgent => cli != HookCli::Pi,
+        _ => false,
+    };
+    if prompt_needed && prompt.is_none() {
         return Err(HookError::Missing("prompt"));
     }
     if matches!(event, HookEvent::SubagentStart | HookEvent::SubagentStop) && subagent_id.is_none() {
@@ -327,6 +354,9 @@ fn detect_cli(
     }
     if let Some(t) = transcript {
         let name = std::path::Path::new(t).file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if t.contains("/.pi/agent/sessions/") {
+            return Ok(HookCli::Pi);
+        }
         if t.contains("/.gemini/tmp/") || (name.starts_with("session-") && t.contains("/chats/")) {
             return Ok(HookCli::Gemini);
         }
@@ -363,7 +393,7 @@ pub fn render_output(cli: HookCli, event: HookEvent, reply: &HookReply) -> Optio
     // The three CLIs read the same shapes (observed with Claude Code 2.1.332, Codex 0.171.0 and Gemini
     // CLI 0.61.0), but Gemini's SessionStart context is stored as a prompt prefix or a row of its own
     // that a resume then drops with the prompt: never answered there.
-    if cli == HookCli::Gemini && event == HookEvent::SessionStart {
+    if matches!(cli, HookCli::Gemini | HookCli::Pi) && event == HookEvent::SessionStart {
         return None;
     }
     if let Some(reason) = &reply.block {

@@ -345,7 +345,7 @@ pub fn adopt(homes: &Homes, catalog_id: CatalogId, thread_id: &str) -> Result<Ad
     }
 }
 
-/// Adopts the transcript file a hook names (Claude Code, Codex and Gemini CLI: the CLIs with hooks; the
+/// Adopts the transcript file a hook names (Claude Code, Codex, Gemini CLI and the Pi extension; the
 /// OpenCode plugin names its database). A JSONL file may not exist yet; the baseline is then its start.
 pub fn adopt_transcript(
     catalog_id: CatalogId,
@@ -357,7 +357,7 @@ pub fn adopt_transcript(
         CatalogId::Codex => codex::adopt_file(file, thread_id),
         CatalogId::Gemini => gemini::adopt_file(file, thread_id),
         CatalogId::OpenCode => opencode::adopt_db(file, thread_id),
-        other => Err(UpstreamError::NotFound { catalog: other, thread: thread_id.to_string() }),
+        CatalogId::Pi => pi::adopt_file(file, thread_id),
     }
 }
 

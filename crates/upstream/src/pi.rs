@@ -79,8 +79,23 @@ impl RowClassifier for PiClassifier {
         }
     }
 
+    /// The user message's `message.timestamp` (ms): the Pi extension sends the same number for the
+    /// prompt it records at `message_start` (the entry's own id does not exist yet then), so a prompt
+    /// seen by both is one turn.
+    fn turn_id(&self, row: &Value) -> Option<String> {
+        turn_id(row)
+    }
+
     fn load(&mut self, _: &Map<String, Value>) {}
     fn save(&self, _: &mut Map<String, Value>) {}
+}
+
+/// A Pi message row's turn id: its `message.timestamp` in milliseconds, as digits.
+pub fn turn_id(row: &Value) -> Option<String> {
+    let ts = row.get("message")?.get("timestamp")?;
+    ts.as_u64()
+        .or_else(|| ts.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+        .map(|t| t.to_string())
 }
 
 /// All session files: `<dir>/*.jsonl` and `<dir>/*/*.jsonl` for each session dir.
@@ -170,10 +185,16 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
             files.iter().take(10_000).find(|f| header(f).is_some_and(|(id, _, _)| id == thread_id)).cloned()
         })
         .ok_or_else(not_found)?;
-    let entry = entry_for(&file).ok_or_else(not_found)?;
-    let version = header(&file).map(|h| h.1).unwrap_or(1);
-    let marker = jsonl::baseline(&file, &mut PiClassifier)
-        .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?;
+    adopt_file(&file, thread_id)
+}
+
+/// Adopts the session file `file` (the one Pi's extension names): the thread must be its header's id.
+pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
+    let not_found = || UpstreamError::NotFound { catalog: CatalogId::Pi, thread: thread_id.to_string() };
+    let entry = entry_for(file).filter(|e| e.thread_id == thread_id).ok_or_else(not_found)?;
+    let version = header(file).map(|h| h.1).unwrap_or(1);
+    let marker = jsonl::baseline(file, &mut PiClassifier)
+        .map_err(|e| UpstreamError::Io { path: file.to_path_buf(), source: e })?;
     Ok(Adoption {
         entry,
         link: UpstreamLink {

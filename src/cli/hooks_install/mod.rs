@@ -1,7 +1,7 @@
-//! `sessionwatch hooks install|uninstall|status claude|codex|gemini|opencode`: our entries in the CLI's own
-//! hook settings (Claude `settings.json`, Codex `hooks.json`, Gemini `settings.json`), merged with what is
-//! there; each CLI gets its own events ([`HookCli::events`]). OpenCode gets a plugin file instead
-//! ([`opencode`]).
+//! `sessionwatch hooks install|uninstall|status claude|codex|gemini|opencode|pi`: our entries in the CLI's
+//! own hook settings (Claude `settings.json`, Codex `hooks.json`, Gemini `settings.json`), merged with what
+//! is there; each CLI gets its own events ([`HookCli::events`]). OpenCode gets a plugin file instead
+//! ([`opencode`]), Pi one extension file (`pi`).
 //!
 //! Our entries are the handlers whose command runs `sessionwatch hook`; everything else in the file is
 //! left as it was, byte for byte (edited on its syntax tree). Installing twice changes nothing;
@@ -14,6 +14,7 @@
 pub(crate) mod codex_trust;
 mod json;
 pub(crate) mod opencode;
+pub(crate) mod pi;
 mod record;
 mod settings;
 
@@ -38,11 +39,12 @@ pub enum HooksCommand {
 
 #[derive(Args, Debug)]
 pub struct Target {
-    /// claude, codex, gemini or opencode.
+    /// claude, codex, gemini, opencode or pi.
     cli: String,
     /// user: your settings (~/.claude/settings.json, ~/.codex/hooks.json, ~/.gemini/settings.json,
-    /// ~/.config/opencode/plugins/sessionwatch.js); project: the project's (.claude/settings.json,
-    /// .codex/hooks.json, .gemini/settings.json, .opencode/plugins/sessionwatch.js in --project-dir).
+    /// ~/.config/opencode/plugins/sessionwatch.js, ~/.pi/agent/extensions/sessionwatch.ts); project: the
+    /// project's (.claude/settings.json, .codex/hooks.json, .gemini/settings.json,
+    /// .opencode/plugins/sessionwatch.js, .pi/extensions/sessionwatch.ts in --project-dir).
     #[arg(long, value_enum, default_value_t = Scope::User)]
     scope: Scope,
     /// The sessionwatch agent that owns the sessions (default main).
@@ -79,12 +81,15 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
         HooksCommand::Status(t) => (t, "status"),
     };
     let cli = HookCli::parse(&target.cli).ok_or_else(|| {
-        anyhow::anyhow!("hooks exist for claude, codex, gemini and opencode, not {:?}", target.cli)
+        anyhow::anyhow!("hooks exist for claude, codex, gemini, opencode and pi, not {:?}", target.cli)
     })?;
     if let Some(a) = &target.agent
         && !sessionwatch_core::is_valid_agent_id(&a.to_ascii_lowercase())
     {
         bail!("--agent {a:?} is not a valid agent id");
+    }
+    if cli == HookCli::Pi {
+        return run_pi(action, target);
     }
     let file = settings_file(cli, target)?;
     if cli == HookCli::OpenCode {
@@ -155,6 +160,64 @@ fn run_opencode(action: &str, file: &Path, target: &Target) -> anyhow::Result<Ex
             );
         }
         _ => opencode::status(file, &config)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `hooks install pi` writes into the extension now: the agent, the data dir and the gateway URL
+/// every client would find.
+pub(crate) fn pi_config(agent: Option<&str>) -> pi::ExtensionConfig {
+    let found = super::resolve_gateway(super::client_context(None, None));
+    pi::ExtensionConfig {
+        agent_id: agent.map(|a| a.to_ascii_lowercase()),
+        data_dir: found.data_dir,
+        url: found.url.url,
+    }
+}
+
+/// `hooks install|uninstall|status pi`: the one extension file.
+fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
+    let file = match (&target.file, target.scope) {
+        (Some(f), _) => f.clone(),
+        (None, Scope::User) => pi::extension_file(None)?,
+        (None, Scope::Project) => {
+            let project = match &target.project_dir {
+                Some(d) => d.clone(),
+                None => std::env::current_dir()?,
+            };
+            pi::extension_file(Some(&project))?
+        }
+    };
+    match action {
+        "install" => {
+            let changed = pi::install(&file, &pi_config(target.agent.as_deref()))?;
+            println!(
+                "pi {}: sessionwatch extension {}",
+                file.display(),
+                if changed { "installed" } else { "already installed" }
+            );
+        }
+        "uninstall" => {
+            let removed = pi::uninstall(&file)?;
+            println!(
+                "pi {}: sessionwatch extension {}",
+                file.display(),
+                if removed { "removed" } else { "was not installed" }
+            );
+        }
+        _ => {
+            println!("pi {}", file.display());
+            match pi::inspect(&file)? {
+                pi::Found::Missing => println!("  extension         not installed"),
+                pi::Found::Theirs => {
+                    println!("  extension         not installed (a file of that name is not ours)")
+                }
+                pi::Found::Ours(text) => {
+                    let config = pi::installed_config(&text).map(|c| c.to_string()).unwrap_or_default();
+                    println!("  extension         installed: {config}");
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -316,6 +379,8 @@ fn settings_file(cli: HookCli, t: &Target) -> anyhow::Result<PathBuf> {
         (HookCli::Gemini, Scope::Project) => project()?.join(".gemini/settings.json"),
         (HookCli::OpenCode, Scope::User) => opencode::user_plugin_file(&home()?),
         (HookCli::OpenCode, Scope::Project) => opencode::project_plugin_file(&project()?),
+        (HookCli::Pi, Scope::User) => pi::extension_file(None)?,
+        (HookCli::Pi, Scope::Project) => pi::extension_file(Some(&project()?))?,
     })
 }
 
@@ -343,7 +408,7 @@ impl Ours {
                 fields.push(("name", Json::String(handler_name(event))));
                 HOOK_TIMEOUT_SECS * 1000
             }
-            HookCli::Claude | HookCli::Codex | HookCli::OpenCode => HOOK_TIMEOUT_SECS,
+            HookCli::Claude | HookCli::Codex | HookCli::OpenCode | HookCli::Pi => HOOK_TIMEOUT_SECS,
         };
         fields.push(("command", Json::String(self.command(event))));
         fields.push(("timeout", Json::Number(timeout.into())));

@@ -69,8 +69,7 @@ impl Paths {
 }
 
 /// The agent CLIs setup knows: the supported ones, and the ones another issue adds.
-pub const SUPPORTED: [&str; 4] = ["claude", "codex", "gemini", "opencode"];
-const NOT_YET: [(&str, &str); 1] = [("pi", "Pi")];
+pub const SUPPORTED: [&str; 5] = ["claude", "codex", "gemini", "opencode", "pi"];
 
 /// An executable `name` on PATH, else in the places its installers use.
 pub fn find_cli(name: &str, home: &Path) -> Option<PathBuf> {
@@ -188,6 +187,10 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
             continue;
         };
         let subject = format!("{name} ({})", found.display());
+        if name == "pi" {
+            steps.push(plan_pi(subject));
+            continue;
+        }
         let (hooks_file, edits) = match name {
             "claude" => (
                 paths.claude_settings.clone(),
@@ -251,16 +254,33 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
             steps.push(step);
         }
     }
-    for (cmd, name) in NOT_YET {
-        if let Some(p) = find_cli(cmd, &paths.home) {
-            steps.push(Step {
-                subject: format!("{cmd} ({})", p.display()),
-                says: format!("{name} is not supported by setup yet: skipped"),
-                action: None,
-            });
-        }
-    }
     steps
+}
+
+/// Pi: our one extension file (no MCP: Pi 0.73 has no MCP client of its own).
+fn plan_pi(subject: String) -> Step {
+    use super::hooks_install::pi;
+    let file = match pi::extension_file(None) {
+        Ok(f) => f,
+        Err(e) => return Step { subject, says: format!("{e:#}: skipped"), action: None },
+    };
+    let wanted = pi::render(&super::hooks_install::pi_config(None));
+    match pi::inspect(&file) {
+        Ok(pi::Found::Ours(text)) if text == wanted => {
+            Step { subject, says: format!("extension already in {}", file.display()), action: None }
+        }
+        Ok(pi::Found::Theirs) => Step {
+            subject,
+            says: format!("{} exists and is not sessionwatch's: left as is", file.display()),
+            action: None,
+        },
+        Ok(_) => Step {
+            subject,
+            says: format!("install the extension {}", file.display()),
+            action: Some(Action::Hooks { cli: "pi", codex: None, file }),
+        },
+        Err(e) => Step { subject, says: format!("{e:#}: left as is"), action: None },
+    }
 }
 
 fn describe(edit: EditKind) -> &'static str {

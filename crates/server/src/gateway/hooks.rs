@@ -6,6 +6,10 @@
 //! The session is the adopted one, `agent:<agent>:<claude|codex|gemini>:<session id>`: the same key as
 //! `catalog continue`, so the file monitor, the catalog and the hooks all speak of one session.
 //!
+//! Pi's extension posts the same shapes (`cli: "pi"`): `UserPromptSubmit` records a typed prompt with the
+//! user message's timestamp as its turn id and drains nothing (Pi stamps the message only after
+//! `before_agent_start`, its `BeforeAgent`, which drains); its `SessionStart` only adopts.
+//!
 //! Gemini's `BeforeAgent` is its `UserPromptSubmit` and `AfterTool` its `PostToolUse`; its
 //! `SessionStart` only adopts (context answered there is lost on a resume, so notices wait for the
 //! prompt), and as Gemini gives hooks no message id the prompt's turn id is derived from the session's
@@ -67,16 +71,22 @@ impl<S: Store> Gateway<S> {
         match input.event {
             HookEvent::SessionStart => {
                 self.adopt_hooked(&r, input, node).await?;
-                // Gemini drops a prompt carrying SessionStart context from every resumed history: its
-                // notices stay queued for BeforeAgent.
-                if input.cli != HookCli::Gemini {
+                // Gemini drops a prompt carrying SessionStart context from every resumed history, and
+                // Pi's session_start cannot answer any: their notices stay queued for BeforeAgent.
+                if !matches!(input.cli, HookCli::Gemini | HookCli::Pi) {
                     outcome.reply.context = self.drain_context(&r).await;
                 }
             }
             HookEvent::UserPromptSubmit | HookEvent::BeforeAgent => {
                 self.adopt_hooked(&r, input, node).await?;
-                outcome.recorded = self.record_prompt(&r, input).await?;
-                outcome.reply.context = self.drain_context(&r).await;
+                if input.prompt.is_some() {
+                    outcome.recorded = self.record_prompt(&r, input).await?;
+                }
+                // Pi's prompt is posted after its before_agent_start took the notices: nothing can
+                // carry them to the model from there.
+                if !(input.cli == HookCli::Pi && input.event == HookEvent::UserPromptSubmit) {
+                    outcome.reply.context = self.drain_context(&r).await;
+                }
             }
             HookEvent::PreToolUse => {
                 if let (Some(tool), Some(id)) = (&input.tool_name, &input.tool_use_id)
@@ -200,7 +210,7 @@ impl<S: Store> Gateway<S> {
                 GeminiTurn::LeftToMonitor => return Ok(false),
             },
             HookCli::Codex => input.turn_id.as_deref().map(|t| codex::human_turn_key(t, &text)),
-            HookCli::Claude | HookCli::OpenCode => input.turn_id.clone(),
+            HookCli::Claude | HookCli::OpenCode | HookCli::Pi => input.turn_id.clone(),
         };
         let row = self.require_session(r).await?;
         let event = NewEvent::human_message(&r.key, &r.agent_id, input.cli.as_str(), None)

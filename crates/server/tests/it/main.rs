@@ -9,6 +9,7 @@ mod mcp;
 mod mcp_sessions;
 mod mcp_story;
 mod opencode_plugin;
+mod pi_hooks;
 mod slow_clients;
 mod slow_store;
 mod story;

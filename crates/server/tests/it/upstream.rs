@@ -140,7 +140,9 @@ fn append_user(src: Src, location: &Path, text: &str, n: u32) {
         Src::Pi => append(
             location,
             &line(json!({"type":"message","id":format!("n{n}"),"parentId":null,"timestamp":TS,
-                "message":{"role":"user","content":[{"type":"text","text":text}],"timestamp":1796205600000u64}})),
+                "message":{"role":"user","content":[{"type":"text","text":text}],
+                // Pi stamps each message in ms; the monitor's turn id is that stamp (`pi::turn_id`).
+                "timestamp":1796205600000u64 + u64::from(n)}})),
         ),
         Src::OpenCode => {
             // OpenCode writes the user message with all its parts, then starts the reply: only then is

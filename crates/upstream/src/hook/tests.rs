@@ -175,7 +175,7 @@ fn output_per_cli_and_event() {
                 "nothing": render_output(cli, event, &HookReply::default()),
             }));
         }
-        if cli == HookCli::Gemini {
+        if matches!(cli, HookCli::Gemini | HookCli::Pi) {
             continue; // no Stop
         }
         out.push(json!({
@@ -263,4 +263,51 @@ fn installed_events_per_cli() {
         "SessionStart,UserPromptSubmit,PreToolUse,PostToolUse,Stop,SubagentStart,SubagentStop"
     );
     assert_eq!(names(HookCli::Gemini), "SessionStart,BeforeAgent,AfterTool,SessionEnd");
+    assert_eq!(names(HookCli::Pi), "SessionStart,UserPromptSubmit,BeforeAgent,PostToolUse,SessionEnd");
+}
+
+const PI_SESSION: &str = "01a248af-5adb-77fa-b51a-3a39a95ea49c";
+
+/// What the Pi extension posts as `input` (its `session()` plus the event's fields).
+fn pi(event: &str, extra: Value) -> Vec<u8> {
+    let mut v = json!({
+        "session_id": PI_SESSION,
+        "transcript_path": "/home/u/.pi/agent/sessions/--home-u-work-demo--/2026-12-06T00-09-41-341Z_01a248af-5adb-77fa-b51a-3a39a95ea49c.jsonl",
+        "cwd": "/home/u/work/demo",
+        "hook_event_name": event,
+    });
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// The extension's prompt carries the user message's timestamp as its turn id (the monitor reads the
+/// same `message.timestamp`); its `BeforeAgent` asks for notices with no prompt; Pi sends no Claude or
+/// Gemini-only event.
+#[test]
+fn pi_extension_events_map_and_carry_the_message_timestamp() {
+    let parse_pi =
+        |event: &str, extra: Value| parse_input(&pi(event, extra), Some(event), Some(HookCli::Pi), None);
+    let prompt =
+        parse_pi("UserPromptSubmit", json!({ "prompt": "Typed into the TUI.", "turn_id": "1796515267060" }))
+            .unwrap();
+    assert_eq!((prompt.cli, prompt.event), (HookCli::Pi, HookEvent::UserPromptSubmit));
+    assert_eq!(prompt.turn_id.as_deref(), Some("1796515267060"));
+    assert_eq!(prompt.session_id, PI_SESSION);
+    assert_eq!(parse_pi("UserPromptSubmit", json!({})), Err(HookError::Missing("prompt")));
+    let before = parse_pi("BeforeAgent", json!({})).unwrap();
+    assert_eq!((before.event, before.prompt), (HookEvent::BeforeAgent, None));
+    let tool = parse_pi("PostToolUse", json!({ "tool_name": "bash", "tool_use_id": "call_1" })).unwrap();
+    assert_eq!(tool.tool_name.as_deref(), Some("bash"));
+    assert_eq!(parse_pi("Stop", json!({})), Err(HookError::NotAnEventOf { cli: "pi", event: "Stop" }));
+    assert_eq!(
+        parse_pi("AfterTool", json!({})),
+        Err(HookError::NotAnEventOf { cli: "pi", event: "AfterTool" })
+    );
+    let bad = parse_pi("UserPromptSubmit", json!({ "prompt": "x", "turn_id": "12 34" }));
+    assert!(matches!(bad, Err(HookError::Invalid { field: "turn_id", .. })), "{bad:?}");
+    let detected = parse_input(&pi("SessionStart", json!({})), None, None, None).unwrap();
+    assert_eq!(detected.cli, HookCli::Pi, "by its sessions path");
+    assert_eq!(HookCli::parse("pi"), Some(HookCli::Pi));
+    let context = HookReply { context: Some("a notice".into()), block: None };
+    assert_eq!(render_output(HookCli::Pi, HookEvent::SessionStart, &context), None);
 }

@@ -125,3 +125,32 @@ fn a_shell_escape_is_a_human_turn() {
     let (n, _, _) = drain(CatalogId::Pi, &file_ref(&p), START, &[]);
     assert_eq!(n, 3, "the typed prompt and both shell escapes");
 }
+
+/// The Pi extension records a typed prompt with the user message's `timestamp` as its turn id; the
+/// monitor reads the same number from the row (`message.timestamp`), so both derive one dedupe key.
+#[test]
+fn the_turn_id_is_the_user_messages_timestamp_as_the_extension_sends_it() {
+    let (_d, p) = write(DOC.as_bytes());
+    let CheckOutcome::Activity { human_turns, turn_id, .. } = check(
+        CatalogId::Pi,
+        &Probe { reference_json: &file_ref(&p), marker_json: START, own_recent_user_texts: &[] },
+    ) else {
+        panic!("activity expected")
+    };
+    assert_eq!((human_turns, turn_id.as_deref()), (1, Some("1775122205000")));
+    let row: Value = serde_json::from_str(DOC.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(sessionwatch_upstream::pi::turn_id(&row).as_deref(), Some("1775122205000"));
+    let no_time = json!({"type":"message","message":{"role":"user","content":"x"}});
+    assert_eq!(sessionwatch_upstream::pi::turn_id(&no_time), None, "no timestamp: the offset key stays");
+}
+
+/// The extension names the session's file: adopted from it, at its end, only for its own id.
+#[test]
+fn the_extension_adopts_the_file_it_names() {
+    let (_d, p) = write(DOC.as_bytes());
+    let id = "8d3e1c52-6a1f-4c7e-9f10-2b3c4d5e6f70";
+    let a = sessionwatch_upstream::adopt_transcript(CatalogId::Pi, id, &p).unwrap();
+    assert_eq!(a.entry.thread_id, id);
+    assert_eq!(offset_of(&a.link.marker_json), DOC.len() as u64, "the baseline is the file's end");
+    assert!(sessionwatch_upstream::adopt_transcript(CatalogId::Pi, "another-id", &p).is_err());
+}
