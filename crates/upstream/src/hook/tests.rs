@@ -263,3 +263,19 @@ fn installed_events_per_cli() {
     );
     assert_eq!(names(HookCli::Gemini), "SessionStart,BeforeAgent,AfterTool,SessionEnd");
 }
+
+/// A file-writing tool's `PostToolUse` names its paths and keeps none of the content it carried; its
+/// `PreToolUse` (the write has not happened) and other tools name none.
+#[test]
+fn write_tools_post_their_paths_only() {
+    let write =
+        json!({ "tool_name": "Write", "tool_input": { "file_path": "src/a.rs", "content": "SECRET" } });
+    let post = parse(&claude("PostToolUse", write.clone()));
+    assert_eq!(post.written_paths, ["src/a.rs"]);
+    assert!(!format!("{post:?}").contains("SECRET"));
+    assert!(parse(&claude("PreToolUse", write)).written_paths.is_empty());
+    let patch = json!({ "tool_name": "apply_patch", "tool_input": { "command": "*** Begin Patch\n*** Update File: b.rs\n+SECRET\n*** End Patch" } });
+    assert_eq!(parse(&codex("PostToolUse", patch)).written_paths, ["b.rs"]);
+    let bash = json!({ "tool_name": "Bash", "tool_input": { "command": "echo > c.rs" } });
+    assert!(parse(&claude("PostToolUse", bash)).written_paths.is_empty());
+}
