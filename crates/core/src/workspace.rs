@@ -95,10 +95,16 @@ fn or_none(short_id: &str) -> &str {
 }
 
 impl NewEvent {
-    /// `N files changed by <actor>` on the workspace session; `paths` (relative, deduplicated by the
-    /// caller) keeps the first [`MAX_EVENT_PATHS`] in order.
-    pub fn files_changed(workspace_key: &str, agent_id: &str, actor: Actor, paths: &[String]) -> NewEvent {
-        let n = paths.len();
+    /// `N files changed by <actor>` on the workspace session, N = `count` distinct paths (at least those
+    /// given); `paths` (relative, deduplicated by the caller) keeps the first [`MAX_EVENT_PATHS`] in order.
+    pub fn files_changed(
+        workspace_key: &str,
+        agent_id: &str,
+        actor: Actor,
+        paths: &[String],
+        count: usize,
+    ) -> NewEvent {
+        let n = count.max(paths.len());
         let who = actor_name(&actor);
         let noun = if n == 1 { "file" } else { "files" };
         let mut e = NewEvent::base(
@@ -140,14 +146,24 @@ mod tests {
     #[test]
     fn fixed_summaries_and_payloads() {
         let paths: Vec<String> = (0..73).map(|i| format!("src/f{i}.rs")).collect();
-        let e =
-            NewEvent::files_changed("agent:main:workspace:r-1", "main", Actor::agent("agent:main:a"), &paths);
+        let e = NewEvent::files_changed(
+            "agent:main:workspace:r-1",
+            "main",
+            Actor::agent("agent:main:a"),
+            &paths,
+            0,
+        );
         assert_eq!(e.kind, EventKind::FilesChanged);
         assert_eq!(e.summary, "73 files changed by agent:main:a");
         assert_eq!(e.payload.paths.len(), MAX_EVENT_PATHS);
         assert_eq!(e.payload.paths[0], "src/f0.rs");
-        let one = NewEvent::files_changed("w", "main", Actor::human(None), &paths[..1]);
+        let one = NewEvent::files_changed("w", "main", Actor::human(None), &paths[..1], 1);
         assert_eq!(one.summary, "1 file changed by human");
+        let counted = NewEvent::files_changed("w", "main", Actor::human(None), &paths[..2], 9000);
+        assert_eq!(
+            (counted.summary.as_str(), counted.payload.paths.len()),
+            ("9000 files changed by human", 2)
+        );
 
         let cases = [
             (

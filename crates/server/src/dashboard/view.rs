@@ -40,7 +40,7 @@ pub struct SessionLine {
 pub enum EdgeOrigin {
     /// The watcher spawned the target.
     Spawn,
-    /// Group members watch the group without asking.
+    /// Group members watch the group, workspace members their workspace, without asking.
     Ambient,
     Explicit,
 }
@@ -128,7 +128,9 @@ fn edges_of(raw: Vec<WatchEdge>) -> Vec<Edge> {
     raw.into_iter()
         .map(|e| {
             let origin = match e.cursor.provenance {
-                sessionwatch_core::Provenance::AmbientGroup => EdgeOrigin::Ambient,
+                sessionwatch_core::Provenance::AmbientGroup | sessionwatch_core::Provenance::Workspace => {
+                    EdgeOrigin::Ambient
+                }
                 sessionwatch_core::Provenance::Explicit if e.spawned => EdgeOrigin::Spawn,
                 sessionwatch_core::Provenance::Explicit => EdgeOrigin::Explicit,
             };

@@ -56,6 +56,10 @@ impl<S: Store> Gateway<S> {
         let r = self.adopted_ref(&agent, catalog, &input.session_id, node)?;
         let mut outcome =
             HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
+        if node.is_none() {
+            // Before the drain, so this turn's notice includes what the other members just did.
+            self.workspace_hook(&r, input).await;
+        }
         match input.event {
             HookEvent::SessionStart => {
                 self.adopt_hooked(&r, input, node).await?;

@@ -402,7 +402,7 @@ pub async fn workspace_events_keep_paths_and_head_positions_and_member_watches<S
     register(s, W2, &ws, Provenance::Workspace, STORE, NOW).await;
     let paths = vec!["src/a.rs".to_string(), "docs/b c.md".to_string()];
     let (e, notices) =
-        record(s, req(NewEvent::files_changed(&ws, AGENT, Actor::agent(W), &paths)), NOW).await;
+        record(s, req(NewEvent::files_changed(&ws, AGENT, Actor::agent(W), &paths, 2)), NOW).await;
     assert_eq!(e.payload.paths, paths);
     assert_eq!(notices.iter().map(|n| n.watcher.as_str()).collect::<Vec<_>>(), [W2], "not the actor");
     assert!(notices[0].queue_only, "a workspace watch never wakes");
