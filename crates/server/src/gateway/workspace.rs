@@ -150,6 +150,11 @@ impl<S: Store> Gateway<S> {
         if previous.as_deref() == Some(ws_key) {
             return;
         }
+        // A session joins once it exists (adopted by this hook's own handling, after this step): a
+        // watch would otherwise create a bare row in its place.
+        if !matches!(self.session(r).await, Ok(Some(_))) {
+            return;
+        }
         if previous.is_some() {
             self.leave_workspace(&r.key, true).await;
         }

@@ -14,3 +14,4 @@ mod story;
 mod support;
 mod upstream;
 mod wire_shapes;
+mod workspace;
