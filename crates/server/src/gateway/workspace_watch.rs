@@ -11,7 +11,7 @@ use notify::{RecursiveMode, Watcher};
 use sessionwatch_core::SessionKind;
 use sessionwatch_store::{SessionFilter, Store};
 use sessionwatch_upstream::workspace::Workspace;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -110,7 +110,7 @@ impl<S: Store> Gateway<S> {
     }
 }
 
-fn watch_logs(watcher: &Mutex<notify::RecommendedWatcher>, logs: &PathBuf) -> bool {
+fn watch_logs(watcher: &Mutex<notify::RecommendedWatcher>, logs: &Path) -> bool {
     logs.is_dir()
         && watcher.lock().unwrap_or_else(|p| p.into_inner()).watch(logs, RecursiveMode::NonRecursive).is_ok()
 }

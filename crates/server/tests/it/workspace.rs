@@ -115,8 +115,7 @@ async fn edits_are_recorded_when_the_turn_goes_idle_or_the_gateway_stops() {
 
     write(&h, A, &app, "b.rs").await;
     let dir = h.stop().await;
-    let mut config = Config::default();
-    config.data_dir = dir.path().to_path_buf();
+    let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
     let h = Harness::start_in(dir, config, None).await;
     assert_eq!(prompt(&h, B, &app).await, 1, "recorded at the stop, kept across the restart");
 }
