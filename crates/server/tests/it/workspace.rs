@@ -63,6 +63,14 @@ async fn leaving_the_worktree_or_unwatching_ends_the_watch() {
     let listed = h.tool(&key(A), "sessions_list", json!({ "kinds": "workspace" })).await;
     assert_eq!(listed["sessions"][0]["key"], ws);
     assert_eq!(listed["sessions"][0]["kind"], "workspace");
+    // Its dashboard page names its members and who changed what.
+    write(&h, A, &app, "w.rs").await;
+    hook(&h, A, "Stop", &app, json!({})).await;
+    let page = h.client.get(format!("{}{}", h.base, chat_path(&ws))).bearer_auth(TOKEN).send().await.unwrap();
+    let page = page.text().await.unwrap();
+    assert_eq!(page.matches("<td>workspace</td>").count(), 2, "both members: {page}");
+    assert!(page.contains(&format!("1 file changed by {}", key(A))), "{page}");
+    assert_eq!(prompt(&h, B, &app).await, 1);
 
     // B moves to another repository: its watch on `app` ends, so A's edit there is not B's business.
     assert_eq!(prompt(&h, B, &elsewhere).await, 0);
