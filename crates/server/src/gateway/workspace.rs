@@ -90,6 +90,9 @@ impl<S: Store> Gateway<S> {
         let workspace = self.resolve_workspace(cwd).await;
         let ws_key = AgentSessionKey::build_workspace(&r.agent_id, &workspace.name, &workspace.hash);
         self.join_workspace(r, &ws_key, &workspace).await;
+        if self.workspace_of(&r.key).as_deref() != Some(ws_key.as_str()) {
+            return; // not a member (yet): nothing it does is the workspace's
+        }
         let shell = input.tool_name.as_deref().is_some_and(ws::is_shell_tool);
         match input.event {
             HookEvent::PreToolUse if shell => {
