@@ -88,50 +88,6 @@ wait_quiet() { # until the model has had no request for 2 s (a Stop block would 
   done
 }
 
-# --- reading a manager's turn in the request log
-
-# from session prompt key -> "requests notices stop-blocks": the model requests of the turn that began after
-# line <from> of the log (the CLI session's own requests whose body holds the turn's prompt: not Codex's
-# title request, a thread of its own), the changesSince of every notice about <key> in the last of them
-# (comma-separated, in order; "-" for none), and the Stop blocks in it.
-turn_in_log() {
-  python3 - "$llm_log" "$1" "$2" "$3" "$4" <<'EOF'
-import json, re, sys
-log, start, session, prompt, key = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-notice = re.compile(re.escape('Session "%s" changed (other actor).' % key) + r'.*?changesSince (\d+)\.')
-def strings(v):
-    if isinstance(v, str):
-        yield v
-    elif isinstance(v, list):
-        for x in v:
-            yield from strings(x)
-    elif isinstance(v, dict):
-        for x in v.values():
-            yield from strings(x)
-turn = []
-for i, line in enumerate(open(log)):
-    if i < start:
-        continue
-    e = json.loads(line)
-    body = e.get("body")
-    headers = {k.lower(): v for k, v in (e.get("headers") or {}).items()}
-    if headers.get("x-claude-code-session-id", headers.get("session-id")) != session:
-        continue
-    if e.get("method") != "POST" or not isinstance(body, dict) or not ("messages" in body or "input" in body):
-        continue
-    texts = list(strings(body.get("messages") or body.get("input"))) + list(strings(body.get("system") or ""))
-    if any(prompt in t for t in texts):
-        turn.append(texts)
-if not turn:
-    print("0 - 0")
-    sys.exit()
-last = turn[-1]
-since = [m for t in last for m in notice.findall(t)]
-stops = sum(t.count("sessionwatch: before you finish") for t in last)
-print(len(turn), ",".join(since) or "-", stops)
-EOF
-}
-
 # --- the story
 
 direction() { # manager-cli worker-cli

@@ -96,3 +96,14 @@ fn pi_extension_with_the_real_pi() {
         assert!(text.matches("PASS ").count() >= 18, "every check ran:\n{text}");
     }
 }
+
+/// Issue 35: A (Claude Code) and B (Codex) in one git repository; B's model edits a file with
+/// `apply_patch`, A's next model request holds exactly one notice about the workspace session whose
+/// reconcile names the file and B; and the reverse with Claude's `Write`, A's own turn holding no new
+/// notice (`tests/agents/workspace-e2e.sh`).
+#[test]
+fn workspace_edits_reach_the_other_real_cli_once() {
+    if let Some(text) = run_e2e("workspace-e2e.sh") {
+        assert!(text.matches("PASS ").count() >= 8, "every check ran:\n{text}");
+    }
+}

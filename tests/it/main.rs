@@ -13,3 +13,4 @@ mod openclaw_wire;
 mod postgres;
 mod restart;
 mod support;
+mod workspace;

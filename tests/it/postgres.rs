@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 const MAIN: &str = "agent:main:main";
 
 /// A fresh database on the test server, dropped afterwards; `None` (skipped) when no server answers.
-struct TestDatabase {
+pub(crate) struct TestDatabase {
     admin_url: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl TestDatabase {
-    async fn create() -> Option<TestDatabase> {
+    pub(crate) async fn create() -> Option<TestDatabase> {
         let admin_url = testing::url();
         let admin = match testing::admin_client(&admin_url).await {
             Ok(c) => c,
@@ -33,7 +33,7 @@ impl TestDatabase {
         Some(TestDatabase { url: format!("{base}/{name}"), admin_url, name })
     }
 
-    async fn drop_it(self) {
+    pub(crate) async fn drop_it(self) {
         if let Ok(admin) = testing::admin_client(&self.admin_url).await {
             let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)).await;
         }

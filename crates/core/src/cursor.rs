@@ -12,6 +12,8 @@ use crate::key::AgentSessionKey;
 pub enum Provenance {
     Explicit,
     AmbientGroup,
+    /// A member session's watch on its workspace session, held while it works in that worktree.
+    Workspace,
 }
 
 impl Provenance {
@@ -19,14 +21,23 @@ impl Provenance {
         match self {
             Provenance::Explicit => "explicit",
             Provenance::AmbientGroup => "ambient-group",
+            Provenance::Workspace => "workspace",
         }
     }
     pub fn parse(s: &str) -> Option<Provenance> {
         match s {
             "explicit" => Some(Provenance::Explicit),
             "ambient-group" => Some(Provenance::AmbientGroup),
+            "workspace" => Some(Provenance::Workspace),
             _ => None,
         }
+    }
+}
+
+impl Provenance {
+    /// Registered by the gateway on the watcher's behalf (a group's home, a workspace's members).
+    pub fn is_ambient(self) -> bool {
+        matches!(self, Provenance::AmbientGroup | Provenance::Workspace)
     }
 }
 
@@ -108,8 +119,9 @@ impl Cursor {
         self.store_path.as_deref() == Some(store_path)
     }
 
+    /// Ambient watches (group, workspace) never wake their watcher: the notice waits for its next turn.
     pub fn queue_only(&self) -> bool {
-        self.provenance == Provenance::AmbientGroup
+        self.provenance.is_ambient()
     }
 
     /// Acknowledge a drained notice through the present: `L = N = M`, where M (settled by the store in
@@ -218,7 +230,7 @@ pub fn decide_registration(
     }
     match existing {
         Some(c) if c.store_matches(watcher_store) => {
-            if provenance == Provenance::Explicit && c.provenance == Provenance::AmbientGroup {
+            if provenance == Provenance::Explicit && c.provenance.is_ambient() {
                 RegisterDecision::UpgradeToExplicit
             } else {
                 RegisterDecision::Keep

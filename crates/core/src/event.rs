@@ -45,13 +45,24 @@ event_kinds! {
     Compacted => "compacted",
     Adopted => "adopted",
     Created => "created",
+    /// A workspace's files were written by a session's tools (paths only, never contents).
+    FilesChanged => "files_changed",
+    /// A workspace's HEAD moved: branch switch, commit, reset, rebase, merge.
+    HeadMoved => "head_moved",
 }
 
 impl EventKind {
     /// Material kinds move watchers' cursors and queue notices; the rest are log-only
     /// (`child_spawned` seeds the spawner's cursor instead).
     pub fn notifies(self) -> bool {
-        matches!(self, EventKind::HumanDirectMessage | EventKind::UpstreamMissing | EventKind::GoalChanged)
+        matches!(
+            self,
+            EventKind::HumanDirectMessage
+                | EventKind::UpstreamMissing
+                | EventKind::GoalChanged
+                | EventKind::FilesChanged
+                | EventKind::HeadMoved
+        )
     }
 }
 
@@ -162,11 +173,22 @@ pub struct Payload {
     pub outcome: Option<RunOutcome>,
     pub channel: Option<String>,
     pub turns: Option<u32>,
+    /// `files_changed`: the paths written, relative to the worktree (at most
+    /// [`MAX_EVENT_PATHS`](crate::workspace::MAX_EVENT_PATHS); the summary counts them all).
+    pub paths: Vec<String>,
+    /// `head_moved`: where HEAD was and is (`main@1a2b3c4`, or a short id when detached).
+    pub from: Option<String>,
+    pub to: Option<String>,
 }
 
 impl Payload {
     pub fn is_empty(&self) -> bool {
-        self.outcome.is_none() && self.channel.is_none() && self.turns.is_none()
+        self.outcome.is_none()
+            && self.channel.is_none()
+            && self.turns.is_none()
+            && self.paths.is_empty()
+            && self.from.is_none()
+            && self.to.is_none()
     }
 }
 
@@ -207,7 +229,13 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    fn base(session_key: &str, agent_id: &str, kind: EventKind, actor: Actor, summary: String) -> NewEvent {
+    pub(crate) fn base(
+        session_key: &str,
+        agent_id: &str,
+        kind: EventKind,
+        actor: Actor,
+        summary: String,
+    ) -> NewEvent {
         NewEvent {
             session_key: session_key.to_string(),
             agent_id: agent_id.to_string(),
@@ -383,7 +411,7 @@ fn normalize_channel(channel: &str) -> String {
 }
 
 /// Summaries are one line and short: whitespace runs collapse, control characters go, 64 chars at most.
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     let collapsed: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     collapsed.chars().filter(|c| !c.is_control()).take(64).collect()
 }
@@ -423,7 +451,10 @@ mod tests {
         }
         let notifying: Vec<_> =
             EventKind::ALL.into_iter().filter(|k| k.notifies()).map(|k| k.as_str()).collect();
-        assert_eq!(notifying, ["human_direct_message", "upstream_missing", "goal_changed"]);
+        assert_eq!(
+            notifying,
+            ["human_direct_message", "upstream_missing", "goal_changed", "files_changed", "head_moved"]
+        );
     }
 
     #[test]

@@ -81,6 +81,23 @@ impl AgentSessionKey {
         AgentSessionKey::build_adopted(agent_id, &format!("{catalog}@{node}"), thread_id)
     }
 
+    /// A workspace session, shared by the sessions working in one git worktree:
+    /// `agent:<agentId>:workspace:<name>-<hash>`. `name` (the worktree's directory name) is reduced to
+    /// the key alphabet (lower case letters, digits, `-`, `_`, `.`; anything else becomes `-`, at most 48
+    /// characters, `ws` when nothing is left); `hash` tells two worktrees of one name apart.
+    pub fn build_workspace(agent_id: &str, name: &str, hash: &str) -> String {
+        let mut clean: String = name
+            .chars()
+            .map(|c| c.to_ascii_lowercase())
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+            .take(48)
+            .collect();
+        if clean.trim_matches('-').is_empty() {
+            clean = "ws".into();
+        }
+        AgentSessionKey::build(agent_id, &format!("workspace:{clean}-{}", hash.to_ascii_lowercase()))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.key
     }
@@ -135,11 +152,13 @@ pub enum SessionKind {
     Cron,
     Hook,
     Node,
+    /// The shared session of a git worktree (`agent:<agentId>:workspace:…`).
+    Workspace,
     Other,
 }
 
 impl SessionKind {
-    pub const ALL: [SessionKind; 8] = [
+    pub const ALL: [SessionKind; 9] = [
         SessionKind::Main,
         SessionKind::Group,
         SessionKind::Subagent,
@@ -147,6 +166,7 @@ impl SessionKind {
         SessionKind::Cron,
         SessionKind::Hook,
         SessionKind::Node,
+        SessionKind::Workspace,
         SessionKind::Other,
     ];
 
@@ -159,6 +179,7 @@ impl SessionKind {
             SessionKind::Cron => "cron",
             SessionKind::Hook => "hook",
             SessionKind::Node => "node",
+            SessionKind::Workspace => "workspace",
             SessionKind::Other => "other",
         }
     }
@@ -179,6 +200,9 @@ pub fn classify_session_kind(key: &str, chat_type: Option<&str>, main_key: &str)
     let rest = parsed.as_ref().map(|k| k.rest().to_string()).unwrap_or_else(|| lower.clone());
     if rest == main_key || lower == "main" || lower == "global" {
         return SessionKind::Main;
+    }
+    if rest.starts_with("workspace:") {
+        return SessionKind::Workspace;
     }
     let has = |segment: &str| rest.split(':').any(|p| p == segment);
     if has("subagent") {
@@ -285,9 +309,20 @@ mod tests {
             ("agent:main:hook:gmail", None, SessionKind::Hook),
             ("agent:main:node:n1", None, SessionKind::Node),
             ("global", None, SessionKind::Main),
+            ("agent:main:workspace:demo-1a2b3c4d", None, SessionKind::Workspace),
         ];
         for (key, chat, want) in cases {
             assert_eq!(classify_session_kind(key, chat, "main"), want, "{key}");
         }
+    }
+
+    #[test]
+    fn workspace_keys_parse_and_stay_in_the_key_alphabet() {
+        let k = AgentSessionKey::build_workspace("main", "My Repo:x", "1A2B3C4D");
+        assert_eq!(k, "agent:main:workspace:my-repo-x-1a2b3c4d");
+        assert_eq!(AgentSessionKey::parse(&k).unwrap().as_str(), k, "already canonical");
+        assert_eq!(AgentSessionKey::build_workspace("main", "::", "ab"), "agent:main:workspace:ws-ab");
+        let long = AgentSessionKey::build_workspace("main", &"ab".repeat(60), "ab");
+        assert_eq!(long.len(), "agent:main:workspace:".len() + 48 + 3);
     }
 }

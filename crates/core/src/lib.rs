@@ -12,6 +12,7 @@ pub mod key;
 pub mod notice;
 pub mod policy;
 pub mod queue;
+pub mod workspace;
 
 pub use changes::{ChangesPage, Limit, LimitError, MAX_CHANGES_LIMIT};
 pub use cursor::{
@@ -26,6 +27,7 @@ pub use key::{AgentSessionKey, SessionKind, classify_session_kind, is_valid_agen
 pub use notice::{Notice, context_key, decode_context_key, notice_text};
 pub use policy::{Acknowledged, AppendCursors, FanOut, HumanTurnSource, RecordPolicy};
 pub use queue::{NoticeRef, PushOutcome, QueuedEvent, SYSTEM_EVENT_QUEUE_CAP, SystemEventQueue};
+pub use workspace::{HeadAt, HeadMove, HeadMoveKind, MAX_EVENT_PATHS};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;

@@ -43,6 +43,9 @@ pub struct Config {
     /// (`gateway.mcpAllowedHosts`). Loopback (`localhost`, `127.0.0.1`, `::1`) is always allowed.
     pub mcp_allowed_hosts: Vec<String>,
     pub limits: Limits,
+    /// Sessions working in one git worktree share a workspace session and learn of each other's changes
+    /// (`[workspace] awareness = "on" | "off"`, default on).
+    pub workspace_awareness: bool,
 }
 
 /// Bounds on what one client can hold (`gateway.*`): slow or abandoned clients never exhaust the gateway.
@@ -93,6 +96,7 @@ impl Default for Config {
             auth: AuthMode::Token,
             mcp_allowed_hosts: Vec::new(),
             limits: Limits::default(),
+            workspace_awareness: true,
         }
     }
 }
@@ -126,6 +130,7 @@ struct FileConfig {
     retention: Option<FileRetention>,
     monitor: Option<FileMonitor>,
     gateway: Option<FileGateway>,
+    workspace: Option<FileWorkspace>,
     /// Shorthands at the top level.
     listen: Option<String>,
     database: Option<String>,
@@ -153,6 +158,12 @@ struct FileRetention {
 struct FileMonitor {
     first_tick_seconds: Option<u64>,
     interval_seconds: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileWorkspace {
+    awareness: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -219,6 +230,9 @@ impl Config {
             if let Some(v) = m.interval_seconds {
                 c.set("monitor.intervalSeconds", &v.to_string())?;
             }
+        }
+        if let Some(v) = file.workspace.and_then(|w| w.awareness) {
+            c.set("workspace.awareness", &v)?;
         }
         let gateway = file.gateway.unwrap_or_default();
         if let Some(v) = gateway.listen.or(file.listen) {
@@ -299,6 +313,13 @@ impl Config {
                 }
                 self.monitor_interval_secs = v;
             }
+            "workspace.awareness" => {
+                self.workspace_awareness = match value {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(err("expected \"on\" or \"off\"")),
+                }
+            }
             "gateway.listen" => {
                 self.listen = value.parse().map_err(|_| err("expected an address such as 127.0.0.1:7420"))?;
             }
@@ -367,6 +388,7 @@ impl Config {
             ("SESSIONWATCH_AUTH", "gateway.auth"),
             ("SESSIONWATCH_MCP_ALLOWED_HOSTS", "gateway.mcpAllowedHosts"),
             ("SESSIONWATCH_MAX_CONNECTIONS", "gateway.maxConnections"),
+            ("SESSIONWATCH_WORKSPACE_AWARENESS", "workspace.awareness"),
         ];
         for (var, key) in VARS {
             if let Ok(v) = std::env::var(var) {
@@ -461,6 +483,15 @@ mod tests {
         assert_eq!(c.mcp_allowed_hosts, vec!["gw.example", "box:7420"]);
         let e = Config::from_toml("[gateway]\nmcpAllowedHosts = [\"*\"]").unwrap_err().to_string();
         assert!(e.contains("gateway.mcpAllowedHosts"), "{e}");
+    }
+
+    #[test]
+    fn workspace_awareness_is_on_unless_turned_off() {
+        assert!(Config::default().workspace_awareness);
+        assert!(!Config::from_toml("[workspace]\nawareness = \"off\"").unwrap().workspace_awareness);
+        assert!(Config::from_toml("[workspace]\nawareness = \"on\"").unwrap().workspace_awareness);
+        let e = Config::from_toml("[workspace]\nawareness = \"yes\"").unwrap_err().to_string();
+        assert!(e.contains("workspace.awareness"), "{e}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub async fn run<S: Store>(
     // MCP streams (`/mcp`) are long-lived: end them when shutdown begins so in-flight work can finish.
     let mcp_shutdown = tokio_util::sync::CancellationToken::new();
     let kernel = state.gateway.kernel().clone();
+    let gateway = state.gateway.clone();
     let router = http::app_with_shutdown(state, mcp_shutdown.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(connections::effective_cap(limits.max_connections)));
     let open = Arc::new(connections::Connections::new());
@@ -132,7 +133,10 @@ pub async fn run<S: Store>(
     closing.cancel();
     tasks.close();
     tasks.wait().await;
-    // Then the kernel's background tasks (listener, trailing wakes, a scheduled prune).
+    // Edits still held for their session's turn are recorded, then the kernel's background tasks
+    // (listener, trailing wakes, a scheduled prune) stop.
+    gateway.flush_workspaces().await;
+    drop(gateway);
     kernel.shutdown().await;
     Ok(())
 }

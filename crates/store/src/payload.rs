@@ -1,4 +1,5 @@
-//! The payload column: a JSON object holding only `outcome`, `channel` and `turns`. The same object is
+//! The payload column: a JSON object holding only `outcome`, `channel`, `turns`, `paths`, `from` and
+//! `to`. The same object is
 //! what the wire shows as an event's `payload` ([`PayloadJson`], used by both).
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,14 @@ pub struct PayloadJson {
     pub channel: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub turns: Option<u32>,
+    /// `files_changed`: paths relative to the workspace's worktree.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub paths: Vec<String>,
+    /// `head_moved`: where HEAD was and is.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub to: Option<String>,
 }
 
 impl PayloadJson {
@@ -22,6 +31,9 @@ impl PayloadJson {
             outcome: p.outcome.map(|o| o.as_str().to_string()),
             channel: p.channel.clone(),
             turns: p.turns,
+            paths: p.paths.clone(),
+            from: p.from.clone(),
+            to: p.to.clone(),
         })
     }
 }
@@ -30,7 +42,7 @@ pub(crate) fn encode(p: &Payload) -> Option<String> {
     PayloadJson::of(p).map(|j| serde_json::to_string(&j).expect("a payload always serializes"))
 }
 
-/// Unknown fields and wrong types are dropped: the payload exposes only the three known fields.
+/// Unknown fields and wrong types are dropped: the payload exposes only the known fields.
 pub(crate) fn decode(s: Option<&str>) -> Payload {
     let Some(v) = s.and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok()) else {
         return Payload::default();
@@ -39,5 +51,12 @@ pub(crate) fn decode(s: Option<&str>) -> Payload {
         outcome: v.get("outcome").and_then(|o| o.as_str()).and_then(RunOutcome::parse),
         channel: v.get("channel").and_then(|c| c.as_str()).map(str::to_string),
         turns: v.get("turns").and_then(|t| t.as_u64()).filter(|t| *t > 0).and_then(|t| u32::try_from(t).ok()),
+        paths: v
+            .get("paths")
+            .and_then(|p| p.as_array())
+            .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+            .unwrap_or_default(),
+        from: v.get("from").and_then(|c| c.as_str()).map(str::to_string),
+        to: v.get("to").and_then(|c| c.as_str()).map(str::to_string),
     }
 }

@@ -182,6 +182,9 @@ pub struct HookInput {
     pub turn_id: Option<String>,
     pub tool_name: Option<String>,
     pub tool_use_id: Option<String>,
+    /// `PostToolUse` / `AfterTool` of a file-writing tool: the paths it wrote, as the tool named them
+    /// (`workspace::written_paths`; never the content it carried).
+    pub written_paths: Vec<String>,
     /// `Stop`: the CLI is already continuing because of a stop hook.
     pub stop_hook_active: bool,
     /// `SubagentStart` / `SubagentStop`: the native sub-agent's id.
@@ -299,6 +302,13 @@ pub fn parse_input(
             });
         }
     };
+    let tool_name = text("tool_name")?;
+    let written_paths = match (event, &tool_name) {
+        (HookEvent::PostToolUse | HookEvent::AfterTool, Some(tool)) => {
+            crate::workspace::written_paths(tool, o.get("tool_input")).unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
     let prompt = text("prompt")?;
     // Pi's `BeforeAgent` (its `before_agent_start`) only asks for the notices: the typed prompt comes
     // with its own `UserPromptSubmit`, once Pi has stamped it.
@@ -321,8 +331,9 @@ pub fn parse_input(
         cwd: text("cwd")?,
         prompt,
         turn_id,
-        tool_name: text("tool_name")?,
+        tool_name,
         tool_use_id: text("tool_use_id")?,
+        written_paths,
         stop_hook_active,
         subagent_id,
         subagent_type: text("agent_type")?,

@@ -16,6 +16,7 @@ pub mod opencode;
 pub mod pi;
 pub mod text;
 mod time;
+pub mod workspace;
 
 use std::io;
 use std::path::{Path, PathBuf};

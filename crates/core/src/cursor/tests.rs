@@ -165,6 +165,17 @@ fn registration_keeps_upgrades_and_seeds() {
         RegisterDecision::Keep,
         "ambient never downgrades explicit"
     );
+    let workspace = Cursor { provenance: Provenance::Workspace, ..pending.clone() };
+    assert!(workspace.queue_only(), "a workspace watch never wakes its member");
+    assert_eq!(
+        decide_registration(Some(&workspace), W, T, Provenance::Explicit, S, 9, 0),
+        RegisterDecision::UpgradeToExplicit,
+        "an explicit sessions_watch of one's workspace makes it explicit"
+    );
+    assert_eq!(
+        decide_registration(Some(&pending), W, T, Provenance::Workspace, S, 9, 0),
+        RegisterDecision::Keep
+    );
     assert_eq!(
         decide_registration(None, W, T, Provenance::Explicit, S, 9, 5),
         RegisterDecision::Seed(Cursor::seeded(9, Provenance::Explicit, S, 5)),

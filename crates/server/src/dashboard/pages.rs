@@ -222,7 +222,7 @@ pub fn overview(o: &Overview, logged_in: bool) -> Markup {
             h2 { "Who watches whom" }
             p.legend { "An arrow goes from the watcher to the session it watches; red: a notice is pending (the watcher has not seen up to M). "
                 "Labels: N, the frozen watermark of the pending notice, and M, the latest change. "
-                "Solid: explicit; dashed: spawn; dotted: ambient (group)." }
+                "Solid: explicit; dashed: spawn; dotted: ambient (a group, or the members of a workspace)." }
             (graph(&o.edges, &order))
         },
     )

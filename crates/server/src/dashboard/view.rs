@@ -42,6 +42,8 @@ pub enum EdgeOrigin {
     Spawn,
     /// Group members watch the group without asking.
     Ambient,
+    /// The sessions working in a git worktree watch its workspace session: its members.
+    Workspace,
     Explicit,
 }
 
@@ -50,6 +52,7 @@ impl EdgeOrigin {
         match self {
             EdgeOrigin::Spawn => "spawn",
             EdgeOrigin::Ambient => "ambient",
+            EdgeOrigin::Workspace => "workspace",
             EdgeOrigin::Explicit => "explicit",
         }
     }
@@ -129,6 +132,7 @@ fn edges_of(raw: Vec<WatchEdge>) -> Vec<Edge> {
         .map(|e| {
             let origin = match e.cursor.provenance {
                 sessionwatch_core::Provenance::AmbientGroup => EdgeOrigin::Ambient,
+                sessionwatch_core::Provenance::Workspace => EdgeOrigin::Workspace,
                 sessionwatch_core::Provenance::Explicit if e.spawned => EdgeOrigin::Spawn,
                 sessionwatch_core::Provenance::Explicit => EdgeOrigin::Explicit,
             };

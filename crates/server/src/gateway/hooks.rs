@@ -68,6 +68,10 @@ impl<S: Store> Gateway<S> {
             // only), its prompts are the agent's; the parent's turn gets the notices.
             return Ok(outcome);
         }
+        if node.is_none() {
+            // Before the drain, so this turn's notice includes what the other members just did.
+            self.workspace_hook(&r, input).await;
+        }
         match input.event {
             HookEvent::SessionStart => {
                 self.adopt_hooked(&r, input, node).await?;

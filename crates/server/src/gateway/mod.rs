@@ -12,6 +12,8 @@ pub mod tool_args;
 pub mod tool_spec;
 mod tools;
 pub mod upstream;
+mod workspace;
+mod workspace_watch;
 
 pub use hooks::HookOutcome;
 pub use host::{InboundTurn, NewSessionRequest};
@@ -58,6 +60,8 @@ pub struct Gateway<S: Store> {
     tool_uses: Mutex<std::collections::VecDeque<(String, String)>>,
     /// What remote nodes last reported (`nodes.rs`).
     nodes: nodes::NodeState,
+    /// Workspace members, pending edits, followed git dirs (`workspace.rs`).
+    workspaces: workspace::WorkspaceState,
 }
 
 pub const DEFAULT_AGENT: &str = "main";
@@ -94,7 +98,7 @@ impl<S: Store> Gateway<S> {
             ..KernelConfig::default()
         };
         let kernel = Kernel::start(store, clock, kernel_config).await;
-        Arc::new_cyclic(|me| Gateway {
+        let gateway = Arc::new_cyclic(|me| Gateway {
             kernel,
             config,
             waiters: Mutex::new(HashMap::new()),
@@ -104,7 +108,10 @@ impl<S: Store> Gateway<S> {
             monitor_source_timeout_ms: AtomicU64::new(upstream::DEFAULT_SOURCE_TIMEOUT.as_millis() as u64),
             tool_uses: Mutex::default(),
             nodes: nodes::NodeState::default(),
-        })
+            workspaces: workspace::WorkspaceState::default(),
+        });
+        gateway.resume_workspaces().await;
+        gateway
     }
 
     fn self_arc(&self) -> Option<Arc<Gateway<S>>> {

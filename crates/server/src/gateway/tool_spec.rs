@@ -71,7 +71,8 @@ impl ToolSpec {
 pub const MAX_TEXT_BYTES: usize = 256 * 1024;
 /// `sessions_list` without a limit (OpenClaw's default).
 pub const DEFAULT_LIST_LIMIT: u32 = 100;
-pub const SESSION_KINDS: [&str; 8] = ["main", "group", "subagent", "acp", "cron", "hook", "node", "other"];
+pub const SESSION_KINDS: [&str; 9] =
+    ["main", "group", "subagent", "acp", "cron", "hook", "node", "workspace", "other"];
 
 const fn arg(name: &'static str, kind: Kind, help: &'static str) -> Arg {
     Arg { name, kind, required: false, aliases: &[], help }

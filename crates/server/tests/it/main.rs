@@ -16,3 +16,4 @@ mod story;
 mod support;
 mod upstream;
 mod wire_shapes;
+mod workspace;

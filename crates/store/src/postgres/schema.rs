@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use deadpool_postgres::Object;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// First key of the two-key advisory locks (the second is `hashtext(current_schema())`).
 pub(crate) const LOCK_MIGRATE: i32 = 0x5357_0001;
@@ -171,6 +171,12 @@ ALTER TABLE sessions ADD COLUMN cwd TEXT;
 ALTER TABLE sessions ADD COLUMN native_state TEXT
   CHECK (native_state IS NULL OR native_state IN ('running', 'waiting', 'idle'));
 CREATE INDEX idx_sessions_spawned_by ON sessions (spawned_by) WHERE spawned_by IS NOT NULL;
+"#,
+    // 5: a third provenance, `workspace` (SQLite's 8).
+    r#"
+ALTER TABLE session_watch_cursors DROP CONSTRAINT session_watch_cursors_provenance_check;
+ALTER TABLE session_watch_cursors ADD CONSTRAINT session_watch_cursors_provenance_check
+  CHECK (provenance IN ('explicit','ambient-group','workspace'));
 "#,
 ];
 

@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use rusqlite::Connection;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the signal log, heads, cursors and sessions.
@@ -235,6 +235,30 @@ ALTER TABLE sessions ADD COLUMN native_state TEXT
   CHECK (native_state IS NULL OR native_state IN ('running', 'waiting', 'idle'));
 -- A listing names each session's children: found by index, not by a scan of every spawned session.
 CREATE INDEX idx_sessions_spawned_by ON sessions (spawned_by) WHERE spawned_by IS NOT NULL;
+"#,
+    // 8: a third provenance, `workspace`: a member session's watch on its workspace session. SQLite cannot
+    // alter a CHECK, so the table is rebuilt with its rows and its two indexes (migrations 1 and 3).
+    r#"
+CREATE TABLE session_watch_cursors_v8 (
+  watcher_session_key TEXT NOT NULL,
+  target_session_key TEXT NOT NULL,
+  last_seen_sequence INTEGER NOT NULL DEFAULT 0,
+  notified_sequence INTEGER NOT NULL DEFAULT 0,
+  material_sequence INTEGER NOT NULL DEFAULT 0,
+  provenance TEXT NOT NULL DEFAULT 'explicit'
+    CHECK (provenance IN ('explicit','ambient-group','workspace')),
+  watcher_store_path TEXT,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (watcher_session_key, target_session_key)
+) STRICT, WITHOUT ROWID;
+INSERT INTO session_watch_cursors_v8 SELECT watcher_session_key, target_session_key, last_seen_sequence,
+  notified_sequence, material_sequence, provenance, watcher_store_path, updated_at
+  FROM session_watch_cursors;
+DROP TABLE session_watch_cursors;
+ALTER TABLE session_watch_cursors_v8 RENAME TO session_watch_cursors;
+CREATE INDEX idx_cursors_target ON session_watch_cursors (target_session_key);
+CREATE INDEX idx_cursors_settled_target ON session_watch_cursors (target_session_key)
+  WHERE material_sequence <= last_seen_sequence;
 "#,
 ];
 

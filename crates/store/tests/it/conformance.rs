@@ -71,6 +71,7 @@ macro_rules! conformance_suite {
             a_respawn_keeps_an_unseen_change_pending,
             sweep_reopens_pending_cursors_of_existing_watchers,
             every_event_kind_round_trips_through_a_page,
+            workspace_events_keep_paths_and_head_positions_and_member_watches,
             changes_since_pages_and_gaps_from_the_floor,
             state_versions_for_many_sessions,
             retention_by_age,
@@ -386,6 +387,40 @@ pub async fn every_event_kind_round_trips_through_a_page<S: Store>(h: &Harness<S
     for kind in EventKind::ALL {
         assert_eq!(EventKind::parse(kind.as_str()), Some(kind));
     }
+}
+
+/// A workspace's events keep their paths and HEAD positions through the payload column; a member's
+/// `workspace` watch is stored as such and never notified of its own change.
+pub async fn workspace_events_keep_paths_and_head_positions_and_member_watches<S: Store>(h: &Harness<S>) {
+    use sessionwatch_core::{HeadAt, HeadMove, HeadMoveKind};
+    let s = &h.store;
+    let ws = AgentSessionKey::build_workspace(AGENT, "repo", "1a2b3c4d");
+    assert_eq!(
+        register(s, W, &ws, Provenance::Workspace, STORE, NOW).await,
+        RegisterDecision::Seed(Cursor::seeded(0, Provenance::Workspace, STORE, NOW))
+    );
+    register(s, W2, &ws, Provenance::Workspace, STORE, NOW).await;
+    let paths = vec!["src/a.rs".to_string(), "docs/b c.md".to_string()];
+    let (e, notices) =
+        record(s, req(NewEvent::files_changed(&ws, AGENT, Actor::agent(W), &paths, 2)), NOW).await;
+    assert_eq!(e.payload.paths, paths);
+    assert_eq!(notices.iter().map(|n| n.watcher.as_str()).collect::<Vec<_>>(), [W2], "not the actor");
+    assert!(notices[0].queue_only, "a workspace watch never wakes");
+    let moved = HeadMove {
+        kind: HeadMoveKind::Checkout,
+        from: HeadAt { branch: Some("main".into()), short_id: "1a2b3c4".into() },
+        to: HeadAt { branch: Some("x".into()), short_id: "1a2b3c4".into() },
+    };
+    record(s, req(NewEvent::head_moved(&ws, AGENT, Actor::human(None), &moved)), NOW + 1).await;
+    let events = all_events(s, &ws, AGENT).await;
+    assert_eq!(events[0].payload.paths, paths);
+    assert_eq!(events[0].summary, format!("2 files changed by {W}"));
+    assert_eq!(
+        (events[1].payload.from.as_deref(), events[1].payload.to.as_deref()),
+        (Some("main@1a2b3c4"), Some("x@1a2b3c4"))
+    );
+    assert_eq!(events[1].summary, "branch main → x");
+    assert_eq!(cursor(s, W, &ws).await.unwrap().provenance, Provenance::Workspace);
 }
 
 pub async fn changes_since_pages_and_gaps_from_the_floor<S: Store>(h: &Harness<S>) {

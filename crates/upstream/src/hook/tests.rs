@@ -311,3 +311,19 @@ fn pi_extension_events_map_and_carry_the_message_timestamp() {
     let context = HookReply { context: Some("a notice".into()), block: None };
     assert_eq!(render_output(HookCli::Pi, HookEvent::SessionStart, &context), None);
 }
+
+/// A file-writing tool's `PostToolUse` names its paths and keeps none of the content it carried; its
+/// `PreToolUse` (the write has not happened) and other tools name none.
+#[test]
+fn write_tools_post_their_paths_only() {
+    let write =
+        json!({ "tool_name": "Write", "tool_input": { "file_path": "src/a.rs", "content": "SECRET" } });
+    let post = parse(&claude("PostToolUse", write.clone()));
+    assert_eq!(post.written_paths, ["src/a.rs"]);
+    assert!(!format!("{post:?}").contains("SECRET"));
+    assert!(parse(&claude("PreToolUse", write)).written_paths.is_empty());
+    let patch = json!({ "tool_name": "apply_patch", "tool_input": { "command": "*** Begin Patch\n*** Update File: b.rs\n+SECRET\n*** End Patch" } });
+    assert_eq!(parse(&codex("PostToolUse", patch)).written_paths, ["b.rs"]);
+    let bash = json!({ "tool_name": "Bash", "tool_input": { "command": "echo > c.rs" } });
+    assert!(parse(&claude("PostToolUse", bash)).written_paths.is_empty());
+}

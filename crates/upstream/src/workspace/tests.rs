@@ -1,0 +1,153 @@
+use super::*;
+use serde_json::json;
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn repo() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(t.path()).unwrap().join("my-repo");
+    std::fs::create_dir_all(root.join("src/deep")).unwrap();
+    git(&root, &["init", "-q"]);
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "secret commit message"]);
+    (t, root)
+}
+
+#[test]
+fn a_directory_resolves_to_its_worktree_and_linked_worktrees_are_their_own() {
+    let (t, root) = repo();
+    let top = resolve(&root);
+    assert_eq!((top.top.clone(), top.name.as_str()), (root.clone(), "my-repo"));
+    assert_eq!(top.git_dir.as_deref(), Some(root.join(".git").as_path()));
+    assert_eq!(top.hash.len(), 8);
+    assert_eq!(resolve(&root.join("src/deep")), top, "a subdirectory is the same workspace");
+
+    let linked = t.path().join("linked");
+    git(&root, &["worktree", "add", "-q", linked.to_str().unwrap(), "-b", "side"]);
+    let other = resolve(&linked);
+    assert_eq!(other.top, std::fs::canonicalize(&linked).unwrap());
+    assert_ne!(other.hash, top.hash, "another worktree of the same repository is another workspace");
+    assert_eq!(other.common_dir, top.git_dir, "it shares the repository's refs");
+    assert_eq!(other.head().unwrap().branch.as_deref(), Some("side"));
+
+    let outside = tempfile::tempdir().unwrap();
+    let plain = resolve(outside.path());
+    assert_eq!(
+        (plain.git_dir.clone(), plain.top.clone()),
+        (None, std::fs::canonicalize(outside.path()).unwrap())
+    );
+    assert!(plain.head().is_none());
+}
+
+#[test]
+fn paths_are_made_relative_to_the_top() {
+    let (_t, root) = repo();
+    let ws = resolve(&root);
+    let deep = root.join("src/deep");
+    assert_eq!(ws.relative("x.rs", &deep).as_deref(), Some("src/deep/x.rs"));
+    assert_eq!(ws.relative(root.join("a.txt").to_str().unwrap(), &deep).as_deref(), Some("a.txt"));
+    assert_eq!(ws.relative("../../b/./c.rs", &deep).as_deref(), Some("b/c.rs"));
+    assert_eq!(ws.relative("/etc/passwd", &deep), None, "outside the worktree");
+    assert_eq!(ws.relative(".git/config", &root), None);
+}
+
+#[test]
+fn the_follower_reports_each_move_once_without_the_commit_message() {
+    let (_t, root) = repo();
+    let mut f = HeadFollower::start(resolve(&root));
+    assert_eq!(f.poll(), None, "what happened before is not a change");
+
+    git(&root, &["checkout", "-q", "-b", "feature"]);
+    let m = f.poll().expect("a checkout");
+    assert_eq!(m.moved.kind, HeadMoveKind::Checkout);
+    assert_eq!(
+        sessionwatch_core::NewEvent::head_moved("w", "main", sessionwatch_core::Actor::human(None), &m.moved)
+            .summary,
+        "branch main → feature"
+    );
+    assert_eq!(f.poll(), None, "once");
+
+    std::fs::write(root.join("b.txt"), "two").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "secret commit message"]);
+    let c = f.poll().expect("a commit");
+    assert_eq!(c.moved.kind, HeadMoveKind::Commit);
+    assert_eq!(c.moved.from.branch.as_deref(), Some("feature"));
+    assert_ne!(c.moved.from.short_id, c.moved.to.short_id);
+    assert!(!format!("{c:?}").contains("secret"), "no commit message is kept");
+
+    git(&root, &["reset", "-q", "--hard", "HEAD~1"]);
+    let r = f.poll().expect("a reset");
+    assert_eq!(
+        (r.moved.kind, r.moved.to.short_id.clone()),
+        (HeadMoveKind::Reset, c.moved.from.short_id.clone())
+    );
+    assert_ne!(r.dedupe_key, c.dedupe_key);
+
+    git(&root, &["checkout", "-q", "main"]);
+    git(&root, &["checkout", "-q", "feature"]);
+    let both = f.poll().expect("two checkouts read at once are one move");
+    assert_eq!(
+        (both.moved.from.branch.as_deref(), both.moved.to.branch.as_deref()),
+        (Some("feature"), Some("feature"))
+    );
+}
+
+#[test]
+fn reflog_lines_classify_by_their_first_word() {
+    let id = |c: char| c.to_string().repeat(40);
+    let line = |msg: &str| format!("{} {} A <a@b> 1765000000 +0000\t{msg}\n", id('1'), id('2'));
+    let cases = [
+        ("commit (initial): x", HeadMoveKind::Commit),
+        ("commit (amend): x", HeadMoveKind::Commit),
+        ("commit (merge): x", HeadMoveKind::Merge),
+        ("merge feature: Fast-forward", HeadMoveKind::Merge),
+        ("reset: moving to HEAD~1", HeadMoveKind::Reset),
+        ("rebase (finish): returning to refs/heads/f", HeadMoveKind::Rebase),
+        ("rebase -i (start): checkout main", HeadMoveKind::Rebase),
+        ("pull: Fast-forward", HeadMoveKind::Other),
+        ("checkout: moving from main to x", HeadMoveKind::Checkout),
+    ];
+    for (msg, kind) in cases {
+        let (entries, used) = parse_reflog(line(msg).as_bytes());
+        assert_eq!((entries.len(), entries[0].kind), (1, kind), "{msg}");
+        assert_eq!(used, line(msg).len());
+        assert_eq!(entries[0].when, "1765000000 +0000");
+    }
+    let partial = format!("{}{}", line("commit: a"), &line("commit: b")[..30]);
+    let (entries, used) = parse_reflog(partial.as_bytes());
+    assert_eq!((entries.len(), used), (1, line("commit: a").len()), "a partial line waits");
+    assert!(parse_reflog(b"not a reflog\n").0.is_empty());
+}
+
+#[test]
+fn write_tools_name_their_paths_and_nothing_else() {
+    let p = |tool: &str, input: Value| written_paths(tool, Some(&input));
+    assert_eq!(
+        p("Edit", json!({"file_path": "/r/a.rs", "old_string": "x", "new_string": "y"})),
+        Some(vec!["/r/a.rs".into()])
+    );
+    assert_eq!(p("Write", json!({"file_path": "b.rs", "content": "SECRET"})), Some(vec!["b.rs".into()]));
+    assert_eq!(p("MultiEdit", json!({"file_path": "c.rs", "edits": []})), Some(vec!["c.rs".into()]));
+    assert_eq!(p("NotebookEdit", json!({"notebook_path": "n.ipynb"})), Some(vec!["n.ipynb".into()]));
+    assert_eq!(p("write_file", json!({"file_path": "g.rs", "content": "SECRET"})), Some(vec!["g.rs".into()]));
+    let patch = "*** Begin Patch\n*** Add File: new.rs\n+SECRET\n*** Update File: src/old.rs\n*** Move to: src/moved.rs\n@@\n-a\n+b\n*** Delete File: gone.rs\n*** End Patch\n";
+    assert_eq!(
+        p("apply_patch", json!({"command": patch})),
+        Some(vec!["new.rs".into(), "src/old.rs".into(), "src/moved.rs".into(), "gone.rs".into()])
+    );
+    assert_eq!(p("apply_patch", json!({"command": ["apply_patch", patch]})).unwrap().len(), 4);
+    assert_eq!(p("Bash", json!({"command": "echo"})), None);
+    assert_eq!(p("Read", json!({"file_path": "a.rs"})), None);
+    assert!(is_shell_tool("Bash") && is_shell_tool("run_shell_command") && !is_shell_tool("Edit"));
+}
