@@ -338,13 +338,14 @@ impl HeadFollower {
 pub fn is_shell_tool(tool_name: &str) -> bool {
     matches!(
         tool_name,
-        "Bash" | "shell" | "exec_command" | "local_shell" | "unified_exec" | "run_shell_command"
+        "Bash" | "bash" | "shell" | "exec_command" | "local_shell" | "unified_exec" | "run_shell_command"
     )
 }
 
 /// The paths a file-writing tool call names, as given (absolute or relative to the session's cwd);
 /// `None` for a tool that writes no file. Claude `Edit`/`Write`/`MultiEdit`/`NotebookEdit`, Codex
-/// `apply_patch` (the patch's file headers), Gemini `write_file`/`replace`.
+/// `apply_patch` (the patch's file headers), Gemini `write_file`/`replace`, OpenCode `edit`/`write`
+/// (`filePath`) and Pi `edit`/`write` (`path`; their plugin and extension send only that field).
 pub fn written_paths(tool_name: &str, tool_input: Option<&Value>) -> Option<Vec<String>> {
     let field = |k: &str| tool_input.and_then(|i| i.get(k)).and_then(Value::as_str).map(str::to_string);
     match tool_name {
@@ -352,6 +353,7 @@ pub fn written_paths(tool_name: &str, tool_input: Option<&Value>) -> Option<Vec<
             Some(field("file_path").into_iter().collect())
         }
         "NotebookEdit" => Some(field("notebook_path").into_iter().collect()),
+        "edit" | "write" => Some(field("filePath").or_else(|| field("path")).into_iter().collect()),
         "apply_patch" | "ApplyPatch" => {
             let mut texts = Vec::new();
             collect_strings(tool_input?, &mut texts);

@@ -145,6 +145,8 @@ export const SessionwatchPlugin = async ({ directory }) => {
           ...common(input.sessionID),
           tool: input.tool,
           callID: input.callID,
+          // The path a file-writing tool names, for the workspace's files_changed; never its content.
+          tool_input: { filePath: typeof input.args?.filePath === "string" ? input.args.filePath : undefined },
         })
         if (notice && typeof output.output === "string") output.output += "\n\n" + notice
       } catch {}

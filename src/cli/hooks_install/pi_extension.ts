@@ -278,7 +278,14 @@ export default function (pi: any) {
     try {
       remember(ctx);
       noticeWaiting = false;
-      const reply = await post("PostToolUse", { ...session(), tool_name: event?.toolName, tool_use_id: event?.toolCallId });
+      // The path a file-writing tool names, for the workspace's files_changed; never its content.
+      const path = typeof event?.input?.path === "string" ? event.input.path : undefined;
+      const reply = await post("PostToolUse", {
+        ...session(),
+        tool_name: event?.toolName,
+        tool_use_id: event?.toolCallId,
+        tool_input: { path },
+      });
       const text = reply?.additionalContext;
       if (text) return { content: [...(event?.content ?? []), { type: "text", text }] };
     } catch {}

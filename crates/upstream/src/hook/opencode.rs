@@ -87,6 +87,7 @@ pub fn parse_plugin_call(event: &str, body: &Value) -> Result<HookInput, HookErr
         subagent_id: None,
         subagent_type: None,
         origin: Origin::Typed,
+        written_paths: Vec::new(),
     };
     // A sub-agent's session: its task prompt arrives with the parent's `messageID`.
     let sub_agent = parent.is_some()
@@ -119,6 +120,10 @@ pub fn parse_plugin_call(event: &str, body: &Value) -> Result<HookInput, HookErr
         _ => {
             input.tool_name = text("tool")?;
             input.tool_use_id = text("callID")?;
+            if let Some(tool) = &input.tool_name {
+                input.written_paths =
+                    crate::workspace::written_paths(tool, o.get("tool_input")).unwrap_or_default();
+            }
             if sub_agent {
                 input.origin = Origin::SubAgent;
             }

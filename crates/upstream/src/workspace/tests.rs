@@ -147,7 +147,17 @@ fn write_tools_name_their_paths_and_nothing_else() {
         Some(vec!["new.rs".into(), "src/old.rs".into(), "src/moved.rs".into(), "gone.rs".into()])
     );
     assert_eq!(p("apply_patch", json!({"command": ["apply_patch", patch]})).unwrap().len(), 4);
+    // What the OpenCode plugin and the Pi extension send for their edit/write tools: the path only.
+    assert_eq!(p("edit", json!({"filePath": "/r/o.rs"})), Some(vec!["/r/o.rs".into()]));
+    assert_eq!(p("write", json!({"path": "p.rs"})), Some(vec!["p.rs".into()]));
+    assert_eq!(p("write", json!({})), Some(vec![]));
     assert_eq!(p("Bash", json!({"command": "echo"})), None);
+    assert_eq!(p("bash", json!({"command": "echo"})), None);
     assert_eq!(p("Read", json!({"file_path": "a.rs"})), None);
-    assert!(is_shell_tool("Bash") && is_shell_tool("run_shell_command") && !is_shell_tool("Edit"));
+    assert!(
+        is_shell_tool("Bash")
+            && is_shell_tool("bash")
+            && is_shell_tool("run_shell_command")
+            && !is_shell_tool("Edit")
+    );
 }
