@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 /// One link to check: `(reference, marker, own recent user texts)`.
 pub type CheckJob = (String, String, Vec<String>);
 
+/// Discovery's second half: the catalog entries of the candidates, calling `step` once per candidate.
+pub type EntriesFn = fn(&Homes, &[PathBuf], &mut dyn FnMut()) -> Vec<CatalogEntry>;
+
 /// An upstream source: its names, catalog, adoption, tick check, hooks and installer.
 pub struct Source {
     pub id: CatalogId,
@@ -23,7 +26,7 @@ pub struct Source {
     /// Discovery: the files or databases to examine (one progress step each). Never writes.
     pub candidates: fn(&Homes) -> Vec<PathBuf>,
     /// Discovery: the catalog entries of `candidates`; calls `step` once per candidate examined.
-    pub entries: fn(&Homes, &[PathBuf], &mut dyn FnMut()) -> Vec<CatalogEntry>,
+    pub entries: EntriesFn,
     /// Finds a session in the homes and links it with a baseline marker at its current end.
     pub adopt: fn(&Homes, &str) -> Result<Adoption, UpstreamError>,
     /// Adopts the transcript (or database) a hook names; a JSONL file may not exist yet.
