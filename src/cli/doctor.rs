@@ -6,6 +6,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 use serde_json::{Value, json};
+use sessionwatch_upstream::hook::HookCli;
+use sessionwatch_upstream::source::Installer;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -23,10 +25,6 @@ pub struct DoctorArgs {
     #[arg(long)]
     json: bool,
 }
-
-/// The CLI versions we test against (tests/agents/package.json): `major.minor`.
-const PINNED: [(&str, &str); 5] =
-    [("claude", "2.1"), ("codex", "0.171"), ("gemini", "0.61"), ("opencode", "1.18"), ("pi", "0.73")];
 
 #[derive(Debug, Serialize)]
 pub struct Row {
@@ -61,8 +59,8 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let mut rows = vec![];
     let gateway = gateway_rows(&args, &mut rows).await;
     rows.push(service_row(&paths, &exe, gateway.up));
-    for cli in setup::SUPPORTED {
-        cli_rows(cli, &paths, &exe, &gateway, &mut rows).await;
+    for cli in setup::supported() {
+        cli_rows(cli.as_str(), &paths, &exe, &gateway, &mut rows).await;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
@@ -230,13 +228,16 @@ async fn cli_rows(cli: &str, paths: &Paths, exe: &Path, gateway: &Gateway, rows:
         return;
     };
     rows.push(version_row(cli, &bin));
-    if cli == "opencode" {
-        rows.push(opencode_plugin_row(&paths.opencode_plugin));
-        return;
-    }
-    if cli == "pi" {
-        rows.push(pi_extension_row());
-        return;
+    match HookCli::parse(cli).map(|c| c.source().installer) {
+        Some(Installer::OpenCodePlugin) => {
+            rows.push(opencode_plugin_row(&paths.opencode_plugin));
+            return;
+        }
+        Some(Installer::PiExtension) => {
+            rows.push(pi_extension_row());
+            return;
+        }
+        Some(Installer::Settings(_)) | None => {}
     }
     let hooks_file = match cli {
         "claude" => &paths.claude_settings,
@@ -293,7 +294,8 @@ fn version_row(cli: &str, bin: &Path) -> Row {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
         _ => return fail(check, format!("`{} --version` failed", bin.display()), format!("reinstall {cli}")),
     };
-    let pinned = PINNED.iter().find(|(c, _)| *c == cli).map(|(_, v)| *v).unwrap_or("");
+    // The CLI versions we test against (tests/agents): `major.minor`.
+    let pinned = HookCli::parse(cli).map(|c| c.source().tested_version).unwrap_or("");
     let version =
         text.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit())).unwrap_or("");
     let minor: String = version.split('.').take(2).collect::<Vec<_>>().join(".");
@@ -338,12 +340,13 @@ fn opencode_plugin_row(file: &Path) -> Row {
 fn hooks_row(cli: &str, file: &Path, exe: &Path) -> (Row, Option<String>) {
     let check = format!("{cli} hooks");
     let fix = format!("`sessionwatch setup` (or `sessionwatch hooks install {cli}`)");
-    let Some(hook_cli) = sessionwatch_upstream::hook::HookCli::parse(cli) else {
+    let Some(hook_cli) = HookCli::parse(cli) else {
         return (fail(check, format!("{cli} has no hooks"), fix), None);
     };
+    let comments = matches!(hook_cli.source().installer, Installer::Settings(h) if h.comments);
     let v: Value = match std::fs::read_to_string(file) {
         // Gemini strips comments from its settings; Claude and Codex read strict JSON.
-        Ok(t) => match if cli == "gemini" {
+        Ok(t) => match if comments {
             setup::jsonc_object(Some(&t))
         } else {
             serde_json::from_str(&t).map_err(anyhow::Error::from)

@@ -144,7 +144,7 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
         ),
         None => None,
     };
-    if cli == Some(HookCli::OpenCode) {
+    if cli.is_some_and(|c| c.source().installer == sessionwatch_upstream::source::Installer::OpenCodePlugin) {
         anyhow::bail!(
             "OpenCode runs no hook command: its plugin posts to the gateway itself (`sessionwatch hooks install opencode`)"
         );

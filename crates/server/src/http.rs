@@ -589,6 +589,7 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
 /// `"input"`: what the plugin forwards (`hook::opencode::parse_plugin_call`).
 async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
     use sessionwatch_upstream::hook::{HookCli, parse_input};
+    use sessionwatch_upstream::source::Installer;
     let run = async {
         let v = json_body(&body)?;
         let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "input"])?;
@@ -601,10 +602,12 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
             .get("input")
             .filter(|i| i.is_object())
             .ok_or_else(|| ApiError::invalid("body.input must be the hook's JSON object"))?;
-        let input = match cli {
+        let input = match cli.source().installer {
             // The plugin forwards OpenCode's own hook arguments, under OpenCode's hook name.
-            HookCli::OpenCode => sessionwatch_upstream::hook::opencode::parse_plugin_call(event, input),
-            _ => {
+            Installer::OpenCodePlugin => {
+                sessionwatch_upstream::hook::opencode::parse_plugin_call(event, input)
+            }
+            Installer::Settings(_) | Installer::PiExtension => {
                 let raw = serde_json::to_vec(input).map_err(|e| ApiError::Internal(e.to_string()))?;
                 parse_input(&raw, Some(event), Some(cli), None)
             }

@@ -320,3 +320,34 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
         _ => jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut cls),
     }
 }
+
+/// Claude Code as an upstream source.
+pub static SOURCE: crate::source::Source = crate::source::Source {
+    id: CatalogId::Claude,
+    name: "claude",
+    aliases: &["claude-code"],
+    upstream_kind: "claude-cli",
+    candidates: list_files,
+    entries: |_, files, step| crate::source::entries_per_file(files, step, entry_for),
+    adopt,
+    adopt_transcript: adopt_file,
+    check,
+    check_many: |jobs| crate::source::check_each(check, jobs),
+    hook: crate::source::HookSpec {
+        cli: crate::hook::HookCli::Claude,
+        aliases: &["claude-code"],
+        installed: &crate::hook::CLAUDE_EVENTS,
+        accepted: &crate::hook::CLAUDE_EVENTS,
+        turn_id_field: Some("prompt_id"),
+    },
+    installer: crate::source::Installer::Settings(crate::source::SettingsHooks {
+        user_env: "CLAUDE_CONFIG_DIR",
+        under_env: "settings.json",
+        under_home: ".claude/settings.json",
+        project: ".claude/settings.json",
+        comments: false,
+        named_handlers_ms: false,
+        trust: false,
+    }),
+    tested_version: "2.1",
+};

@@ -481,3 +481,38 @@ fn first_sight(path: &Path) -> CheckOutcome {
         Err(e) => CheckOutcome::Inconclusive(format!("cannot read {}: {e}", path.display())),
     }
 }
+
+/// Codex as an upstream source.
+pub static SOURCE: crate::source::Source = crate::source::Source {
+    id: CatalogId::Codex,
+    name: "codex",
+    aliases: &[],
+    upstream_kind: "codex-app-server",
+    candidates: list_files,
+    entries: |homes, files, step| {
+        let names = thread_names(homes);
+        crate::source::entries_per_file(files, step, |f| entry_for(f, &names))
+    },
+    adopt,
+    adopt_transcript: adopt_file,
+    check,
+    check_many: |jobs| crate::source::check_each(check, jobs),
+    hook: crate::source::HookSpec {
+        cli: crate::hook::HookCli::Codex,
+        aliases: &[],
+        // No `SessionEnd` (and the sub-agent events fire only with `multi_agent_v2`); accepted all the same.
+        installed: crate::hook::CLAUDE_EVENTS.split_at(7).0,
+        accepted: &crate::hook::CLAUDE_EVENTS,
+        turn_id_field: Some("turn_id"),
+    },
+    installer: crate::source::Installer::Settings(crate::source::SettingsHooks {
+        user_env: "CODEX_HOME",
+        under_env: "hooks.json",
+        under_home: ".codex/hooks.json",
+        project: ".codex/hooks.json",
+        comments: false,
+        named_handlers_ms: false,
+        trust: true,
+    }),
+    tested_version: "0.171",
+};

@@ -307,6 +307,59 @@ pub fn turn_id_now(reference_json: &str, marker_json: &str, prompt: &str) -> Opt
     Some(turn_id(cls.last_id(), &NormText::of(prompt)))
 }
 
+/// Gemini's own event names: `BeforeAgent` is its prompt hook, `AfterTool` its after-tool hook, and it
+/// has no `Stop` that can block.
+const HOOK_EVENTS: [crate::hook::HookEvent; 4] = {
+    use crate::hook::HookEvent::*;
+    [SessionStart, BeforeAgent, AfterTool, SessionEnd]
+};
+
+/// One entry per Gemini session, however many files it has (a resume's stray file).
+fn entries(files: &[PathBuf], step: &mut dyn FnMut()) -> Vec<CatalogEntry> {
+    let mut sessions: std::collections::BTreeMap<String, CatalogEntry> = Default::default();
+    for e in crate::source::entries_per_file(files, step, entry_for) {
+        match sessions.get_mut(&e.thread_id) {
+            Some(known) => known.updated_at_ms = known.updated_at_ms.max(e.updated_at_ms),
+            None => {
+                sessions.insert(e.thread_id.clone(), e);
+            }
+        }
+    }
+    sessions.into_values().collect()
+}
+
+/// Gemini CLI as an upstream source.
+pub static SOURCE: crate::source::Source = crate::source::Source {
+    id: CatalogId::Gemini,
+    name: "gemini",
+    aliases: &[],
+    upstream_kind: "gemini-cli",
+    candidates: list_files,
+    entries: |_, files, step| entries(files, step),
+    adopt,
+    adopt_transcript: adopt_file,
+    check,
+    check_many: |jobs| crate::source::check_each(check, jobs),
+    hook: crate::source::HookSpec {
+        cli: crate::hook::HookCli::Gemini,
+        aliases: &["gemini-cli"],
+        installed: &HOOK_EVENTS,
+        accepted: &HOOK_EVENTS,
+        // Its hooks give no turn id: the gateway derives it from the session's file (`turn_id_now`).
+        turn_id_field: None,
+    },
+    installer: crate::source::Installer::Settings(crate::source::SettingsHooks {
+        user_env: "GEMINI_CLI_HOME",
+        under_env: ".gemini/settings.json",
+        under_home: ".gemini/settings.json",
+        project: ".gemini/settings.json",
+        comments: true,
+        named_handlers_ms: true,
+        trust: false,
+    }),
+    tested_version: "0.61",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,24 +28,15 @@ impl HookCli {
         [HookCli::Claude, HookCli::Codex, HookCli::Gemini, HookCli::OpenCode, HookCli::Pi];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            HookCli::Claude => "claude",
-            HookCli::Codex => "codex",
-            HookCli::Gemini => "gemini",
-            HookCli::OpenCode => "opencode",
-            HookCli::Pi => "pi",
-        }
+        self.source().name
     }
 
+    /// The source's name or a hook alias, in any case.
     pub fn parse(s: &str) -> Option<HookCli> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "claude" | "claude-code" => Some(HookCli::Claude),
-            "codex" => Some(HookCli::Codex),
-            "gemini" | "gemini-cli" => Some(HookCli::Gemini),
-            "opencode" => Some(HookCli::OpenCode),
-            "pi" => Some(HookCli::Pi),
-            _ => None,
-        }
+        let s = s.trim().to_ascii_lowercase();
+        crate::source::all()
+            .find(|src| src.name == s || src.hook.aliases.contains(&s.as_str()))
+            .map(|src| src.hook.cli)
     }
 
     pub fn catalog(self) -> crate::CatalogId {
@@ -58,53 +49,36 @@ impl HookCli {
         }
     }
 
-    /// The events installed for this CLI (`hooks install`, `setup`, `doctor`). Codex has no
-    /// `SessionEnd` (and fires the sub-agent events only with `multi_agent_v2`); Gemini's prompt and
-    /// after-tool events are `BeforeAgent` and `AfterTool`, and it has no `Stop` that can block.
+    /// The description of the source these hooks belong to.
+    pub fn source(self) -> &'static crate::source::Source {
+        self.catalog().source()
+    }
+
+    /// The events installed for this CLI (`hooks install`, `setup`, `doctor`): each source's
+    /// `hook.installed` (Codex has no `SessionEnd`; Gemini's prompt and after-tool events are
+    /// `BeforeAgent` and `AfterTool`, and it has no `Stop` that can block).
     pub fn events(self) -> &'static [HookEvent] {
-        const CLAUDE: [HookEvent; 8] = [
-            HookEvent::SessionStart,
-            HookEvent::UserPromptSubmit,
-            HookEvent::PreToolUse,
-            HookEvent::PostToolUse,
-            HookEvent::Stop,
-            HookEvent::SubagentStart,
-            HookEvent::SubagentStop,
-            HookEvent::SessionEnd,
-        ];
-        const GEMINI: [HookEvent; 4] =
-            [HookEvent::SessionStart, HookEvent::BeforeAgent, HookEvent::AfterTool, HookEvent::SessionEnd];
-        // The plugin's `chat.message` and `tool.execute.after` handlers.
-        const OPENCODE: [HookEvent; 2] = [HookEvent::UserPromptSubmit, HookEvent::PostToolUse];
-        // What the Pi extension posts: `session_start` (and after a turn, until adopted) SessionStart; a
-        // typed prompt's `message_start` UserPromptSubmit (records, drains nothing); `before_agent_start`
-        // BeforeAgent (drains); `tool_result` PostToolUse; `session_shutdown` SessionEnd.
-        const PI: [HookEvent; 5] = [
-            HookEvent::SessionStart,
-            HookEvent::UserPromptSubmit,
-            HookEvent::BeforeAgent,
-            HookEvent::PostToolUse,
-            HookEvent::SessionEnd,
-        ];
-        match self {
-            HookCli::Claude => &CLAUDE,
-            HookCli::Codex => &CLAUDE[..7],
-            HookCli::Gemini => &GEMINI,
-            HookCli::OpenCode => &OPENCODE,
-            HookCli::Pi => &PI,
-        }
+        self.source().hook.installed
     }
 
     /// Whether this CLI sends `event` (Claude's and Codex's events are one family, Gemini's another;
     /// `SessionEnd` is accepted from Codex too, as before).
     pub fn accepts(self, event: HookEvent) -> bool {
-        let gemini_only = matches!(event, HookEvent::BeforeAgent | HookEvent::AfterTool);
-        match self {
-            HookCli::Claude | HookCli::Codex => !gemini_only,
-            HookCli::Gemini | HookCli::OpenCode | HookCli::Pi => self.events().contains(&event),
-        }
+        self.source().hook.accepted.contains(&event)
     }
 }
+
+/// Claude Code's events (Codex's too, but for `SessionEnd`, which it does not install).
+pub const CLAUDE_EVENTS: [HookEvent; 8] = [
+    HookEvent::SessionStart,
+    HookEvent::UserPromptSubmit,
+    HookEvent::PreToolUse,
+    HookEvent::PostToolUse,
+    HookEvent::Stop,
+    HookEvent::SubagentStart,
+    HookEvent::SubagentStop,
+    HookEvent::SessionEnd,
+];
 
 /// The hook events sessionwatch acts on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -280,10 +254,9 @@ pub fn parse_input(
     if !cli.accepts(event) {
         return Err(HookError::NotAnEventOf { cli: cli.as_str(), event: event.as_str() });
     }
-    let turn_id = match cli {
-        HookCli::Claude | HookCli::OpenCode => text("prompt_id")?,
-        HookCli::Codex | HookCli::Pi => text("turn_id")?,
-        HookCli::Gemini => None,
+    let turn_id = match cli.source().hook.turn_id_field {
+        Some(field) => text(field)?,
+        None => None,
     };
     if let Some(t) = &turn_id {
         check_id(if cli == HookCli::Claude { "prompt_id" } else { "turn_id" }, t)?;

@@ -14,6 +14,7 @@ pub mod json_stream;
 pub mod jsonl;
 pub mod opencode;
 pub mod pi;
+pub mod source;
 pub mod text;
 mod time;
 pub mod workspace;
@@ -38,35 +39,20 @@ impl CatalogId {
         [CatalogId::Claude, CatalogId::Codex, CatalogId::OpenCode, CatalogId::Pi, CatalogId::Gemini];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            CatalogId::Claude => "claude",
-            CatalogId::Codex => "codex",
-            CatalogId::OpenCode => "opencode",
-            CatalogId::Pi => "pi",
-            CatalogId::Gemini => "gemini",
-        }
+        self.source().name
     }
 
+    /// The name, an alias or the upstream kind, in any case.
     pub fn parse(s: &str) -> Option<CatalogId> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "claude" | "claude-code" | "claude-cli" => Some(CatalogId::Claude),
-            "codex" | "codex-app-server" => Some(CatalogId::Codex),
-            "opencode" | "opencode-cli" => Some(CatalogId::OpenCode),
-            "pi" | "pi-cli" => Some(CatalogId::Pi),
-            "gemini" | "gemini-cli" => Some(CatalogId::Gemini),
-            _ => None,
-        }
+        let s = s.trim().to_ascii_lowercase();
+        source::all()
+            .find(|src| src.name == s || src.upstream_kind == s || src.aliases.contains(&s.as_str()))
+            .map(|src| src.id)
     }
 
     /// The `upstream_kind` stored with a link.
     pub fn upstream_kind(self) -> &'static str {
-        match self {
-            CatalogId::Claude => "claude-cli",
-            CatalogId::Codex => "codex-app-server",
-            CatalogId::OpenCode => "opencode-cli",
-            CatalogId::Pi => "pi-cli",
-            CatalogId::Gemini => "gemini-cli",
-        }
+        self.source().upstream_kind
     }
 }
 
@@ -264,61 +250,17 @@ pub fn io_outcome(e: &io::Error, path: &Path) -> CheckOutcome {
 /// Discover all native sessions. Never writes; OpenCode's database is opened read-only.
 /// `progress(done, total)` is called as sources are examined.
 pub fn discover(homes: &Homes, progress: &mut dyn FnMut(usize, usize)) -> Vec<CatalogEntry> {
-    let claude_files = claude::list_files(homes);
-    let codex_files = codex::list_files(homes);
-    let pi_files = pi::list_files(homes);
-    let gemini_files = gemini::list_files(homes);
-    let oc_db = homes.opencode_db_path();
-    let oc = oc_db.is_file();
-    let total =
-        claude_files.len() + codex_files.len() + pi_files.len() + gemini_files.len() + usize::from(oc);
+    let candidates: Vec<(&source::Source, Vec<PathBuf>)> =
+        source::all().map(|src| (src, (src.candidates)(homes))).collect();
+    let total = candidates.iter().map(|(_, c)| c.len()).sum();
     let mut done = 0usize;
     progress(done, total);
     let mut out = Vec::new();
-    for f in &claude_files {
-        if let Some(e) = claude::entry_for(f) {
-            out.push(e);
-        }
-        done += 1;
-        progress(done, total);
-    }
-    let names = codex::thread_names(homes);
-    for f in &codex_files {
-        if let Some(e) = codex::entry_for(f, &names) {
-            out.push(e);
-        }
-        done += 1;
-        progress(done, total);
-    }
-    for f in &pi_files {
-        if let Some(e) = pi::entry_for(f) {
-            out.push(e);
-        }
-        done += 1;
-        progress(done, total);
-    }
-    // One entry per Gemini session, however many files it has (a resume's stray file).
-    let mut gemini_sessions: std::collections::BTreeMap<String, CatalogEntry> = Default::default();
-    for f in &gemini_files {
-        if let Some(e) = gemini::entry_for(f) {
-            match gemini_sessions.get_mut(&e.thread_id) {
-                Some(known) => known.updated_at_ms = known.updated_at_ms.max(e.updated_at_ms),
-                None => {
-                    gemini_sessions.insert(e.thread_id.clone(), e);
-                }
-            }
-        }
-        done += 1;
-        progress(done, total);
-    }
-    out.extend(gemini_sessions.into_values());
-    if oc {
-        match opencode::list_sessions(&oc_db) {
-            Ok(v) => out.extend(v),
-            Err(e) => tracing::warn!(error = %e, "opencode catalog unreadable"),
-        }
-        done += 1;
-        progress(done, total);
+    for (src, files) in &candidates {
+        out.extend((src.entries)(homes, files, &mut || {
+            done += 1;
+            progress(done, total);
+        }));
     }
     out.sort_by(|a, b| {
         b.updated_at_ms
@@ -337,13 +279,7 @@ pub fn adopt(homes: &Homes, catalog_id: CatalogId, thread_id: &str) -> Result<Ad
     {
         return Err(UpstreamError::InvalidThreadId(thread_id.to_string()));
     }
-    match catalog_id {
-        CatalogId::Claude => claude::adopt(homes, thread_id),
-        CatalogId::Codex => codex::adopt(homes, thread_id),
-        CatalogId::OpenCode => opencode::adopt(homes, thread_id),
-        CatalogId::Pi => pi::adopt(homes, thread_id),
-        CatalogId::Gemini => gemini::adopt(homes, thread_id),
-    }
+    (catalog_id.source().adopt)(homes, thread_id)
 }
 
 /// Adopts the transcript file a hook names (Claude Code, Codex, Gemini CLI and the Pi extension; the
@@ -353,32 +289,13 @@ pub fn adopt_transcript(
     thread_id: &str,
     file: &Path,
 ) -> Result<Adoption, UpstreamError> {
-    match catalog_id {
-        CatalogId::Claude => claude::adopt_file(file, thread_id),
-        CatalogId::Codex => codex::adopt_file(file, thread_id),
-        CatalogId::Gemini => gemini::adopt_file(file, thread_id),
-        CatalogId::OpenCode => opencode::adopt_db(file, thread_id),
-        CatalogId::Pi => pi::adopt_file(file, thread_id),
-    }
+    (catalog_id.source().adopt_transcript)(file, thread_id)
 }
 
 /// One monitoring tick for one link. Bounded in time (one 1 MiB window per JSONL source, one
 /// indicator query plus at most one session read for OpenCode).
 pub fn check(catalog_id: CatalogId, probe: &Probe<'_>) -> CheckOutcome {
-    match catalog_id {
-        CatalogId::Claude => claude::check(probe),
-        CatalogId::Codex => codex::check(probe),
-        CatalogId::Pi => pi::check(probe),
-        CatalogId::Gemini => gemini::check(probe),
-        CatalogId::OpenCode => {
-            let Some(db) = opencode::reference_db(probe.reference_json) else {
-                return CheckOutcome::Inconclusive("bad opencode reference".into());
-            };
-            check_opencode_batch(&db, std::slice::from_ref(probe))
-                .pop()
-                .unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into()))
-        }
-    }
+    (catalog_id.source().check)(probe)
 }
 
 /// One batched indicator query for many OpenCode links on one database; a session is read in
@@ -390,48 +307,8 @@ pub fn check_opencode_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOu
 /// Runs one catalog's checks (blocking) for `(reference, marker, own recent user texts)` jobs, in order.
 /// What the gateway's monitor and `sessionwatch node` both run. OpenCode links sharing a database are checked in one
 /// batched query; a panic in one check costs only that link.
-pub fn check_many(catalog: CatalogId, jobs: &[(String, String, Vec<String>)]) -> Vec<CheckOutcome> {
-    let guarded = |f: &dyn Fn() -> CheckOutcome| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-            .unwrap_or_else(|_| CheckOutcome::Inconclusive("classifier panicked".into()))
-    };
-    if catalog != CatalogId::OpenCode {
-        return jobs
-            .iter()
-            .map(|(r, m, own)| {
-                guarded(&|| {
-                    check(catalog, &Probe { reference_json: r, marker_json: m, own_recent_user_texts: own })
-                })
-            })
-            .collect();
-    }
-    let mut out: Vec<Option<CheckOutcome>> = vec![None; jobs.len()];
-    let mut by_db: std::collections::BTreeMap<PathBuf, Vec<usize>> = std::collections::BTreeMap::new();
-    for (i, (r, _, _)) in jobs.iter().enumerate() {
-        match opencode::reference_db(r) {
-            Some(db) => by_db.entry(db).or_default().push(i),
-            None => out[i] = Some(CheckOutcome::Inconclusive("bad opencode reference".into())),
-        }
-    }
-    for (db, idx) in by_db {
-        let probes: Vec<Probe<'_>> = idx
-            .iter()
-            .map(|&i| Probe {
-                reference_json: &jobs[i].0,
-                marker_json: &jobs[i].1,
-                own_recent_user_texts: &jobs[i].2,
-            })
-            .collect();
-        let outcomes =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_opencode_batch(&db, &probes)))
-                .unwrap_or_default();
-        for (n, &i) in idx.iter().enumerate() {
-            out[i] = Some(
-                outcomes.get(n).cloned().unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into())),
-            );
-        }
-    }
-    out.into_iter().map(|o| o.unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into()))).collect()
+pub fn check_many(catalog: CatalogId, jobs: &[source::CheckJob]) -> Vec<CheckOutcome> {
+    (catalog.source().check_many)(jobs)
 }
 
 /// File path from a `{filePath}` reference.

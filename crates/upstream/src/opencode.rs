@@ -614,3 +614,80 @@ pub fn adopt_db(db: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
         },
     })
 }
+
+/// One tick for one link: a batch of one.
+fn check_one(probe: &Probe<'_>) -> CheckOutcome {
+    let Some(db) = reference_db(probe.reference_json) else {
+        return CheckOutcome::Inconclusive("bad opencode reference".into());
+    };
+    check_batch(&db, std::slice::from_ref(probe))
+        .pop()
+        .unwrap_or_else(|| CheckOutcome::Inconclusive("no outcome".into()))
+}
+
+/// Links sharing a database are checked in one batched query; a panic costs only that database's links.
+fn check_many(jobs: &[crate::source::CheckJob]) -> Vec<CheckOutcome> {
+    let no_outcome = || CheckOutcome::Inconclusive("no outcome".into());
+    let mut out: Vec<Option<CheckOutcome>> = vec![None; jobs.len()];
+    let mut by_db: std::collections::BTreeMap<PathBuf, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, (r, _, _)) in jobs.iter().enumerate() {
+        match reference_db(r) {
+            Some(db) => by_db.entry(db).or_default().push(i),
+            None => out[i] = Some(CheckOutcome::Inconclusive("bad opencode reference".into())),
+        }
+    }
+    for (db, idx) in by_db {
+        let probes: Vec<Probe<'_>> = idx
+            .iter()
+            .map(|&i| Probe {
+                reference_json: &jobs[i].0,
+                marker_json: &jobs[i].1,
+                own_recent_user_texts: &jobs[i].2,
+            })
+            .collect();
+        let outcomes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_batch(&db, &probes)))
+            .unwrap_or_default();
+        for (n, &i) in idx.iter().enumerate() {
+            out[i] = Some(outcomes.get(n).cloned().unwrap_or_else(no_outcome));
+        }
+    }
+    out.into_iter().map(|o| o.unwrap_or_else(no_outcome)).collect()
+}
+
+/// The plugin's `chat.message` and `tool.execute.after` handlers.
+const HOOK_EVENTS: [crate::hook::HookEvent; 2] =
+    [crate::hook::HookEvent::UserPromptSubmit, crate::hook::HookEvent::PostToolUse];
+
+/// OpenCode as an upstream source.
+pub static SOURCE: crate::source::Source = crate::source::Source {
+    id: CatalogId::OpenCode,
+    name: "opencode",
+    aliases: &[],
+    upstream_kind: "opencode-cli",
+    // The one database, when it exists.
+    candidates: |homes| Some(homes.opencode_db_path()).filter(|db| db.is_file()).into_iter().collect(),
+    entries: |_, dbs, step| {
+        let mut out = Vec::new();
+        for db in dbs {
+            match list_sessions(db) {
+                Ok(v) => out.extend(v),
+                Err(e) => tracing::warn!(error = %e, "opencode catalog unreadable"),
+            }
+            step();
+        }
+        out
+    },
+    adopt,
+    adopt_transcript: adopt_db,
+    check: check_one,
+    check_many,
+    hook: crate::source::HookSpec {
+        cli: crate::hook::HookCli::OpenCode,
+        aliases: &[],
+        installed: &HOOK_EVENTS,
+        accepted: &HOOK_EVENTS,
+        turn_id_field: Some("prompt_id"),
+    },
+    installer: crate::source::Installer::OpenCodePlugin,
+    tested_version: "1.18",
+};

@@ -216,3 +216,34 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     };
     jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut PiClassifier)
 }
+
+/// What the Pi extension posts: `session_start` (and after a turn, until adopted) SessionStart; a typed
+/// prompt's `message_start` UserPromptSubmit (records, drains nothing); `before_agent_start` BeforeAgent
+/// (drains); `tool_result` PostToolUse; `session_shutdown` SessionEnd.
+const HOOK_EVENTS: [crate::hook::HookEvent; 5] = {
+    use crate::hook::HookEvent::*;
+    [SessionStart, UserPromptSubmit, BeforeAgent, PostToolUse, SessionEnd]
+};
+
+/// Pi as an upstream source.
+pub static SOURCE: crate::source::Source = crate::source::Source {
+    id: CatalogId::Pi,
+    name: "pi",
+    aliases: &[],
+    upstream_kind: "pi-cli",
+    candidates: list_files,
+    entries: |_, files, step| crate::source::entries_per_file(files, step, entry_for),
+    adopt,
+    adopt_transcript: adopt_file,
+    check,
+    check_many: |jobs| crate::source::check_each(check, jobs),
+    hook: crate::source::HookSpec {
+        cli: crate::hook::HookCli::Pi,
+        aliases: &[],
+        installed: &HOOK_EVENTS,
+        accepted: &HOOK_EVENTS,
+        turn_id_field: Some("turn_id"),
+    },
+    installer: crate::source::Installer::PiExtension,
+    tested_version: "0.73",
+};

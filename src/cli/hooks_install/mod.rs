@@ -23,6 +23,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use json::Json;
 use record::{InstallRecord, Records};
 use sessionwatch_upstream::hook::{HookCli, HookEvent};
+use sessionwatch_upstream::source::{Installer, SettingsHooks};
 use settings::Settings;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -88,24 +89,23 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
     {
         bail!("--agent {a:?} is not a valid agent id");
     }
-    if cli == HookCli::Pi {
-        return run_pi(action, target);
-    }
     let file = settings_file(cli, target)?;
-    if cli == HookCli::OpenCode {
-        return run_opencode(action, &file, target);
-    }
+    let hooks = match cli.source().installer {
+        Installer::PiExtension => return run_pi(action, &file, target),
+        Installer::OpenCodePlugin => return run_opencode(action, &file, target),
+        Installer::Settings(hooks) => hooks,
+    };
     let exe = std::env::current_exe().context("cannot locate the sessionwatch binary")?;
     let ours = Ours { cli, command_prefix: shell_quote(&exe.to_string_lossy()), agent: target.agent.clone() };
     let records = Records::new(super::default_data_dir().join("hooks-install"));
     match action {
         "install" => {
-            let trust = match cli {
-                HookCli::Codex if !target.untrusted => Some(TrustWith {
+            let trust = match hooks.trust && !target.untrusted {
+                true => Some(TrustWith {
                     codex: codex_to_trust_with(target.codex.as_deref())?,
                     project_dir: target.project_dir.clone(),
                 }),
-                _ => None,
+                false => None,
             };
             let done = install_file(&file, &ours, &records, trust.as_ref())?;
             println!(
@@ -114,11 +114,11 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
                 file.display(),
                 if done.changed { "installed" } else { "already installed" }
             );
-            match (cli, done.trusted) {
-                (HookCli::Codex, Some(n)) => {
+            match (hooks.trust, done.trusted) {
+                (true, Some(n)) => {
                     println!("codex: trusted {n} sessionwatch hooks (Codex runs only trusted hooks)")
                 }
-                (HookCli::Codex, None) => println!(
+                (true, None) => println!(
                     "codex: the hooks are installed untrusted (--untrusted): Codex skips them silently until \
                      you trust them with /hooks in the Codex TUI"
                 ),
@@ -176,21 +176,10 @@ pub(crate) fn pi_config(agent: Option<&str>) -> pi::ExtensionConfig {
 }
 
 /// `hooks install|uninstall|status pi`: the one extension file.
-fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
-    let file = match (&target.file, target.scope) {
-        (Some(f), _) => f.clone(),
-        (None, Scope::User) => pi::extension_file(None)?,
-        (None, Scope::Project) => {
-            let project = match &target.project_dir {
-                Some(d) => d.clone(),
-                None => std::env::current_dir()?,
-            };
-            pi::extension_file(Some(&project))?
-        }
-    };
+fn run_pi(action: &str, file: &Path, target: &Target) -> anyhow::Result<ExitCode> {
     match action {
         "install" => {
-            let changed = pi::install(&file, &pi_config(target.agent.as_deref()))?;
+            let changed = pi::install(file, &pi_config(target.agent.as_deref()))?;
             println!(
                 "pi {}: sessionwatch extension {}",
                 file.display(),
@@ -198,7 +187,7 @@ fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
             );
         }
         "uninstall" => {
-            let removed = pi::uninstall(&file)?;
+            let removed = pi::uninstall(file)?;
             println!(
                 "pi {}: sessionwatch extension {}",
                 file.display(),
@@ -207,7 +196,7 @@ fn run_pi(action: &str, target: &Target) -> anyhow::Result<ExitCode> {
         }
         _ => {
             println!("pi {}", file.display());
-            match pi::inspect(&file)? {
+            match pi::inspect(file)? {
                 pi::Found::Missing => println!("  extension         not installed"),
                 pi::Found::Theirs => {
                     println!("  extension         not installed (a file of that name is not ours)")
@@ -361,27 +350,25 @@ fn settings_file(cli: HookCli, t: &Target) -> anyhow::Result<PathBuf> {
         })
     };
     let home = || std::env::var_os("HOME").map(PathBuf::from).context("HOME is not set");
-    Ok(match (cli, t.scope) {
-        (HookCli::Claude, Scope::User) => match std::env::var_os("CLAUDE_CONFIG_DIR") {
-            Some(d) => PathBuf::from(d).join("settings.json"),
-            None => home()?.join(".claude/settings.json"),
+    Ok(match (cli.source().installer, t.scope) {
+        (Installer::Settings(h), Scope::User) => match std::env::var_os(h.user_env) {
+            Some(d) => PathBuf::from(d).join(h.under_env),
+            None => home()?.join(h.under_home),
         },
-        (HookCli::Claude, Scope::Project) => project()?.join(".claude/settings.json"),
-        (HookCli::Codex, Scope::User) => match std::env::var_os("CODEX_HOME") {
-            Some(d) => PathBuf::from(d).join("hooks.json"),
-            None => home()?.join(".codex/hooks.json"),
-        },
-        (HookCli::Codex, Scope::Project) => project()?.join(".codex/hooks.json"),
-        (HookCli::Gemini, Scope::User) => match std::env::var_os("GEMINI_CLI_HOME") {
-            Some(d) => PathBuf::from(d).join(".gemini/settings.json"),
-            None => home()?.join(".gemini/settings.json"),
-        },
-        (HookCli::Gemini, Scope::Project) => project()?.join(".gemini/settings.json"),
-        (HookCli::OpenCode, Scope::User) => opencode::user_plugin_file(&home()?),
-        (HookCli::OpenCode, Scope::Project) => opencode::project_plugin_file(&project()?),
-        (HookCli::Pi, Scope::User) => pi::extension_file(None)?,
-        (HookCli::Pi, Scope::Project) => pi::extension_file(Some(&project()?))?,
+        (Installer::Settings(h), Scope::Project) => project()?.join(h.project),
+        (Installer::OpenCodePlugin, Scope::User) => opencode::user_plugin_file(&home()?),
+        (Installer::OpenCodePlugin, Scope::Project) => opencode::project_plugin_file(&project()?),
+        (Installer::PiExtension, Scope::User) => pi::extension_file(None)?,
+        (Installer::PiExtension, Scope::Project) => pi::extension_file(Some(&project()?))?,
     })
+}
+
+/// How `cli` reads its hook settings (`None`: its hooks are a plugin or an extension, not settings).
+fn settings_hooks(cli: HookCli) -> Option<SettingsHooks> {
+    match cli.source().installer {
+        Installer::Settings(h) => Some(h),
+        Installer::OpenCodePlugin | Installer::PiExtension => None,
+    }
 }
 
 /// Which handlers are ours, and what ours look like.
@@ -403,12 +390,12 @@ impl Ours {
     /// Our handler's fields: `type`, (Gemini) `name`, `command`, `timeout` (Gemini: milliseconds).
     fn fields(&self, event: HookEvent) -> Vec<(&'static str, Json)> {
         let mut fields = vec![("type", Json::String("command".into()))];
-        let timeout = match self.cli {
-            HookCli::Gemini => {
+        let timeout = match settings_hooks(self.cli).is_some_and(|h| h.named_handlers_ms) {
+            true => {
                 fields.push(("name", Json::String(handler_name(event))));
                 HOOK_TIMEOUT_SECS * 1000
             }
-            HookCli::Claude | HookCli::Codex | HookCli::OpenCode | HookCli::Pi => HOOK_TIMEOUT_SECS,
+            false => HOOK_TIMEOUT_SECS,
         };
         fields.push(("command", Json::String(self.command(event))));
         fields.push(("timeout", Json::Number(timeout.into())));

@@ -25,10 +25,11 @@ impl Settings {
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
         };
         let text = original.as_deref().unwrap_or("");
-        let doc = match (text.trim(), cli) {
+        let comments = super::settings_hooks(cli).is_some_and(|h| h.comments);
+        let doc = match (text.trim(), comments) {
             ("", _) => Json::Object(vec![]),
             // Gemini strips comments before it parses its settings.
-            (_, HookCli::Gemini) => Json::from_jsonc(text).with_context(|| {
+            (_, true) => Json::from_jsonc(text).with_context(|| {
                 format!("{} is not valid JSON (with comments); it was not changed", file.display())
             })?,
             // Strict JSON (what Claude and Codex read), not JSONC.

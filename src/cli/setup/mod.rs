@@ -14,6 +14,8 @@ use clap::{Args, Parser};
 pub use editors::{CLAUDE_ALLOW_RULE, SERVER, jsonc_object};
 use manifest::{Added, EditKind, Manifest};
 use service::{ServiceFile, ServiceKind};
+use sessionwatch_upstream::hook::HookCli;
+use sessionwatch_upstream::source::Installer;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -68,8 +70,10 @@ impl Paths {
     }
 }
 
-/// The agent CLIs setup knows: the supported ones, and the ones another issue adds.
-pub const SUPPORTED: [&str; 5] = ["claude", "codex", "gemini", "opencode", "pi"];
+/// The agent CLIs setup knows: one per upstream source, in the order setup and doctor show them.
+pub fn supported() -> impl Iterator<Item = HookCli> {
+    HookCli::ALL.into_iter()
+}
 
 /// An executable `name` on PATH, else in the places its installers use.
 pub fn find_cli(name: &str, home: &Path) -> Option<PathBuf> {
@@ -177,7 +181,8 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
     if !no_service {
         steps.push(plan_service(paths, exe, manifest));
     }
-    for name in SUPPORTED {
+    for cli in supported() {
+        let name = cli.as_str();
         let Some(found) = find_cli(name, &paths.home) else {
             steps.push(Step {
                 subject: name.into(),
@@ -187,7 +192,7 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
             continue;
         };
         let subject = format!("{name} ({})", found.display());
-        if name == "pi" {
+        if cli.source().installer == Installer::PiExtension {
             steps.push(plan_pi(subject));
             continue;
         }
@@ -315,8 +320,8 @@ fn remove_text(edit: EditKind, text: &str, exe: &str, before: Option<&str>) -> a
 
 /// Whether every event's hook of `cli` in `file` already runs this binary.
 pub fn hooks_installed(file: &Path, exe: &Path, cli: &str) -> bool {
-    let Some(hook_cli) = sessionwatch_upstream::hook::HookCli::parse(cli) else { return false };
-    if hook_cli == sessionwatch_upstream::hook::HookCli::OpenCode {
+    let Some(hook_cli) = HookCli::parse(cli) else { return false };
+    if hook_cli.source().installer == Installer::OpenCodePlugin {
         // A plugin file, not settings entries: ours and as this sessionwatch would write it now.
         let config = super::hooks_install::opencode::config_here(None);
         return super::hooks_install::opencode::is_current(file, &config);
