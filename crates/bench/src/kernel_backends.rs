@@ -258,7 +258,7 @@ impl BenchBackend for PostgresBackend {
 
     async fn raw_select(&self, name: &str, key: &str) -> BenchResult<Option<Duration>> {
         let mut select = self.raw_select.lock().await;
-        if !select.as_ref().is_some_and(|(n, _)| n == name) {
+        if select.as_ref().is_none_or(|(n, _)| n != name) {
             *select = Some((name.to_string(), RawSelect::connect(&self.url, &self.schema(name)?).await?));
         }
         let (_, s) = select.as_ref().ok_or("raw select: not connected")?;

@@ -211,10 +211,11 @@ impl RawBatches {
 
     /// `rows` rows spread evenly over the writers, concurrently. Answers the elapsed time.
     pub async fn run(&mut self, rows: u64) -> Result<Duration> {
-        let per_writer = rows.div_ceil(self.writers.len() as u64);
+        let writers = self.writers.len() as u64;
         let per_tx = self.per_tx;
         let start = Instant::now();
-        try_join_all(self.writers.iter_mut().map(|(client, sessions)| async move {
+        try_join_all(self.writers.iter_mut().enumerate().map(|(w, (client, sessions))| async move {
+            let per_writer = rows / writers + u64::from((w as u64) < rows % writers);
             let insert = client.prepare(INSERT_EVENT).await.map_err(pg)?;
             let head = client.prepare(MOVE_HEAD).await.map_err(pg)?;
             let (mut done, mut next) = (0u64, 0usize);

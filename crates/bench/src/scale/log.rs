@@ -159,5 +159,7 @@ pub(super) async fn appends_during_prune(dir: &Path, sz: &Sizes) -> anyhow::Resu
         Figure::new("append_p99_us_idle", idle_p99, "us"),
         Figure::new("append_p99_us_during_prune", during_p99, "us"),
         Figure::new("append_p99_during_prune_vs_idle_ratio", ratio(during_p99, idle_p99), "x"),
+        // The longest wait: how long the prune held the writer in one piece.
+        Figure::new("append_max_us_during_prune", us(during.last().copied().unwrap_or_default()), "us"),
     ])
 }

@@ -8,7 +8,7 @@ use super::{Sizes, ratio};
 use crate::{Figure, progress_bar};
 use sessionwatch_core::Provenance;
 use sessionwatch_server::embedded::Embedded;
-use sessionwatch_store::Store;
+use sessionwatch_store::{SqliteStore, Store};
 use sessionwatch_upstream::{CatalogId, Homes, Probe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -108,6 +108,26 @@ fn median(mut v: Vec<Duration>) -> f64 {
     v[v.len() / 2].as_secs_f64() * 1e3
 }
 
+/// What a tick reads from the store before any source is checked, alone: the watched links, then for
+/// each its session row and its transcript's newest 200 messages (the self-echo filter), one after the
+/// other; the median of `runs`.
+async fn link_reads_ms(
+    gateway: &sessionwatch_server::Gateway<SqliteStore>,
+    runs: usize,
+) -> anyhow::Result<f64> {
+    let store = gateway.kernel().store();
+    let mut took = vec![];
+    for _ in 0..runs {
+        let start = Instant::now();
+        for l in store.watched_links().await? {
+            std::hint::black_box(store.get_session(l.session_key.clone(), l.agent_id.clone()).await?);
+            std::hint::black_box(store.messages(l.session_key, l.agent_id, 200).await?);
+        }
+        took.push(start.elapsed());
+    }
+    Ok(median(took))
+}
+
 pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>> {
     let home = dir.join("scale-home");
     let _ = std::fs::remove_dir_all(&home);
@@ -148,6 +168,7 @@ pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>>
         stat.push(start.elapsed());
     }
     let (idle_ms, stat_ms) = (median(tick), median(stat));
+    let reads_ms = link_reads_ms(&gateway, sz.ticks).await?;
 
     // One new turn in one Claude session: the tick classifies it; one classification alone beside it.
     let changed = &sources[0];
@@ -180,6 +201,7 @@ pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>>
         Figure::new("monitor_idle_tick_ms_1000_sessions", idle_ms, "ms"),
         Figure::new("bare_stat_ms_1000_sessions", stat_ms, "ms"),
         Figure::new("monitor_idle_tick_vs_bare_stat_ratio", ratio(idle_ms, stat_ms), "x"),
+        Figure::new("monitor_link_reads_ms_1000_sessions", reads_ms, "ms"),
         Figure::new("monitor_turn_tick_ms_1000_sessions", turn_ms, "ms"),
         Figure::new("one_classification_ms", one_ms, "ms"),
         Figure::new(
