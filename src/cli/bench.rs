@@ -1,20 +1,19 @@
-//! `sessionwatch bench kernel|gateway|upstream [--json] [--quick]`.
+//! `sessionwatch bench kernel|gateway|hooks|upstream|scale [--json] [--quick]`: the command line of the
+//! benchmarks in `sessionwatch-bench`.
 //!
-//! - kernel: the signal log, watches and notices, against a bare commit loop of the same row;
+//! - kernel: the signal log, watches and notices, against bare commit loops of the same rows;
 //! - gateway: loopback HTTP with 16 concurrent clients, and the latency to a watcher's wake;
 //! - hooks: one `sessionwatch hook` process per Claude/Codex hook, beside the binary's bare start-up;
 //! - upstream: classifier throughput per source against a plain read-and-count-newlines pass over the
-//!   same file in the same run (the limit any scanner can reach), plus the OpenCode check rate.
+//!   same file in the same run (the limit any scanner can reach), plus the OpenCode check rate;
+//! - scale: how the costs grow with the work (big against small fixtures, in one run).
 //!
 //! Output: one figure per line; with `--json`, one object `{"name","value","unit"}` per line.
 
-use super::upstream::progress_bar;
 use clap::{Args, Subcommand};
 use serde_json::json;
-use sessionwatch_upstream::CatalogId;
-use sessionwatch_upstream::bench as ub;
+use sessionwatch_bench::Figure;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -65,12 +64,22 @@ pub enum BenchWhat {
         #[arg(long)]
         quick: bool,
     },
-}
-
-pub struct Figure {
-    pub name: String,
-    pub value: f64,
-    pub unit: &'static str,
+    /// How the costs grow on SQLite: cold pages at 10M against 100k events, start-up at 1M against 10k
+    /// cursors, peak RSS at 1M against 10k sessions, appends during a 1M-row prune against idle ones,
+    /// the monitor's idle tick over 1,000 adopted sessions against a bare stat() of their files.
+    Scale {
+        #[arg(long)]
+        json: bool,
+        /// Small sizes (a smoke test in seconds; its numbers are not meaningful).
+        #[arg(long)]
+        quick: bool,
+        /// Events in the big log (default 10,000,000; the small one has a hundredth, at least 1,000).
+        #[arg(long, value_name = "N")]
+        events: Option<u64>,
+        /// Where the bench databases and files go (default: a temporary dir).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn print(figures: Vec<Figure>, json: bool) {
@@ -89,8 +98,6 @@ fn print(figures: Vec<Figure>, json: bool) {
     }
 }
 
-const MB: f64 = 1_000_000.0;
-
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.what {
         BenchWhat::Kernel { json, quick, dir, database } => {
@@ -98,31 +105,43 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
             let figures = match database {
                 Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                    sessionwatch_kernel::bench::run_kernel_bench_postgres(&url, quick)
+                    sessionwatch_bench::kernel::run_kernel_bench_postgres(&url, quick)
                         .await
                         .map_err(|e| anyhow::anyhow!("bench kernel on PostgreSQL: {e}"))?
                 }
                 Some(other) => anyhow::bail!("--database must be a postgres:// URL, got {other:?}"),
-                None => sessionwatch_kernel::bench::run_kernel_bench(&dir, quick).await,
+                None => sessionwatch_bench::kernel::run_kernel_bench(&dir, quick).await,
             };
-            print(
-                figures
-                    .into_iter()
-                    .map(|f| Figure { name: f.name.into(), value: f.value, unit: f.unit })
-                    .collect(),
-                json,
-            );
+            print(figures, json);
         }
         BenchWhat::Gateway { json, quick } => {
-            let mut figures = super::bench_gateway::run(quick).await?;
-            figures.extend(super::bench_dashboard::run(quick).await?);
+            let mut figures = sessionwatch_bench::gateway::run(quick).await?;
+            figures.extend(sessionwatch_bench::dashboard::run(quick).await?);
             print(figures, json)
         }
-        BenchWhat::Hooks { json, quick } => print(super::bench_hooks::run(quick).await?, json),
+        BenchWhat::Hooks { json, quick } => {
+            print(sessionwatch_bench::hooks::run(&std::env::current_exe()?, quick).await?, json)
+        }
         BenchWhat::Upstream { json, quick } => {
             let (bytes, messages) = if quick { (8_000_000, 5_000) } else { (200_000_000, 100_000) };
-            let figures = tokio::task::spawn_blocking(move || upstream(bytes, messages)).await??;
+            let figures =
+                tokio::task::spawn_blocking(move || sessionwatch_bench::upstream::run(bytes, messages))
+                    .await??;
             print(figures, json);
+        }
+        BenchWhat::Scale { json, quick, events, dir } => {
+            let tmp = tempfile::tempdir()?;
+            let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+            let mut sizes = if quick {
+                sessionwatch_bench::scale::Sizes::QUICK
+            } else {
+                sessionwatch_bench::scale::Sizes::FULL
+            };
+            if let Some(n) = events {
+                sizes = sizes.with_events(n);
+            }
+            let exe = std::env::current_exe()?;
+            print(sessionwatch_bench::scale::run(&exe, &dir, &sizes).await?, json);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -130,76 +149,4 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 fn round(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
-}
-
-/// Generates the inputs (with a progress bar), then measures.
-fn upstream(bytes: u64, messages: usize) -> anyhow::Result<Vec<Figure>> {
-    let dir = tempfile::tempdir()?;
-    let sources = [CatalogId::Claude, CatalogId::Codex, CatalogId::Pi];
-    let mut out = Vec::new();
-    let (mut total_bytes, mut total_read_secs) = (0u64, 0f64);
-    for c in sources {
-        let path = dir.path().join(format!("{}.jsonl", c.as_str()));
-        generate_with_progress(c, &path, bytes)?;
-        let r = ub::scan_file(c, &path)?;
-        std::fs::remove_file(&path)?;
-        let scan = r.bytes as f64 / MB / r.classify_secs.max(1e-9);
-        let read = r.bytes as f64 / MB / r.newline_secs.max(1e-9);
-        total_bytes += r.bytes;
-        total_read_secs += r.newline_secs;
-        let n = c.as_str();
-        out.push(Figure { name: format!("{n}_transcript_mb"), value: r.bytes as f64 / MB, unit: "MB" });
-        out.push(Figure { name: format!("{n}_scan_mb_per_s"), value: scan, unit: "MB/s" });
-        out.push(Figure { name: format!("{n}_read_only_mb_per_s"), value: read, unit: "MB/s" });
-        out.push(Figure {
-            name: format!("{n}_scan_vs_read_only"),
-            value: scan / read.max(1e-9),
-            unit: "ratio",
-        });
-    }
-    out.push(Figure {
-        name: "read_only_mb_per_s".into(),
-        value: total_bytes as f64 / MB / total_read_secs.max(1e-9),
-        unit: "MB/s",
-    });
-    let pb = progress_bar(messages as u64, "opencode db");
-    pb.enable_steady_tick(Duration::from_millis(200));
-    let o = ub::opencode_rate(messages).map_err(anyhow::Error::msg)?;
-    pb.finish_and_clear();
-    out.push(Figure { name: "opencode_messages".into(), value: o.messages as f64, unit: "messages" });
-    out.push(Figure {
-        name: "opencode_check_messages_per_s".into(),
-        value: o.messages as f64 / o.check_secs.max(1e-9),
-        unit: "messages/s",
-    });
-    out.push(Figure { name: "opencode_full_check_ms".into(), value: o.check_secs * 1000.0, unit: "ms" });
-    out.push(Figure {
-        name: "opencode_indicator_tick_ms".into(),
-        value: o.indicator_only_secs * 1000.0,
-        unit: "ms",
-    });
-    Ok(out)
-}
-
-/// Writes the transcript while a bar follows the file's size.
-fn generate_with_progress(c: CatalogId, path: &std::path::Path, bytes: u64) -> anyhow::Result<()> {
-    let pb = progress_bar(bytes, &format!("gen {}", c.as_str()));
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watcher = {
-        let (pb, done, path) = (pb.clone(), done.clone(), path.to_path_buf());
-        std::thread::spawn(move || {
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                if let Ok(m) = std::fs::metadata(&path) {
-                    pb.set_position(m.len().min(bytes));
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    };
-    let result = ub::generate_transcript(c, path, bytes);
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = watcher.join();
-    pb.finish_and_clear();
-    result?;
-    Ok(())
 }

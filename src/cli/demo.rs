@@ -38,7 +38,7 @@ fn enc(key: &str) -> String {
 }
 
 pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
-    let gateway = super::embedded::Embedded::start().await?;
+    let gateway = sessionwatch_server::embedded::Embedded::start().await?;
     let base = gateway.base.clone();
     let http = Http { client: reqwest::Client::new(), base: base.clone(), token: gateway.token.clone() };
     let say = |text: &str| {

@@ -1,14 +1,10 @@
 //! Command-line interface.
 
 mod bench;
-mod bench_dashboard;
-mod bench_gateway;
-mod bench_hooks;
 mod client;
 mod db;
 mod demo;
 mod doctor;
-mod embedded;
 mod hook;
 mod hook_http;
 mod hook_outage;

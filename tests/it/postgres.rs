@@ -3,7 +3,7 @@
 
 use crate::support::{Server, wakes};
 use serde_json::json;
-use sessionwatch_store::postgres::testing;
+use sessionwatch_bench::postgres_fixtures::connect;
 use std::time::{Duration, Instant};
 
 const MAIN: &str = "agent:main:main";
@@ -15,10 +15,18 @@ pub(crate) struct TestDatabase {
     pub(crate) url: String,
 }
 
+/// The test server: `SESSIONWATCH_TEST_PG_URL` (or `SESSIONWATCH_PG_URL`), else the local default.
+fn test_url() -> String {
+    ["SESSIONWATCH_TEST_PG_URL", "SESSIONWATCH_PG_URL"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
 impl TestDatabase {
     pub(crate) async fn create() -> Option<TestDatabase> {
-        let admin_url = testing::url();
-        let admin = match testing::admin_client(&admin_url).await {
+        let admin_url = test_url();
+        let admin = match connect(&admin_url, None).await {
             Ok(c) => c,
             Err(e) => {
                 let required = std::env::var("SESSIONWATCH_REQUIRE_PG").is_ok_and(|v| v == "1");
@@ -34,7 +42,7 @@ impl TestDatabase {
     }
 
     pub(crate) async fn drop_it(self) {
-        if let Ok(admin) = testing::admin_client(&self.admin_url).await {
+        if let Ok(admin) = connect(&self.admin_url, None).await {
             let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)).await;
         }
     }

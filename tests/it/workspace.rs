@@ -236,7 +236,7 @@ async fn sessions_in_one_worktree_learn_of_each_others_changes_once_on_postgres(
     let Some(db) = crate::postgres::TestDatabase::create().await else { return };
     let home = tempfile::tempdir().unwrap();
     let _repos = scenario(home.path(), &|| Server::start_with(home.path(), &["--database", &db.url])).await;
-    let client = sessionwatch_store::postgres::testing::admin_client(&db.url).await.unwrap();
+    let client = sessionwatch_bench::postgres_fixtures::connect(&db.url, None).await.unwrap();
     let tables = client
         .query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'", &[])
         .await

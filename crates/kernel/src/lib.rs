@@ -6,10 +6,6 @@
 //! and reported as values. One module per job: `log` (recording and reads), `notices` (queues, drain,
 //! acknowledgement, sweep and reconciliation), `watches`, `wake`, `prune`, `listener`.
 
-#[cfg(feature = "bench")]
-pub mod bench;
-#[cfg(feature = "bench")]
-pub mod bench_pg;
 mod listener;
 mod log;
 mod notices;

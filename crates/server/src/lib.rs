@@ -7,6 +7,7 @@ pub mod config;
 pub mod connections;
 pub mod dashboard;
 pub mod discovery;
+pub mod embedded;
 pub mod error;
 pub mod gateway;
 pub mod guard;

@@ -4,8 +4,6 @@
 //! Everything here is read-only towards the upstream stores. The monitor loop, the link table and
 //! the HTTP API live elsewhere; this crate is the pure classification plus thin readers.
 
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod claude;
 pub mod codex;
 pub mod gemini;

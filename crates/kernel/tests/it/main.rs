@@ -1,7 +1,6 @@
 //! Integration tests of the kernel on the real SQLite store: one binary (`tests/it`), one module per area.
 
 mod api;
-mod bench;
 mod common;
 mod crash;
 mod faults;

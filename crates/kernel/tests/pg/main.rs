@@ -253,16 +253,6 @@ async fn concurrent_appends_from_two_gateways_are_contiguous() {
     assert_eq!(b.head(T, "main").await.expect("head").head, 160);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cross_gateway_bench_runs() {
-    let Some(schema) = TestSchema::create("the_cross_gateway_bench_runs").await else { return };
-    let figures = sessionwatch_kernel::bench_pg::cross_gateway_notice_ms(schema.url(), 20).await.unwrap();
-    let get = |n: &str| figures.iter().find(|(name, ..)| name == n).map(|f| f.1).unwrap();
-    assert_eq!(get("cross_gateway_notice_samples"), 20.0);
-    assert!(get("cross_gateway_notice_p50_ms") < 1000.0, "{figures:?}");
-    assert!(get("cross_gateway_notice_p50_ms") <= get("cross_gateway_notice_p99_ms"));
-}
-
 #[allow(dead_code)]
 #[path = "../it/common.rs"]
 mod common;
@@ -311,49 +301,4 @@ mod model_postgres {
             });
         }
     }
-}
-
-/// The kernel benchmark in quick mode on PostgreSQL: it runs end to end and every figure is there.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quick_kernel_bench_on_postgres_reports_every_figure() {
-    let schema = pg_schema!("quick_kernel_bench_on_postgres_reports_every_figure");
-    let figures = sessionwatch_kernel::bench::run_kernel_bench_postgres(schema.url(), true)
-        .await
-        .expect("the PostgreSQL kernel bench runs");
-    let names: Vec<&str> = figures.iter().map(|f| f.name).collect();
-    assert_eq!(
-        names,
-        [
-            "append_single_session_sequential_per_s",
-            "append_single_session_per_s",
-            "append_100_sessions_per_s",
-            "append_16_writers_per_s",
-            "append_16_writers_per_commit",
-            "append_16_writers_sustained_per_s",
-            "append_1_watcher_per_s",
-            "append_100_watchers_per_s",
-            "append_100_watchers_vs_1_ratio",
-            "changes_since_200_p50_us",
-            "changes_since_200_p99_us",
-            "changes_since_200_recent_p50_us",
-            "changes_since_200_cold_p50_us",
-            "durable_head_read_p50_us",
-            "changes_since_200_recent_vs_head_read_ratio",
-            "prune_62k_to_50k_ms",
-            "sweep_100k_cursors_ms",
-            "raw_postgres_commit_per_s",
-            "append_vs_raw_ratio",
-            "append_sequential_vs_raw_ratio",
-            "peak_rss_mb",
-            "cross_gateway_notice_p50_ms",
-            "cross_gateway_notice_p99_ms",
-        ]
-    );
-    for f in &figures {
-        assert!(f.value.is_finite() && f.value > 0.0, "{} = {} {}", f.name, f.value, f.unit);
-        assert!(!f.unit.is_empty());
-    }
-    let value = |n: &str| figures.iter().find(|f| f.name == n).unwrap().value;
-    assert!(value("changes_since_200_p50_us") <= value("changes_since_200_p99_us"));
-    assert!(value("cross_gateway_notice_p50_ms") <= value("cross_gateway_notice_p99_ms"));
 }

@@ -8,8 +8,6 @@
 //! [`listen`](PostgresStore::listen)).
 
 mod batch;
-#[cfg(feature = "bench")]
-pub mod bench;
 mod links;
 mod listen;
 mod log;

@@ -2,8 +2,6 @@
 //! small pool of readers.
 
 mod answer;
-#[cfg(feature = "bench")]
-pub mod bench;
 mod checkpoint;
 mod links;
 mod lock;
@@ -193,15 +191,6 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// Runs `f` alone in one `BEGIN IMMEDIATE` transaction on the writer, blocking; commits on `Ok`
-    /// (bench fixtures).
-    #[cfg(feature = "bench")]
-    pub(crate) fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let out = self.inner.writer.exclusive(f);
-        self.inner.tail.clear(); // maintenance may touch any session's log
-        out
-    }
-
     /// Runs `f` in the next group commit; answers after that commit.
     async fn write_async<T: Send + 'static>(
         &self,
@@ -320,7 +309,10 @@ fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     Ok(r)
 }
 
-fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
+/// Sets on `conn` the pragmas every connection of a [`SqliteStore`] runs with (busy timeout, WAL,
+/// `synchronous`, foreign keys, mmap, stable plans): for a tool that opens the store's file itself, such
+/// as the bench's bare baseline, which must run on the same settings as the store it is compared with.
+pub fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
     conn.busy_timeout(options.busy_timeout)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {

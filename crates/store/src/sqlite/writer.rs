@@ -299,29 +299,6 @@ impl Writer {
     pub fn hold(&self) -> MutexGuard<'_, Option<Held>> {
         self.conn.lock().unwrap()
     }
-
-    /// Runs `f` alone in its own transaction, blocking (bench fixtures).
-    #[cfg(feature = "bench")]
-    pub fn exclusive<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let Held { conn, memory } =
-            guard.as_ref().ok_or_else(|| StoreError::Task("the store is closed".into()))?;
-        memory.borrow_mut().forget(); // `f` writes whatever it likes
-        run(conn, "BEGIN IMMEDIATE").map_err(StoreError::classify)?;
-        match f(conn) {
-            Ok(v) => match run(conn, "COMMIT") {
-                Ok(()) => Ok(v),
-                Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK");
-                    Err(StoreError::classify(e))
-                }
-            },
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
-    }
 }
 
 /// A scheduled driver. If its runtime drops it unrun (shutting down), the next submit starts a new one

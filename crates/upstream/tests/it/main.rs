@@ -1,6 +1,5 @@
 //! Integration tests for sessionwatch-upstream.
 
-mod bench_smoke;
 mod common;
 mod fixture_tree;
 mod fixtures;

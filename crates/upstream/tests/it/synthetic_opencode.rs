@@ -1,10 +1,34 @@
 //! OpenCode rules on synthetic databases.
 
 use serde_json::{Value, json};
-use sessionwatch_upstream::bench::build_opencode_db;
 use sessionwatch_upstream::{CatalogId, CheckOutcome, Probe, check, check_opencode_batch};
 
 const S: &str = "ses_test";
+
+/// OpenCode's tables (as of 1.18) holding one empty session `S`.
+fn create_opencode_schema(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, slug TEXT, directory TEXT,
+            title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER, time_archived INTEGER);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+            time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+         CREATE INDEX part_session_idx ON part (session_id);
+         CREATE TABLE event_sequence (aggregate_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, owner_id TEXT);",
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)
+         VALUES (?1, 'prj', 'test', '/test', 'test session', '1.18.33', 1, 2)",
+        [S],
+    )
+    .unwrap();
+    conn.execute("INSERT INTO event_sequence (aggregate_id, seq) VALUES (?1, 0)", [S]).unwrap();
+}
 
 struct Db {
     _d: tempfile::TempDir,
@@ -18,8 +42,8 @@ impl Db {
     fn new() -> Db {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("opencode.db");
-        build_opencode_db(&path, S, 0).unwrap();
         let conn = rusqlite::Connection::open(&path).unwrap();
+        create_opencode_schema(&conn);
         Db { _d: d, path, conn, n: 0, seq: 0 }
     }
     fn msg(&mut self, role: &str, parts: Vec<Value>) -> String {

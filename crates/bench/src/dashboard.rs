@@ -1,9 +1,9 @@
 //! `sessionwatch bench gateway`, the dashboard's part: the overview's first page and a busy session's
 //! page over loopback HTTP on a gateway holding 10,000 sessions and 50,000 watch cursors.
 
-use super::bench::Figure;
-use super::bench_gateway::percentile;
+use crate::{Figure, percentile};
 use sessionwatch_core::{AgentSessionKey, Provenance};
+use sessionwatch_server::embedded::Embedded;
 use sessionwatch_store::{NewSession, Store};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ fn key(i: usize) -> String {
 }
 
 /// Fills the embedded gateway's store directly (the HTTP path is not what this measures).
-async fn populate(gw: &super::embedded::Embedded, sessions: usize) -> anyhow::Result<()> {
+async fn populate(gw: &Embedded, sessions: usize) -> anyhow::Result<()> {
     let store = gw.gateway.kernel().store();
     let now = gw.gateway.kernel().now();
     for chunk in (0..sessions).collect::<Vec<_>>().chunks(256) {
@@ -50,11 +50,7 @@ async fn populate(gw: &super::embedded::Embedded, sessions: usize) -> anyhow::Re
     Ok(())
 }
 
-async fn page_latencies(
-    gw: &super::embedded::Embedded,
-    path: &str,
-    n: usize,
-) -> anyhow::Result<Vec<Duration>> {
+async fn page_latencies(gw: &Embedded, path: &str, n: usize) -> anyhow::Result<Vec<Duration>> {
     let client = reqwest::Client::new();
     let mut lat = Vec::with_capacity(n);
     for _ in 0..n {
@@ -70,7 +66,7 @@ async fn page_latencies(
 }
 
 pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
-    let gw = super::embedded::Embedded::start().await?;
+    let gw = Embedded::start().await?;
     let sessions = if quick { 500 } else { SESSIONS };
     populate(&gw, sessions).await?;
     let samples = if quick { 5 } else { 50 };

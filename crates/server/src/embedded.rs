@@ -1,7 +1,7 @@
-//! A gateway on a temporary database and a free loopback port, for `demo` and `bench gateway`.
+//! A gateway on a temporary database and a free loopback port, for `sessionwatch demo` and the benches.
 
+use crate::{AppState, Config, Gateway};
 use sessionwatch_core::SystemClock;
-use sessionwatch_server::{AppState, Config, Gateway};
 use sessionwatch_store::sqlite::GatewayLock;
 use sessionwatch_store::{SqliteOptions, SqliteStore};
 use std::sync::Arc;
@@ -25,12 +25,12 @@ impl Embedded {
         let lock = GatewayLock::acquire(&db)?;
         let store = SqliteStore::open(&db, SqliteOptions::default())?;
         let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-        let token = sessionwatch_server::auth::load_or_create_token(dir.path())?;
+        let token = crate::auth::load_or_create_token(dir.path())?;
         let state = Arc::new(AppState::new(gateway.clone(), Some(token.clone())));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
+        let server = tokio::spawn(crate::run(listener, state, async {
             let _ = stopped.await;
         }));
         Ok(Embedded { base, token, gateway, stop, server, _lock: lock, _dir: dir })

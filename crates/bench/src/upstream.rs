@@ -1,17 +1,19 @@
-//! Throughput measurements (`sessionwatch bench upstream`).
+//! `sessionwatch bench upstream`: classifier throughput per source.
 //!
 //! Generates synthetic transcripts shaped like the real ones into a temporary directory and
 //! times (a) the classifier scan window by window, as the monitor runs it, and (b) a plain
-//! read-and-count-newlines pass over the same file, the floor any scanner can reach.
+//! read-and-count-newlines pass over the same file, the floor any scanner can reach; plus the
+//! OpenCode check rate on a generated database.
 
-use crate::jsonl::{self, JsonlMarker, RowClassifier};
-use crate::text::OwnTexts;
-use crate::{CatalogId, Probe};
+use crate::{Figure, progress_bar};
 use serde_json::json;
+use sessionwatch_upstream::jsonl::{self, RowClassifier};
+use sessionwatch_upstream::text::OwnTexts;
+use sessionwatch_upstream::{CatalogId, CheckOutcome, Probe, check_opencode_batch};
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Result of one JSONL scan measurement.
 #[derive(Clone, Debug)]
@@ -22,15 +24,6 @@ pub struct ScanRate {
     pub humans: u64,
     pub classify_secs: f64,
     pub newline_secs: f64,
-}
-
-impl ScanRate {
-    pub fn classify_mib_s(&self) -> f64 {
-        self.bytes as f64 / 1048576.0 / self.classify_secs.max(1e-9)
-    }
-    pub fn newline_mib_s(&self) -> f64 {
-        self.bytes as f64 / 1048576.0 / self.newline_secs.max(1e-9)
-    }
 }
 
 /// Result of one OpenCode measurement.
@@ -102,9 +95,9 @@ pub fn generate_transcript(catalog: CatalogId, path: &Path, bytes: u64) -> io::R
 
 fn classifier(catalog: CatalogId) -> Box<dyn RowClassifier> {
     match catalog {
-        CatalogId::Claude => Box::new(crate::claude::ClaudeClassifier::default()),
-        CatalogId::Codex => Box::new(crate::codex::CodexClassifier::default()),
-        _ => Box::new(crate::pi::PiClassifier),
+        CatalogId::Claude => Box::new(sessionwatch_upstream::claude::ClaudeClassifier::default()),
+        CatalogId::Codex => Box::new(sessionwatch_upstream::codex::CodexClassifier::default()),
+        _ => Box::new(sessionwatch_upstream::pi::PiClassifier),
     }
 }
 
@@ -155,7 +148,8 @@ pub fn jsonl_rates(mib: u64) -> io::Result<Vec<ScanRate>> {
     Ok(out)
 }
 
-/// Create an OpenCode-shaped database with `messages` messages (half of them user prompts).
+/// Adds to the OpenCode-shaped database at `path` (created if new) session `session` with `messages`
+/// messages (half of them user prompts).
 pub fn build_opencode_db(path: &Path, session: &str, messages: usize) -> rusqlite::Result<()> {
     let mut conn = rusqlite::Connection::open(path)?;
     conn.execute_batch(
@@ -181,7 +175,7 @@ pub fn build_opencode_db(path: &Path, session: &str, messages: usize) -> rusqlit
     )?;
     let filler = filler(400);
     for i in 0..messages {
-        let id = format!("msg_{i:010}");
+        let id = format!("msg_{session}_{i:010}");
         let user = i % 2 == 0;
         let data = if user {
             json!({"role":"user","time":{"created":1000 + i}})
@@ -195,7 +189,7 @@ pub fn build_opencode_db(path: &Path, session: &str, messages: usize) -> rusqlit
         let text = if user { format!("human prompt {i}") } else { filler.clone() };
         tx.execute(
             "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, 1, 1, ?4)",
-            rusqlite::params![format!("prt_{i:010}"), id, session, json!({"type":"text","text":text}).to_string()],
+            rusqlite::params![format!("prt_{session}_{i:010}"), id, session, json!({"type":"text","text":text}).to_string()],
         )?;
     }
     tx.execute(
@@ -218,45 +212,80 @@ pub fn opencode_rate(messages: usize) -> Result<OpenCodeRate, String> {
     let own: Vec<String> = Vec::new();
     let probe = Probe { reference_json: &reference, marker_json: &marker, own_recent_user_texts: &own };
     let t0 = Instant::now();
-    let out = crate::check_opencode_batch(&db, &[probe]);
+    let out = check_opencode_batch(&db, &[probe]);
     let check_secs = t0.elapsed().as_secs_f64();
     let (human_turns, next) = match out.first() {
-        Some(crate::CheckOutcome::Activity { human_turns, next_marker_json, .. }) => {
+        Some(CheckOutcome::Activity { human_turns, next_marker_json, .. }) => {
             (*human_turns, next_marker_json.clone())
         }
         other => return Err(format!("unexpected outcome {other:?}")),
     };
     let probe2 = Probe { marker_json: &next, ..probe };
     let t1 = Instant::now();
-    let _ = crate::check_opencode_batch(&db, &[probe2]);
+    let _ = check_opencode_batch(&db, &[probe2]);
     let indicator_only_secs = t1.elapsed().as_secs_f64();
     Ok(OpenCodeRate { messages, human_turns, check_secs, indicator_only_secs })
 }
 
-/// Run everything and format a report.
-pub fn run(mib: u64, opencode_messages: usize) -> Result<String, String> {
-    let mut s = String::new();
-    for r in jsonl_rates(mib).map_err(|e| e.to_string())? {
-        s.push_str(&format!(
-            "{:<8} {:>7.1} MiB  classify {:>8.1} MiB/s ({:.3} s, {} human rows)  newline-count {:>8.1} MiB/s ({:.3} s)\n",
-            r.catalog.as_str(),
-            r.bytes as f64 / 1048576.0,
-            r.classify_mib_s(),
-            r.classify_secs,
-            r.humans,
-            r.newline_mib_s(),
-            r.newline_secs,
-        ));
+const MB: f64 = 1_000_000.0;
+
+/// Generates the inputs (with a progress bar): a `bytes` transcript per JSONL source and an OpenCode
+/// database of `messages` messages; then measures.
+pub fn run(bytes: u64, messages: usize) -> anyhow::Result<Vec<Figure>> {
+    let dir = tempfile::tempdir()?;
+    let sources = [CatalogId::Claude, CatalogId::Codex, CatalogId::Pi];
+    let mut out = Vec::new();
+    let (mut total_bytes, mut total_read_secs) = (0u64, 0f64);
+    for c in sources {
+        let path = dir.path().join(format!("{}.jsonl", c.as_str()));
+        generate_with_progress(c, &path, bytes)?;
+        let r = scan_file(c, &path)?;
+        std::fs::remove_file(&path)?;
+        let scan = r.bytes as f64 / MB / r.classify_secs.max(1e-9);
+        let read = r.bytes as f64 / MB / r.newline_secs.max(1e-9);
+        total_bytes += r.bytes;
+        total_read_secs += r.newline_secs;
+        let n = c.as_str();
+        out.push(Figure::new(format!("{n}_transcript_mb"), r.bytes as f64 / MB, "MB"));
+        out.push(Figure::new(format!("{n}_scan_mb_per_s"), scan, "MB/s"));
+        out.push(Figure::new(format!("{n}_read_only_mb_per_s"), read, "MB/s"));
+        out.push(Figure::new(format!("{n}_scan_vs_read_only"), scan / read.max(1e-9), "ratio"));
     }
-    let o = opencode_rate(opencode_messages)?;
-    s.push_str(&format!(
-        "opencode {} messages  full check {:.3} s ({} human turns)  indicator-only tick {:.4} s\n",
-        o.messages, o.check_secs, o.human_turns, o.indicator_only_secs
+    out.push(Figure::new("read_only_mb_per_s", total_bytes as f64 / MB / total_read_secs.max(1e-9), "MB/s"));
+    let pb = progress_bar(messages as u64, "opencode db");
+    pb.enable_steady_tick(Duration::from_millis(200));
+    let o = opencode_rate(messages).map_err(anyhow::Error::msg)?;
+    pb.finish_and_clear();
+    out.push(Figure::new("opencode_messages", o.messages as f64, "messages"));
+    out.push(Figure::new(
+        "opencode_check_messages_per_s",
+        o.messages as f64 / o.check_secs.max(1e-9),
+        "messages/s",
     ));
-    Ok(s)
+    out.push(Figure::new("opencode_full_check_ms", o.check_secs * 1000.0, "ms"));
+    out.push(Figure::new("opencode_indicator_tick_ms", o.indicator_only_secs * 1000.0, "ms"));
+    Ok(out)
 }
 
-/// Marker helper for callers that want a byte offset marker (tests, tools).
-pub fn offset_marker(offset: u64) -> String {
-    JsonlMarker { offset, humans: Some(0), ..JsonlMarker::default() }.to_json()
+/// Writes the transcript while a bar follows the file's size.
+fn generate_with_progress(c: CatalogId, path: &Path, bytes: u64) -> anyhow::Result<()> {
+    let pb = progress_bar(bytes, &format!("gen {}", c.as_str()));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (pb, done, path) = (pb.clone(), done.clone(), path.to_path_buf());
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(m) = std::fs::metadata(&path) {
+                    pb.set_position(m.len().min(bytes));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let result = generate_transcript(c, path, bytes);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = watcher.join();
+    pb.finish_and_clear();
+    result?;
+    Ok(())
 }

@@ -1,12 +1,12 @@
 //! Smoke test of the kernel benchmark in quick mode: it runs end to end and every figure is there.
 
-use sessionwatch_kernel::bench::run_kernel_bench;
+use sessionwatch_bench::kernel::run_kernel_bench;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_bench_reports_every_figure() {
     let dir = tempfile::tempdir().unwrap();
     let figures = run_kernel_bench(dir.path(), true).await;
-    let names: Vec<&str> = figures.iter().map(|f| f.name).collect();
+    let names: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(
         names,
         [

@@ -1,8 +1,11 @@
-//! `sessionwatch bench gateway`: the gateway over loopback HTTP with 16 concurrent clients.
+//! `sessionwatch bench gateway`: the gateway over loopback HTTP with 16 concurrent clients, beside a bare
+//! axum router answering a body of the same size.
 
-use super::bench::Figure;
+use crate::Figure;
+use crate::percentile;
 use futures::StreamExt;
 use serde_json::{Value, json};
+use sessionwatch_server::embedded::Embedded;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,13 +40,6 @@ impl Target {
         self.send(path, body).await?.bytes().await?;
         Ok(())
     }
-}
-
-pub(super) fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// Runs `CLIENTS` loops of `op` for `per_client` requests each; answers (requests/s, sorted latencies).
@@ -132,7 +128,7 @@ impl BareServer {
 }
 
 pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
-    let gateway = super::embedded::Embedded::start().await?;
+    let gateway = Embedded::start().await?;
     let t = Arc::new(Target {
         client: reqwest::Client::new(),
         base: gateway.base.clone(),
@@ -140,8 +136,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     });
     let per_client = if quick { 20 } else { 1500 };
     let mut figures = vec![];
-    let mut fig =
-        |name: &str, value: f64, unit: &'static str| figures.push(Figure { name: name.into(), value, unit });
+    let mut fig = |name: &str, value: f64, unit: &'static str| figures.push(Figure::new(name, value, unit));
 
     // A watched child with some history, read by `session_status`; the inbound turns go to a second
     // watched child, so the page read stays the same recent page whichever block runs first.

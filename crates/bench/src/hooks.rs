@@ -2,21 +2,22 @@
 //! running gateway, as a Claude Code or Codex turn pays it, with and without a pending notice; beside it,
 //! the start-up of the same binary doing nothing (`sessionwatch --version`), measured in the same run.
 
-use super::bench::Figure;
-use super::bench_gateway::percentile;
-use super::embedded::Embedded;
+use crate::{Figure, percentile};
 use serde_json::{Value, json};
+use sessionwatch_server::embedded::Embedded;
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MANAGER: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const WORKER: &str = "bbbbbbbb-0000-4000-8000-000000000002";
 
-pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
+/// `exe`: the `sessionwatch` binary to run.
+pub async fn run(exe: &Path, quick: bool) -> anyhow::Result<Vec<Figure>> {
     let runs = if quick { 20 } else { 200 };
     let gw = Embedded::start().await?;
-    let exe = std::env::current_exe()?;
+    let exe = exe.to_path_buf();
     let dir = tempfile::tempdir()?;
     let transcript =
         |s: &str| dir.path().join(format!(".claude/projects/p/{s}.jsonl")).to_string_lossy().into_owned();

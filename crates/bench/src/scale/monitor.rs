@@ -1,0 +1,213 @@
+//! The upstream monitor at scale: an idle tick over many adopted sessions of the four sources against
+//! a bare `stat()` of their files, and a tick after one new turn against the idle tick plus one
+//! classification. The Claude, Codex and Pi files are copies of the real transcripts in the upstream
+//! crate's fixtures (each under a thread id of its own); the OpenCode sessions share one database
+//! written by [`build_opencode_db`](crate::upstream::build_opencode_db).
+
+use super::{Sizes, ratio};
+use crate::{Figure, progress_bar};
+use sessionwatch_core::Provenance;
+use sessionwatch_server::embedded::Embedded;
+use sessionwatch_store::{SqliteStore, Store};
+use sessionwatch_upstream::{CatalogId, Homes, Probe};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const CLAUDE: &str = include_str!(
+    "../../../upstream/tests/fixtures/claude/home/.claude/projects/-home-user-work-demo/5ae04bcf-dcae-4d38-b508-e94477a366c6.jsonl"
+);
+const CLAUDE_ID: &str = "5ae04bcf-dcae-4d38-b508-e94477a366c6";
+const CODEX: &str = include_str!(
+    "../../../upstream/tests/fixtures/codex/home/.codex/sessions/2026/12/02/rollout-2026-12-02T09-34-20-01a2361a-df64-7aa1-a8f6-d12f148e569f.jsonl"
+);
+const CODEX_ID: &str = "01a2361a-df64-7aa1-a8f6-d12f148e569f";
+const PI: &str = include_str!(
+    "../../../upstream/tests/fixtures/pi/home/.pi/agent/sessions/--home-user-work-demo--/2026-12-02T09-35-23-040Z_01a2361b-d39f-759d-9272-bf2c2772ea6a.jsonl"
+);
+const PI_ID: &str = "01a2361b-d39f-759d-9272-bf2c2772ea6a";
+/// The session watching every adopted one.
+const WATCHER: &str = "agent:main:main";
+/// Messages in each generated OpenCode session.
+const OPENCODE_MESSAGES: usize = 20;
+
+/// One adopted session's source: where its catalog finds it.
+struct Source {
+    catalog: CatalogId,
+    thread: String,
+    path: PathBuf,
+}
+
+/// The real file `text` (of thread `id`) copied as thread `thread` to `path`.
+fn copy_as(text: &str, id: &str, thread: &str, path: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
+    std::fs::write(path, text.replace(id, thread))?;
+    Ok(())
+}
+
+/// `n` sessions, a quarter per source, under `home`.
+fn write_sources(home: &Path, n: usize) -> anyhow::Result<Vec<Source>> {
+    let pb = progress_bar(n as u64, "adopted files");
+    let opencode_db = home.join(".local/share/opencode/opencode.db");
+    std::fs::create_dir_all(opencode_db.parent().expect("a dir"))?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let (catalog, thread, path) = match i % 4 {
+            0 => {
+                let t = format!("5ae04bcf-dcae-4d38-b508-{i:012x}");
+                let path = home.join(format!(".claude/projects/-bench/{t}.jsonl"));
+                copy_as(CLAUDE, CLAUDE_ID, &t, &path)?;
+                (CatalogId::Claude, t, path)
+            }
+            1 => {
+                let t = format!("01a2361a-df64-7aa1-a8f6-{i:012x}");
+                let path =
+                    home.join(format!(".codex/sessions/2026/12/02/rollout-2026-12-02T09-34-20-{t}.jsonl"));
+                copy_as(CODEX, CODEX_ID, &t, &path)?;
+                (CatalogId::Codex, t, path)
+            }
+            2 => {
+                let t = format!("01a2361b-d39f-759d-9272-{i:012x}");
+                let path =
+                    home.join(format!(".pi/agent/sessions/--bench--/2026-12-02T09-35-23-040Z_{t}.jsonl"));
+                copy_as(PI, PI_ID, &t, &path)?;
+                (CatalogId::Pi, t, path)
+            }
+            _ => {
+                let t = format!("ses_bench{i:021}");
+                crate::upstream::build_opencode_db(&opencode_db, &t, OPENCODE_MESSAGES)?;
+                (CatalogId::OpenCode, t, opencode_db.clone())
+            }
+        };
+        out.push(Source { catalog, thread, path });
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    Ok(out)
+}
+
+/// A new human turn at the end of a Claude transcript: the fixture's first prompt typed into the TUI
+/// again, as a new row.
+fn append_claude_turn(path: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let line = CLAUDE
+        .lines()
+        .find(|l| l.contains("Hello from the keyboard"))
+        .ok_or_else(|| anyhow::anyhow!("the Claude fixture has no human prompt"))?;
+    let mut row: serde_json::Value = serde_json::from_str(line)?;
+    row["uuid"] = "0b0b0b0b-0000-4000-8000-000000000001".into();
+    row["promptId"] = "0b0b0b0b-0000-4000-8000-000000000002".into();
+    row["timestamp"] = "2026-12-02T09:40:00.000Z".into();
+    row["message"]["content"] = "One more turn, typed by a human during the bench.".into();
+    let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
+    writeln!(file, "{row}")?;
+    Ok(())
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e3
+}
+
+/// What a tick reads from the store before any source is checked, alone: the watched links, then for
+/// each its session row and its transcript's newest 200 messages (the self-echo filter), one after the
+/// other; the median of `runs`.
+async fn link_reads_ms(
+    gateway: &sessionwatch_server::Gateway<SqliteStore>,
+    runs: usize,
+) -> anyhow::Result<f64> {
+    let store = gateway.kernel().store();
+    let mut took = vec![];
+    for _ in 0..runs {
+        let start = Instant::now();
+        for l in store.watched_links().await? {
+            std::hint::black_box(store.get_session(l.session_key.clone(), l.agent_id.clone()).await?);
+            std::hint::black_box(store.messages(l.session_key, l.agent_id, 200).await?);
+        }
+        took.push(start.elapsed());
+    }
+    Ok(median(took))
+}
+
+pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>> {
+    let home = dir.join("scale-home");
+    let _ = std::fs::remove_dir_all(&home);
+    let sources = write_sources(&home, sz.adopted)?;
+    let gw = Embedded::start().await?;
+    let gateway = gw.gateway.clone();
+    gateway.set_homes(Homes::with_home(&home));
+    let pb = progress_bar(sources.len() as u64, "adopting");
+    for s in &sources {
+        let adopted = gateway
+            .continue_catalog(s.catalog.as_str(), &s.thread, None, None)
+            .await
+            .map_err(|e| anyhow::anyhow!("adopting {} {}: {e:?}", s.catalog.as_str(), s.thread))?;
+        // The monitor checks the links of watched sessions only.
+        let watch =
+            gateway.kernel().register_watch(WATCHER, &adopted.session_key, Provenance::Explicit).await;
+        anyhow::ensure!(watch.is_watching(), "watching {}: {watch:?}", adopted.session_key);
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+
+    let first = gateway.monitor_tick().await; // untimed: warms the caches a running monitor has warm
+    anyhow::ensure!(
+        first.checked == sources.len(),
+        "the first tick checked {} links: {first:?}",
+        first.checked
+    );
+    let (mut tick, mut stat) = (vec![], vec![]);
+    for _ in 0..sz.ticks {
+        let start = Instant::now();
+        let report = gateway.monitor_tick().await;
+        tick.push(start.elapsed());
+        anyhow::ensure!(report.events == 0, "an idle tick recorded events: {report:?}");
+        let start = Instant::now();
+        for s in &sources {
+            std::hint::black_box(std::fs::metadata(&s.path)?);
+        }
+        stat.push(start.elapsed());
+    }
+    let (idle_ms, stat_ms) = (median(tick), median(stat));
+    let reads_ms = link_reads_ms(&gateway, sz.ticks).await?;
+
+    // One new turn in one Claude session: the tick classifies it; one classification alone beside it.
+    let changed = &sources[0];
+    let links = gateway.kernel().store().watched_links().await?;
+    let link = links
+        .into_iter()
+        .find(|l| l.thread_id == changed.thread)
+        .ok_or_else(|| anyhow::anyhow!("no link for {}", changed.thread))?;
+    append_claude_turn(&changed.path)?;
+    let start = Instant::now();
+    let report = gateway.monitor_tick().await;
+    let turn_ms = start.elapsed().as_secs_f64() * 1e3;
+    anyhow::ensure!(
+        report.events == 1,
+        "the tick after one turn recorded {} events: {report:?}",
+        report.events
+    );
+    let probe = Probe {
+        reference_json: &link.reference_json,
+        marker_json: &link.marker_json,
+        own_recent_user_texts: &[],
+    };
+    let start = Instant::now();
+    std::hint::black_box(sessionwatch_upstream::check(CatalogId::Claude, &probe));
+    let one_ms = start.elapsed().as_secs_f64() * 1e3;
+    gw.stop().await?;
+    let _ = std::fs::remove_dir_all(&home);
+    Ok(vec![
+        Figure::new("adopted_sessions", sources.len() as f64, "sessions"),
+        Figure::new("monitor_idle_tick_ms_1000_sessions", idle_ms, "ms"),
+        Figure::new("bare_stat_ms_1000_sessions", stat_ms, "ms"),
+        Figure::new("monitor_idle_tick_vs_bare_stat_ratio", ratio(idle_ms, stat_ms), "x"),
+        Figure::new("monitor_link_reads_ms_1000_sessions", reads_ms, "ms"),
+        Figure::new("monitor_turn_tick_ms_1000_sessions", turn_ms, "ms"),
+        Figure::new("one_classification_ms", one_ms, "ms"),
+        Figure::new(
+            "monitor_turn_tick_vs_idle_tick_plus_one_classification_ratio",
+            ratio(turn_ms, idle_ms + one_ms),
+            "x",
+        ),
+    ])
+}

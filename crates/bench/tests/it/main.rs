@@ -1,0 +1,3 @@
+mod kernel;
+mod kernel_postgres;
+mod upstream;
