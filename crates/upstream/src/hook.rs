@@ -68,6 +68,18 @@ impl HookCli {
     }
 }
 
+/// A string field of a hook's JSON object: absent or null is `None`, another type an error naming it.
+pub(crate) fn string_field(
+    o: &serde_json::Map<String, Value>,
+    k: &'static str,
+) -> Result<Option<String>, HookError> {
+    match o.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(HookError::Invalid { field: k, why: format!("expected a string, got {other}") }),
+    }
+}
+
 /// Claude Code's events (Codex's too, but for `SessionEnd`, which it does not install).
 pub const CLAUDE_EVENTS: [HookEvent; 8] = [
     HookEvent::SessionStart,
@@ -219,15 +231,7 @@ pub fn parse_input(
     }
     let v: Value = serde_json::from_slice(stdin).map_err(|e| HookError::NotJson(e.to_string()))?;
     let o = v.as_object().ok_or_else(|| HookError::NotJson("not an object".into()))?;
-    let text = |k: &'static str| -> Result<Option<String>, HookError> {
-        match o.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => {
-                Err(HookError::Invalid { field: k, why: format!("expected a string, got {other}") })
-            }
-        }
-    };
+    let text = |k: &'static str| string_field(o, k);
     let arg_event = match event_arg {
         Some(a) => Some(HookEvent::parse(a).ok_or_else(|| HookError::UnknownEvent(a.to_string()))?),
         None => None,

@@ -467,3 +467,22 @@ fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Creates the file (and its directory) atomically with mode 0600.
+pub(crate) fn write_private(file: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let tmp = file.with_extension("sessionwatch-tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(())
+}

@@ -92,7 +92,7 @@ pub fn install(file: &Path, config: &ExtensionConfig) -> anyhow::Result<bool> {
         ),
         Found::Ours(_) | Found::Missing => {}
     }
-    write_private(file, &text)?;
+    super::write_private(file, &text)?;
     Ok(true)
 }
 
@@ -117,25 +117,6 @@ pub fn installed_config(text: &str) -> Option<serde_json::Value> {
     let line = text.lines().find(|l| l.starts_with("const CONFIG"))?;
     let json = line.split_once("*/")?.1.trim().trim_end_matches(';');
     serde_json::from_str(json).ok()
-}
-
-/// Creates the file (and its directory) atomically with mode 0600.
-fn write_private(file: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = file.with_extension("sessionwatch-tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -46,24 +46,13 @@ impl Records {
     }
 
     pub fn put(&self, settings: &Path, record: &InstallRecord) -> anyhow::Result<()> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        let file = self.file_for(settings);
-        let tmp = file.with_extension("tmp");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::io::Write::write_all(&mut f, serde_json::to_string(record)?.as_bytes())?;
-        std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))?;
-        Ok(())
+        super::write_private(&self.file_for(settings), &serde_json::to_string(record)?)
     }
 
     pub fn remove(&self, settings: &Path) {

@@ -13,7 +13,7 @@
 //!   reads the stored message ([`crate::opencode::human_text`]), and its turn id is the message id the
 //!   monitor reads: a prompt seen by both is one event.
 
-use super::{HookCli, HookError, HookEvent, HookInput, Origin, check_id};
+use super::{HookCli, HookError, HookEvent, HookInput, Origin, check_id, string_field};
 use serde_json::Value;
 
 /// The plugin's events: OpenCode's hook names.
@@ -49,15 +49,7 @@ impl FrontEnd {
 /// `tool.execute.after`, `tool` and `callID`.
 pub fn parse_plugin_call(event: &str, body: &Value) -> Result<HookInput, HookError> {
     let o = body.as_object().ok_or_else(|| HookError::NotJson("not an object".into()))?;
-    let text = |k: &'static str| -> Result<Option<String>, HookError> {
-        match o.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => {
-                Err(HookError::Invalid { field: k, why: format!("expected a string, got {other}") })
-            }
-        }
-    };
+    let text = |k: &'static str| string_field(o, k);
     let hook_event = match event {
         CHAT_MESSAGE => HookEvent::UserPromptSubmit,
         TOOL_EXECUTE_AFTER => HookEvent::PostToolUse,
