@@ -67,6 +67,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             mcp::CallerRule::Native {
                 agent: agent.into(),
                 claude_session: std::env::var("CLAUDE_CODE_SESSION_ID").ok().map(Into::into),
+                gemini: std::env::var("GEMINI_CLI").is_ok_and(|v| v == "1"),
             }
         }
     };

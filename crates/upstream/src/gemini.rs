@@ -307,11 +307,11 @@ pub fn turn_id_now(reference_json: &str, marker_json: &str, prompt: &str) -> Opt
     Some(turn_id(cls.last_id(), &NormText::of(prompt)))
 }
 
-/// Gemini's own event names: `BeforeAgent` is its prompt hook, `AfterTool` its after-tool hook, and it
-/// has no `Stop` that can block.
-const HOOK_EVENTS: [crate::hook::HookEvent; 4] = {
+/// Gemini's own event names: `BeforeAgent` is its prompt hook, `AfterTool` its after-tool hook,
+/// `BeforeTool` (MCP tools only) names the session's MCP calls; it has no `Stop` that can block.
+const HOOK_EVENTS: [crate::hook::HookEvent; 5] = {
     use crate::hook::HookEvent::*;
-    [SessionStart, BeforeAgent, AfterTool, SessionEnd]
+    [SessionStart, BeforeAgent, BeforeTool, AfterTool, SessionEnd]
 };
 
 /// One entry per Gemini session, however many files it has (a resume's stray file).

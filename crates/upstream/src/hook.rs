@@ -108,11 +108,14 @@ pub enum HookEvent {
     BeforeAgent,
     /// Gemini: a tool call finished (its `PostToolUse`).
     AfterTool,
+    /// Gemini: a tool is about to be called (its `PreToolUse`); for a call of an MCP tool it names the
+    /// call ([`mcp_call_id`]), so `sessionwatch mcp` learns which session calls it.
+    BeforeTool,
 }
 
 impl HookEvent {
     /// Every event sessionwatch accepts; which ones a CLI gets installed is [`HookCli::events`].
-    pub const ALL: [HookEvent; 10] = [
+    pub const ALL: [HookEvent; 11] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -123,6 +126,7 @@ impl HookEvent {
         HookEvent::SessionEnd,
         HookEvent::BeforeAgent,
         HookEvent::AfterTool,
+        HookEvent::BeforeTool,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -137,6 +141,7 @@ impl HookEvent {
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::BeforeAgent => "BeforeAgent",
             HookEvent::AfterTool => "AfterTool",
+            HookEvent::BeforeTool => "BeforeTool",
         }
     }
 
@@ -308,14 +313,57 @@ pub fn parse_input(
         cwd: text("cwd")?,
         prompt,
         turn_id,
+        tool_use_id: match (event, o.get("mcp_context")) {
+            // Gemini names no call: its MCP call is named by the tool and the arguments it carries.
+            (HookEvent::BeforeTool, Some(Value::Object(mcp))) => {
+                mcp.get("tool_name").and_then(Value::as_str).map(|t| mcp_call_id(t, o.get("tool_input")))
+            }
+            _ => text("tool_use_id")?,
+        },
         tool_name,
-        tool_use_id: text("tool_use_id")?,
         written_paths,
         stop_hook_active,
         subagent_id,
         subagent_type: text("agent_type")?,
         origin: Origin::Typed,
     })
+}
+
+/// The name of one MCP tool call by its tool and arguments, for a CLI that names its calls to neither
+/// its hooks nor its MCP servers (Gemini CLI): its `BeforeTool` hook and `sessionwatch mcp` derive the
+/// same id from what each sees (`mcp_context.tool_name` and `tool_input`; the `tools/call` name and
+/// arguments). Two sessions making the same call at the same moment are told apart by neither.
+pub fn mcp_call_id(tool: &str, args: Option<&Value>) -> String {
+    fn canonical(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                out.push('{');
+                for k in keys {
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    canonical(&o[k], out);
+                    out.push(',');
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                a.iter().for_each(|v| {
+                    canonical(v, out);
+                    out.push(',');
+                });
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut text = String::new();
+    canonical(args.unwrap_or(&Value::Null), &mut text);
+    let digest = crate::text::NormText::of(&text);
+    let tool: String = tool.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(64).collect();
+    format!("mcp-{tool}-{:x}-{:x}", digest.len, digest.hash)
 }
 
 /// Ids become parts of session keys and dedupe keys: the characters both CLIs use, bounded.
@@ -337,7 +385,7 @@ fn detect_cli(
     session_id: &str,
     claude_env_session: Option<&str>,
 ) -> Result<HookCli, HookError> {
-    if matches!(event, HookEvent::BeforeAgent | HookEvent::AfterTool) {
+    if matches!(event, HookEvent::BeforeAgent | HookEvent::AfterTool | HookEvent::BeforeTool) {
         return Ok(HookCli::Gemini);
     }
     if let Some(t) = transcript {

@@ -130,6 +130,8 @@ fn group_input(ours: &Ours, event: HookEvent) -> jsonc_parser::cst::CstInputValu
         // Only MCP calls: it announces the call's tool-use id, so our MCP server knows its caller (one
         // identity for hooks and tools).
         HookEvent::PreToolUse => group.push(("matcher".into(), "mcp__.*".into())),
+        // Gemini names MCP tools `mcp_<server>_<tool>`: the same, for `sessionwatch mcp`'s caller.
+        HookEvent::BeforeTool => group.push(("matcher".into(), "mcp_.*".into())),
         _ => {}
     }
     group.push(("hooks".into(), CstInputValue::Array(vec![ours.handler_input(event)])));

@@ -92,6 +92,11 @@ impl<S: Store> Gateway<S> {
                     outcome.reply.context = self.drain_context(&r).await;
                 }
             }
+            HookEvent::BeforeTool => {
+                if let Some(id) = &input.tool_use_id {
+                    self.remember_tool_use(id, &r.key);
+                }
+            }
             HookEvent::PreToolUse => {
                 if let (Some(tool), Some(id)) = (&input.tool_name, &input.tool_use_id)
                     && tool.starts_with("mcp__")
@@ -346,6 +351,7 @@ fn native_state_after(event: HookEvent, blocked: bool) -> Option<NativeState> {
         HookEvent::UserPromptSubmit
         | HookEvent::BeforeAgent
         | HookEvent::PreToolUse
+        | HookEvent::BeforeTool
         | HookEvent::PostToolUse
         | HookEvent::AfterTool => Some(NativeState::Running),
         HookEvent::Stop if blocked => Some(NativeState::Running),

@@ -18,7 +18,9 @@
 //! our environment. Over HTTP the `X-Sessionwatch-Session` header wins, then the same `_meta` rules;
 //! the default is `main`. Gemini CLI (0.61.0) tells its MCP servers nothing of its session: no `_meta`
 //! on `tools/call`, and their environment is its own plus `GEMINI_CLI=1` (`GEMINI_SESSION_ID` is set
-//! for hooks only), so a Gemini caller is `main` unless `--session` names it.
+//! for hooks only). Its `BeforeTool` hook (MCP tools only) announces the call by its tool and arguments
+//! (`hook::mcp_call_id`), so a stdio server started by Gemini (`GEMINI_CLI=1`) finds the session that
+//! announced the same call; else `main`.
 
 mod backend;
 pub mod schema;
@@ -57,8 +59,9 @@ pub enum CallerRule {
     /// `--session KEY`.
     Fixed(Arc<str>),
     /// The agent CLI says who calls; `agent` owns the session keys, `claude_session` is the
-    /// `CLAUDE_CODE_SESSION_ID` of a stdio server's environment.
-    Native { agent: Arc<str>, claude_session: Option<Arc<str>> },
+    /// `CLAUDE_CODE_SESSION_ID` of a stdio server's environment, `gemini` says Gemini CLI started it
+    /// (`GEMINI_CLI=1`).
+    Native { agent: Arc<str>, claude_session: Option<Arc<str>>, gemini: bool },
 }
 
 /// An MCP server for the six tools.
@@ -79,10 +82,15 @@ impl<B: ToolBackend> McpServer<B> {
         McpServer { backend, caller, tools: Arc::new(schema::tools()) }
     }
 
-    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<String, ApiError> {
-        let (agent, claude_session) = match &self.caller {
+    async fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+        args: &Value,
+    ) -> Result<String, ApiError> {
+        let (agent, claude_session, gemini) = match &self.caller {
             CallerRule::Fixed(c) => return Ok(c.to_string()),
-            CallerRule::Native { agent, claude_session } => (agent, claude_session),
+            CallerRule::Native { agent, claude_session, gemini } => (agent, claude_session, *gemini),
         };
         let header = context
             .extensions
@@ -109,6 +117,12 @@ impl<B: ToolBackend> McpServer<B> {
         }
         if let Some(session) = claude_session {
             return Ok(AgentSessionKey::build_adopted(agent, CatalogId::Claude.as_str(), session));
+        }
+        if gemini {
+            let call = sessionwatch_upstream::hook::mcp_call_id(tool, Some(args));
+            if let Some(key) = self.backend.session_of_tool_use(&call).await {
+                return Ok(key);
+            }
         }
         Ok("main".to_string())
     }
@@ -162,11 +176,11 @@ impl<B: ToolBackend> ServerHandler for McpServer<B> {
         if !TOOL_NAMES.contains(&tool.as_str()) {
             return Err(unknown_tool(&tool));
         }
-        let caller = match self.caller(&context).await {
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let caller = match self.caller(&context, &tool, &args).await {
             Ok(c) => c,
             Err(e) => return Ok(render(Err(e), Vec::new()).into()),
         };
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         tracing::debug!(tool, caller, "mcp tool call");
         Ok(self.call(&caller, &tool, args).await?.into())
     }
@@ -290,8 +304,11 @@ pub fn http_service<S: Store>(
         .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
     StreamableHttpService::new(
         move || {
-            let rule =
-                CallerRule::Native { agent: super::gateway::DEFAULT_AGENT.into(), claude_session: None };
+            let rule = CallerRule::Native {
+                agent: super::gateway::DEFAULT_AGENT.into(),
+                claude_session: None,
+                gemini: false,
+            };
             Ok(McpServer::new(backend.clone(), rule))
         },
         sessions,
