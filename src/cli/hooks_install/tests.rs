@@ -331,6 +331,7 @@ fn gemini_entries_exact_text() {
             "SessionStart" => "sessionwatch-session-start",
             "BeforeAgent" => "sessionwatch-before-agent",
             "AfterTool" => "sessionwatch-after-tool",
+            "BeforeTool" => "sessionwatch-before-tool",
             _ => "sessionwatch-session-end",
         };
         let handler = serde_json::json!({ "type": "command", "name": name,
@@ -346,6 +347,7 @@ fn gemini_entries_exact_text() {
         serde_json::json!({ "hooks": {
             "SessionStart": entry("SessionStart", None),
             "BeforeAgent": entry("BeforeAgent", None),
+            "BeforeTool": entry("BeforeTool", Some("mcp_.*")),
             "AfterTool": entry("AfterTool", Some(".*")),
             "SessionEnd": entry("SessionEnd", None),
         } }),

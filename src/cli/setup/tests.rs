@@ -188,9 +188,9 @@ fn setup_checks_each_clis_own_hook_events() {
             "{{\"hooks\":[{{\"type\":\"command\",\"command\":\"/opt/sw/sessionwatch hook {e} --agent {cli}\"}}]}}"
         )
     };
-    let events = ["SessionStart", "BeforeAgent", "AfterTool", "SessionEnd"];
+    let events = ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "SessionEnd"];
     let hooks: Vec<String> = events.iter().map(|e| format!("\"{e}\": [{}]", entry(e, "gemini"))).collect();
     std::fs::write(&file, format!("{{ // c\n\"hooks\": {{{}}}}}", hooks.join(","))).unwrap();
-    assert!(super::hooks_installed(&file, exe, "gemini"), "Gemini's four events, in a file with a comment");
+    assert!(super::hooks_installed(&file, exe, "gemini"), "Gemini's five events, in a file with a comment");
     assert!(!super::hooks_installed(&file, exe, "claude"));
 }

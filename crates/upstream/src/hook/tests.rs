@@ -262,7 +262,7 @@ fn installed_events_per_cli() {
         names(HookCli::Codex),
         "SessionStart,UserPromptSubmit,PreToolUse,PostToolUse,Stop,SubagentStart,SubagentStop"
     );
-    assert_eq!(names(HookCli::Gemini), "SessionStart,BeforeAgent,AfterTool,SessionEnd");
+    assert_eq!(names(HookCli::Gemini), "SessionStart,BeforeAgent,BeforeTool,AfterTool,SessionEnd");
     assert_eq!(names(HookCli::Pi), "SessionStart,UserPromptSubmit,BeforeAgent,PostToolUse,SessionEnd");
 }
 
