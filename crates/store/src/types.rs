@@ -177,6 +177,9 @@ pub struct SessionFilter {
     /// Rows skipped before the first answered (paging).
     pub offset: u32,
     pub limit: u32,
+    /// Only native CLI sessions under way: a working directory known and a state other than `idle` (what a
+    /// start rebuilds workspace membership from, without reading every session).
+    pub native_active: bool,
 }
 
 /// A watch cursor with both of its ends (the dashboard's watch graph).

@@ -85,7 +85,9 @@ impl<S: Store> Gateway<S> {
         const PAGE: u32 = 500;
         let mut offset = 0;
         loop {
-            let filter = SessionFilter { offset, limit: PAGE, ..SessionFilter::default() };
+            // Only the sessions that can be members: paging over every session was quadratic at start.
+            let filter =
+                SessionFilter { offset, limit: PAGE, native_active: true, ..SessionFilter::default() };
             let rows = match self.kernel.store().list_sessions(filter).await {
                 Ok(rows) => rows,
                 Err(e) => {
@@ -94,9 +96,8 @@ impl<S: Store> Gateway<S> {
                 }
             };
             for row in &rows {
-                let Some(cwd) = row.cwd.as_deref().filter(|c| !c.is_empty()) else { continue };
-                if row.native_state.as_deref() == Some("idle") || row.kind == SessionKind::Workspace.as_str()
-                {
+                let Some(cwd) = row.cwd.as_deref() else { continue };
+                if row.kind == SessionKind::Workspace.as_str() {
                     continue;
                 }
                 let r = super::SessionRef { key: row.session_key.clone(), agent_id: row.agent_id.clone() };

@@ -115,6 +115,7 @@ impl PostgresStore {
             &format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= $1 \
                  AND ($2::text[] IS NULL OR kind = ANY($2)) AND ($4::text IS NULL OR agent_id = $4) \
+                 AND (NOT $6 OR (cwd <> '' AND native_state IS DISTINCT FROM 'idle')) \
                  ORDER BY updated_at DESC, session_key COLLATE \"C\" LIMIT $3 OFFSET $5"
             ),
             &[
@@ -123,6 +124,7 @@ impl PostgresStore {
                 &(filter.limit as i64),
                 &filter.agent_id,
                 &(filter.offset as i64),
+                &filter.native_active,
             ],
         )
         .await?

@@ -80,10 +80,11 @@ impl SqliteStore {
         self.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= ?1 AND (?2 IS NULL OR agent_id = ?2) \
+                 AND (NOT ?3 OR (cwd <> '' AND native_state IS NOT 'idle')) \
                  ORDER BY updated_at DESC, session_key"
             ))?;
             let rows = stmt
-                .query_map(params![filter.updated_since.unwrap_or(i64::MIN), filter.agent_id], session_from_row)?;
+                .query_map(params![filter.updated_since.unwrap_or(i64::MIN), filter.agent_id, filter.native_active], session_from_row)?;
             let mut out = vec![];
             let mut skipped = 0u32;
             for row in rows {

@@ -143,8 +143,14 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
             let kinds = r.chance(50).then(|| vec!["other".to_string()]);
             let agent_id = r.chance(30).then(|| "main".to_string());
             let offset = if r.chance(30) { 1 } else { 0 };
-            let filter =
-                SessionFilter { kinds, agent_id, updated_since: Some(now - HOUR_MS), offset, limit: 3 };
+            let filter = SessionFilter {
+                kinds,
+                agent_id,
+                updated_since: Some(now - HOUR_MS),
+                offset,
+                limit: 3,
+                native_active: false,
+            };
             show(s.list_sessions(filter).await)
         }
         76 => {

@@ -70,6 +70,18 @@ pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) 
     assert_eq!(keys(s.list_sessions(second_page).await.unwrap()), vec!["agent:main:c"]);
     let past_the_end = SessionFilter { offset: 4, limit: 10, ..SessionFilter::default() };
     assert!(s.list_sessions(past_the_end).await.unwrap().is_empty());
+    // Native sessions under way: a working directory, and not idle.
+    s.set_native_state("agent:main:a".into(), "main".into(), Some("/w".into()), Some("running".into()))
+        .await
+        .unwrap();
+    s.set_native_state("agent:main:c".into(), "main".into(), Some("/w".into()), None).await.unwrap();
+    s.set_native_state("agent:main:d".into(), "main".into(), Some("/w".into()), Some("idle".into()))
+        .await
+        .unwrap();
+    let active = SessionFilter { native_active: true, limit: 10, ..SessionFilter::default() };
+    let mut found = keys(s.list_sessions(active).await.unwrap());
+    found.sort();
+    assert_eq!(found, vec!["agent:main:a", "agent:main:c"], "no idle one, none without a directory");
 }
 
 /// `sessions_list`'s run state and children, and `sessions_history`'s unread inbox (issue 33 item 10).
