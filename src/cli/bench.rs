@@ -79,7 +79,33 @@ pub enum BenchWhat {
         /// Where the bench databases and files go (default: a temporary dir).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// Run only these parts (repeatable; default: all, in this order).
+        #[arg(long = "part", value_enum, value_name = "PART")]
+        parts: Vec<ScalePart>,
     },
+}
+
+/// `bench scale --part`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum ScalePart {
+    Pages,
+    Startup,
+    Rss,
+    Prune,
+    Monitor,
+}
+
+impl From<ScalePart> for sessionwatch_bench::scale::Part {
+    fn from(p: ScalePart) -> Self {
+        use sessionwatch_bench::scale::Part;
+        match p {
+            ScalePart::Pages => Part::Pages,
+            ScalePart::Startup => Part::Startup,
+            ScalePart::Rss => Part::Rss,
+            ScalePart::Prune => Part::Prune,
+            ScalePart::Monitor => Part::Monitor,
+        }
+    }
 }
 
 fn print(figures: Vec<Figure>, json: bool) {
@@ -129,7 +155,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     .await??;
             print(figures, json);
         }
-        BenchWhat::Scale { json, quick, events, dir } => {
+        BenchWhat::Scale { json, quick, events, dir, parts } => {
             let tmp = tempfile::tempdir()?;
             let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
             let mut sizes = if quick {
@@ -141,7 +167,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 sizes = sizes.with_events(n);
             }
             let exe = std::env::current_exe()?;
-            print(sessionwatch_bench::scale::run(&exe, &dir, &sizes).await?, json);
+            let parts: Vec<_> = if parts.is_empty() {
+                sessionwatch_bench::scale::Part::ALL.to_vec()
+            } else {
+                parts.into_iter().map(Into::into).collect()
+            };
+            print(sessionwatch_bench::scale::run(&exe, &dir, &sizes, &parts).await?, json);
         }
     }
     Ok(ExitCode::SUCCESS)
