@@ -11,7 +11,6 @@
 //! Output: one figure per line; with `--json`, one object `{"name","value","unit"}` per line.
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 use sessionwatch_bench::Figure;
 use std::process::ExitCode;
 
@@ -112,12 +111,14 @@ fn print(figures: Vec<Figure>, json: bool) {
     for f in figures {
         if json {
             // Keys in the documented order: name, value, unit.
-            println!(
-                "{{\"name\":{},\"value\":{},\"unit\":{}}}",
-                json!(f.name),
-                json!(round(f.value)),
-                json!(f.unit)
-            );
+            #[derive(serde::Serialize)]
+            struct FigureJson<'a> {
+                name: &'a str,
+                value: f64,
+                unit: &'a str,
+            }
+            let line = FigureJson { name: &f.name, value: round(f.value), unit: f.unit };
+            println!("{}", serde_json::to_string(&line).unwrap_or_default());
         } else {
             println!("{:<40} {:>14.3} {}", f.name, f.value, f.unit);
         }
