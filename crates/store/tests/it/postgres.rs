@@ -3,6 +3,7 @@
 
 use crate::conformance::Harness;
 use sessionwatch_store::PostgresStore;
+use sessionwatch_store::SignalLog;
 use sessionwatch_store::postgres::testing::{TestSchema, admin_client};
 
 /// The suite calls `make` synchronously inside its (multi-threaded) tokio test.
@@ -43,7 +44,7 @@ crate::conformance_suite!(make);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_lone_append_strands_no_append_queued_behind_it() {
     use sessionwatch_core::{Limit, NewEvent};
-    use sessionwatch_store::{AppendOutcome, AppendRequest, Store};
+    use sessionwatch_store::{AppendOutcome, AppendRequest};
     use std::time::Duration;
     const T: &str = "agent:main:subagent:locked";
     const T2: &str = "agent:main:subagent:free";

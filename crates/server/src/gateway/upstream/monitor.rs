@@ -58,7 +58,7 @@ impl<S: Store> Gateway<S> {
         let _guard = TickGuard(&self.monitor_running);
         let started = Instant::now();
         let mut report = TickReport::default();
-        let links = match self.kernel.store().watched_links().await {
+        let links = match self.store.watched_links().await {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!(error = %e, "upstream monitor: listing watched links failed");
@@ -119,7 +119,7 @@ impl<S: Store> Gateway<S> {
         }
         let ambiguous: Vec<String> =
             agents.iter().filter(|(_, n)| **n > 1).map(|(k, _)| (*k).to_string()).collect();
-        let store = self.kernel.store();
+        let store = &self.store;
         let mut out = Vec::new();
         for link in links {
             // A remote node checks its own sources (`sessionwatch node`); the gateway cannot read them.
@@ -189,8 +189,7 @@ impl<S: Store> Gateway<S> {
         let link = &w.link;
         if link.missing_streak > 0
             && let Err(e) = self
-                .kernel
-                .store()
+                .store
                 .set_link_missing_streak(link.session_key.clone(), link.agent_id.clone(), link.updated_at, 0)
                 .await
         {
@@ -233,8 +232,7 @@ impl<S: Store> Gateway<S> {
             }
         }
         let advanced = self
-            .kernel
-            .store()
+            .store
             .advance_link_marker(
                 link.session_key.clone(),
                 link.agent_id.clone(),
@@ -259,7 +257,7 @@ impl<S: Store> Gateway<S> {
     /// A definitive "gone": the durable streak grows; at [`MISSING_THRESHOLD`] `upstream_missing` is
     /// recorded (once: deduplicated per link version) and the link removed.
     async fn apply_missing(&self, w: &Work, report: &mut TickReport) {
-        let store = self.kernel.store();
+        let store = &self.store;
         let link = &w.link;
         let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
         report.missing += 1;
