@@ -32,7 +32,22 @@ fn make() -> Option<(Harness<PostgresStore>, TestSchema)> {
                 assert_eq!(n, 1, "the cursor to make legacy exists");
             })
         });
-        Some((Harness { store, make_legacy }, schema))
+        let (url, name) = (schema.url().to_string(), schema.schema().to_string());
+        let fail_appends = Box::new(move |_: &PostgresStore| {
+            block_on(async {
+                let admin = admin_client(&url).await.expect("admin connection");
+                admin
+                    .batch_execute(&format!(
+                        "CREATE FUNCTION {name}.fail_appends() RETURNS trigger LANGUAGE plpgsql AS \
+                         $$ BEGIN RAISE EXCEPTION 'appends fail'; END $$; \
+                         CREATE TRIGGER fail_appends BEFORE INSERT ON {name}.session_state_events \
+                         FOR EACH ROW EXECUTE FUNCTION {name}.fail_appends()"
+                    ))
+                    .await
+                    .expect("install the failing trigger");
+            })
+        });
+        Some((Harness { store, make_legacy, fail_appends }, schema))
     })
 }
 

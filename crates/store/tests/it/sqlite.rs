@@ -29,7 +29,16 @@ fn make_with(options: SqliteOptions) -> (Harness<SqliteStore>, TempDir) {
             .expect("make legacy");
         assert_eq!(n, 1, "the cursor to make legacy exists");
     });
-    (Harness { store, make_legacy }, dir)
+    let fail_appends = Box::new(|s: &SqliteStore| {
+        let conn = rusqlite::Connection::open(s.path()).expect("open raw");
+        conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+        conn.execute_batch(
+            "CREATE TRIGGER fail_appends BEFORE INSERT ON session_state_events_staged \
+             BEGIN SELECT RAISE(ABORT, 'appends fail'); END",
+        )
+        .expect("install the failing trigger");
+    });
+    (Harness { store, make_legacy, fail_appends }, dir)
 }
 
 crate::conformance_suite!(make);
