@@ -258,6 +258,30 @@ pub struct Turn {
     pub host_id: Option<String>,
 }
 
+impl Turn {
+    /// The inbox item the turn leaves for the session's next turn (its id given by the store).
+    pub fn inbox_item(&self, now: Millis) -> InboxItem {
+        InboxItem {
+            id: 0,
+            run_id: self.run_id.clone(),
+            from_session: self.from_session.clone(),
+            text: self.text.clone(),
+            created_at: now,
+        }
+    }
+
+    /// The transcript message the turn appends.
+    pub fn message(&self) -> NewMessage {
+        NewMessage {
+            session_id: self.session_id.clone(),
+            role: "user".into(),
+            text: self.text.clone(),
+            run_id: self.run_id.clone(),
+            from_session: self.from_session.clone(),
+        }
+    }
+}
+
 /// What [`SessionStore::record_turn`](crate::SessionStore::record_turn) wrote.
 #[derive(Debug)]
 pub struct TurnOutcome {

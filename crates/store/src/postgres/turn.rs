@@ -3,14 +3,14 @@
 
 use super::log::{Staged, head};
 use super::{PostgresStore, runs, sessions};
-use crate::{AppendOutcome, InboxItem, NewMessage, Result, Turn, TurnOutcome};
+use crate::{AppendOutcome, Result, Turn, TurnOutcome};
 use sessionwatch_core::Millis;
 
 impl PostgresStore {
     /// The append comes first, under a savepoint: it locks the session's head row before the session row
     /// (the order every append keeps), and its failure rolls back only itself.
     pub(crate) async fn record_turn_pg(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {
-        let Turn { session_key: key, agent_id: agent, session_id, text, run_id, from_session, .. } = turn;
+        let (key, agent) = (&turn.session_key, &turn.agent_id);
         let mut client = self.client().await?;
         let mut tx = client.transaction().await?;
         let (event, committed) = match &turn.event {
@@ -28,19 +28,11 @@ impl PostgresStore {
             runs::create_run(&tx, run).await?;
         }
         if turn.touch {
-            sessions::touch_session(&tx, &key, &agent, turn.host_id.as_deref(), now).await?;
+            sessions::touch_session(&tx, key, agent, turn.host_id.as_deref(), now).await?;
         }
-        let item = InboxItem {
-            id: 0,
-            run_id: run_id.clone(),
-            from_session: from_session.clone(),
-            text: text.clone(),
-            created_at: now,
-        };
-        let inbox_id = sessions::push_inbox(&tx, &key, &agent, &item).await?;
-        let message = NewMessage { session_id, role: "user".into(), text, run_id, from_session };
-        let message_id = sessions::append_message(&tx, &key, &agent, &message, now).await?;
-        let head = head(&tx, &key, &agent).await?;
+        let inbox_id = sessions::push_inbox(&tx, key, agent, &turn.inbox_item(now)).await?;
+        let message_id = sessions::append_message(&tx, key, agent, &turn.message(), now).await?;
+        let head = head(&tx, key, agent).await?;
         tx.commit().await?;
         if let Some((event, row)) = committed {
             self.inner.tail.committed(event, row);

@@ -5,7 +5,7 @@ use super::sessions::TranscriptLengths;
 use super::transaction::WriteTx;
 use super::{SqliteStore, log};
 use crate::tail::HeadRow;
-use crate::{InboxItem, NewMessage, Result, Turn, TurnOutcome};
+use crate::{Result, Turn, TurnOutcome};
 use sessionwatch_core::Millis;
 
 impl SqliteStore {
@@ -15,12 +15,11 @@ impl SqliteStore {
     pub(crate) fn record_turn_op(
         tx: &WriteTx<'_>,
         lengths: &TranscriptLengths,
-        turn: Turn,
+        mut turn: Turn,
         now: Millis,
         fold_every: i64,
     ) -> Result<(TurnOutcome, Option<HeadRow>)> {
-        let Turn { session_key: key, agent_id: agent, session_id, text, run_id, from_session, .. } = turn;
-        let (event, row) = match turn.event {
+        let (event, row) = match turn.event.take() {
             None => (None, None),
             Some(req) => {
                 tx.execute_batch("SAVEPOINT turn_event")?;
@@ -37,23 +36,16 @@ impl SqliteStore {
                 }
             }
         };
+        let (key, agent) = (turn.session_key.as_str(), turn.agent_id.as_str());
         if let Some(run) = &turn.run {
             SqliteStore::create_run_op(tx, run)?;
         }
         if turn.touch {
-            SqliteStore::touch_session_op(tx, &key, &agent, turn.host_id.as_deref(), now)?;
+            SqliteStore::touch_session_op(tx, key, agent, turn.host_id.as_deref(), now)?;
         }
-        let item = InboxItem {
-            id: 0,
-            run_id: run_id.clone(),
-            from_session: from_session.clone(),
-            text: text.clone(),
-            created_at: now,
-        };
-        let inbox_id = SqliteStore::push_inbox_op(tx, &key, &agent, &item)?;
-        let message = NewMessage { session_id, role: "user".into(), text, run_id, from_session };
-        let message_id = SqliteStore::append_message_op(tx, lengths, &key, &agent, &message, now)?;
-        let head = log::head(tx, &key, &agent)?;
+        let inbox_id = SqliteStore::push_inbox_op(tx, key, agent, &turn.inbox_item(now))?;
+        let message_id = SqliteStore::append_message_op(tx, lengths, key, agent, &turn.message(), now)?;
+        let head = log::head(tx, key, agent)?;
         Ok((TurnOutcome { inbox_id, message_id, event, head }, row))
     }
 }
