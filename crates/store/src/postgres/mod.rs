@@ -421,7 +421,7 @@ impl SessionStore for PostgresStore {
         host: Option<String>,
         now: Millis,
     ) -> Result<()> {
-        self.touch_session_pg(&key, &agent, host.as_deref(), now).await
+        sessions::touch_session(&self.client().await?, &key, &agent, host.as_deref(), now).await
     }
 
     async fn append_message(
@@ -431,7 +431,11 @@ impl SessionStore for PostgresStore {
         message: NewMessage,
         now: Millis,
     ) -> Result<i64> {
-        self.append_message_pg(&key, &agent, &message, now).await
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let id = sessions::append_message(&tx, &key, &agent, &message, now).await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     async fn messages(&self, key: String, agent: String, limit: u32) -> Result<Vec<TranscriptMessage>> {
@@ -439,7 +443,7 @@ impl SessionStore for PostgresStore {
     }
 
     async fn push_inbox(&self, key: String, agent: String, item: InboxItem) -> Result<i64> {
-        self.push_inbox_pg(&key, &agent, &item).await
+        sessions::push_inbox(&self.client().await?, &key, &agent, &item).await
     }
 
     async fn pending_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {
@@ -458,7 +462,11 @@ impl SessionStore for PostgresStore {
     }
 
     async fn create_run(&self, run: RunRow) -> Result<()> {
-        self.create_run_pg(&run).await
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        runs::create_run(&tx, &run).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn get_run(&self, run_id: String) -> Result<Option<RunRow>> {

@@ -66,14 +66,6 @@ pub(crate) async fn create_run<C: GenericClient + Sync>(tx: &C, run: &RunRow) ->
 }
 
 impl PostgresStore {
-    pub(crate) async fn create_run_pg(&self, run: &RunRow) -> Result<()> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        create_run(&tx, run).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
     pub(crate) async fn finish_run_pg(
         &self,
         run_id: &str,

@@ -264,34 +264,6 @@ impl PostgresStore {
         Ok(n > 0)
     }
 
-    pub(crate) async fn touch_session_pg(
-        &self,
-        key: &str,
-        agent: &str,
-        host: Option<&str>,
-        now: Millis,
-    ) -> Result<()> {
-        touch_session(&self.client().await?, key, agent, host, now).await
-    }
-
-    pub(crate) async fn append_message_pg(
-        &self,
-        key: &str,
-        agent: &str,
-        m: &NewMessage,
-        now: Millis,
-    ) -> Result<i64> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let id = append_message(&tx, key, agent, m, now).await?;
-        tx.commit().await?;
-        Ok(id)
-    }
-
-    pub(crate) async fn push_inbox_pg(&self, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
-        push_inbox(&self.client().await?, key, agent, item).await
-    }
-
     pub(crate) async fn messages_pg(
         &self,
         key: &str,
