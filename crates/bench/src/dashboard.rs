@@ -4,7 +4,7 @@
 use crate::{Figure, percentile};
 use sessionwatch_core::{AgentSessionKey, Provenance};
 use sessionwatch_server::embedded::Embedded;
-use sessionwatch_store::{NewSession, Store};
+use sessionwatch_store::{NewSession, SessionStore, SignalLog};
 use std::time::{Duration, Instant};
 
 const SESSIONS: usize = 10_000;
@@ -17,7 +17,7 @@ fn key(i: usize) -> String {
 
 /// Fills the embedded gateway's store directly (the HTTP path is not what this measures).
 async fn populate(gw: &Embedded, sessions: usize) -> anyhow::Result<()> {
-    let store = gw.gateway.kernel().store();
+    let store = gw.gateway.store();
     let now = gw.gateway.kernel().now();
     for chunk in (0..sessions).collect::<Vec<_>>().chunks(256) {
         let writes = chunk.iter().map(|&i| {

@@ -66,8 +66,18 @@ fn big_retention() -> RetentionPolicy {
 }
 
 async fn kernel<B: BenchBackend>(b: &B, name: &str, retention: RetentionPolicy) -> BenchResult<Kernel<B::S>> {
+    Ok(kernel_on(b, name, retention).await?.0)
+}
+
+/// The kernel and a handle on its store, for the fixtures that fill the store beneath it (drop both
+/// before `close`).
+async fn kernel_on<B: BenchBackend>(
+    b: &B,
+    name: &str,
+    retention: RetentionPolicy,
+) -> BenchResult<(Kernel<B::S>, B::S)> {
     let store = b.open(name).await?;
-    Ok(Kernel::start(store, Arc::new(SystemClock), config(retention)).await)
+    Ok((Kernel::start(store.clone(), Arc::new(SystemClock), config(retention)).await, store))
 }
 
 fn per_second(n: u64, elapsed: Duration) -> f64 {
@@ -212,7 +222,7 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     {
         let name = "append-100-sessions";
         let k = kernel(b, name, big_retention()).await?;
-        let before = k.store().group_commits();
+        let before = k.group_commits();
         let block = sz.appends / ALTERNATING_BLOCKS;
         let (mut elapsed, mut raw) = (Duration::ZERO, Duration::ZERO);
         for i in 0..ALTERNATING_BLOCKS {
@@ -224,7 +234,7 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
             tokio::time::sleep(SETTLE).await;
             raw += b.raw_batched_loop(first, block).await?;
         }
-        let group = k.store().group_commits().since(before);
+        let group = k.group_commits().since(before);
         drop(k);
         b.close(name).await;
         b.close("raw-batched").await;
@@ -289,9 +299,10 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     // changesSince(limit 200) at random positions of a big log.
     {
         let name = "changes-since";
-        let k = kernel(b, name, big_retention()).await?;
+        let (k, store) = kernel_on(b, name, big_retention()).await?;
         let key = "agent:main:subagent:log";
-        b.fill_events(name, k.store(), &[(key.into(), "main".into())], sz.log_rows).await?;
+        b.fill_events(name, &store, &[(key.into(), "main".into())], sz.log_rows).await?;
+        drop(store);
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
         let mut lat = Vec::with_capacity(sz.queries);
         for _ in 0..sz.queries {
@@ -359,10 +370,11 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     {
         let name = "prune";
         let retention = RetentionPolicy { max_rows: sz.prune_to, ..RetentionPolicy::default() };
-        let k = kernel(b, name, retention).await?;
+        let (k, store) = kernel_on(b, name, retention).await?;
         let sessions: Vec<(String, String)> =
             (0..100).map(|i| (format!("agent:main:subagent:p{i}"), "main".to_string())).collect();
-        b.fill_events(name, k.store(), &sessions, sz.prune_from / 100).await?;
+        b.fill_events(name, &store, &sessions, sz.prune_from / 100).await?;
+        drop(store);
         let start = Instant::now();
         let report = k.prune_now().await.map_err(|e| format!("prune: {e}"))?;
         let elapsed = start.elapsed();
@@ -375,7 +387,7 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     // The start-up sweep over 100k cursors (1,000 watchers × 100 targets), a tenth of them pending.
     {
         let name = "sweep";
-        let k = kernel(b, name, big_retention()).await?;
+        let (k, store) = kernel_on(b, name, big_retention()).await?;
         let watchers = sz.cursors / 100;
         let mut cursors = Vec::with_capacity(sz.cursors as usize);
         for w in 0..watchers {
@@ -385,7 +397,8 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
                 cursors.push((format!("agent:w{w}:main"), format!("agent:main:subagent:t{t}"), l, n, m));
             }
         }
-        b.fill_cursors(name, k.store(), cursors).await?;
+        b.fill_cursors(name, &store, cursors).await?;
+        drop(store);
         let start = Instant::now();
         let reopened = k.sweep().await;
         let elapsed = start.elapsed();

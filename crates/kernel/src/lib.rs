@@ -1,7 +1,9 @@
 //! The kernel: the signal log, watches and notices put together for a running process.
 //!
 //! It owns what lives in memory (each session's bounded system-event queue, wake coalescing, the prune
-//! schedule, the cross-gateway listener) and drives the [`Store`] for everything durable. Recording is
+//! schedule, the cross-gateway listener) and drives the [`SignalLog`] for everything durable; of the
+//! [`SessionStore`](sessionwatch_store::SessionStore) it needs only the watcher's row (registration) and
+//! the host record (`host_session`). Nobody else drives the log: the gateway reads it through here. Recording is
 //! best effort: no method here returns an error that could break the caller's turn; failures are logged
 //! and reported as values. One module per job: `log` (recording and reads), `notices` (queues, drain,
 //! acknowledgement, sweep and reconciliation), `watches`, `wake`, `prune`, `listener`.
@@ -19,7 +21,7 @@ pub use watches::WatchOutcome;
 
 use queues::Queues;
 use sessionwatch_core::{Clock, HOUR_MS, Millis};
-use sessionwatch_store::{RetentionPolicy, Store};
+use sessionwatch_store::{RetentionPolicy, SignalLog};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -136,7 +138,7 @@ impl<S> Clone for Kernel<S> {
     }
 }
 
-impl<S: Store> Kernel<S> {
+impl<S: SignalLog> Kernel<S> {
     /// Builds the kernel and runs the start-up sweep (re-creating pending notices from durable cursors),
     /// then a forced prune.
     pub async fn start(store: S, clock: Arc<dyn Clock>, config: KernelConfig) -> Kernel<S> {
@@ -167,10 +169,6 @@ impl<S: Store> Kernel<S> {
             kernel.spawn_listener(rx);
         }
         kernel
-    }
-
-    pub fn store(&self) -> &S {
-        &self.inner.store
     }
 
     pub fn config(&self) -> &KernelConfig {

@@ -1,13 +1,13 @@
 //! The cross-gateway listener: the store's wake-ups from other gateways become reconciliations.
 
 use crate::{Inner, Kernel};
-use sessionwatch_store::{HostSignal, Store};
+use sessionwatch_store::{HostSignal, SignalLog};
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use tokio::sync::mpsc;
 
-impl<S: Store> Kernel<S> {
+impl<S: SignalLog> Kernel<S> {
     /// Runs the cross-gateway listener: on [`HostSignal::Listening`] (start and every reconnect) every
     /// hosted watcher is reconciled, on [`HostSignal::Watcher`] that watcher (bursts are coalesced).
     /// [`Kernel::start`] calls it when `host_id` is set and the store can push; the task stops at

@@ -1,8 +1,12 @@
 //! Recording events (best effort) and reading the log back.
 
 use crate::{Kernel, Signal};
-use sessionwatch_core::{AgentSessionKey, ChangesPage, Limit, NewEvent, RecordPolicy, StoredEvent};
-use sessionwatch_store::{AppendOutcome, AppendRequest, Head, Store, StoreError};
+use sessionwatch_core::{
+    AgentSessionKey, ChangesPage, Cursor, EventKind, Limit, Millis, NewEvent, RecordPolicy, StoredEvent,
+};
+use sessionwatch_store::{
+    AppendOutcome, AppendRequest, GroupCommits, Head, SignalLog, StoreError, WatchEdge,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -30,21 +34,39 @@ impl RecordOutcome {
     }
 }
 
-impl<S: Store> Kernel<S> {
+impl<S: SignalLog> Kernel<S> {
     /// Appends an event, best effort, under `policy` (who else learns of it, whether it is written
     /// when unwatched: [`RecordPolicy`]). Notices it causes are queued (and may wake) before this
     /// answers.
     pub async fn record(&self, event: NewEvent, policy: RecordPolicy) -> RecordOutcome {
         let now = self.now();
-        let kind = event.kind;
-        let key = event.session_key.clone();
-        let req = AppendRequest {
+        let req = self.append_request(event, policy);
+        let (kind, key) = (req.event.kind, req.event.session_key.clone());
+        let result = self.inner.store.append(req, now).await;
+        self.recorded(kind, key, result, now)
+    }
+
+    /// The append of `event` under `policy` from this gateway, for a store write that carries it (a
+    /// turn's, [`sessionwatch_store::SessionStore::record_turn`]); its result goes to [`Kernel::recorded`].
+    pub fn append_request(&self, event: NewEvent, policy: RecordPolicy) -> AppendRequest {
+        AppendRequest {
             event,
             policy,
             watcher_store: self.inner.config.store_identity.clone(),
             host_id: self.inner.config.host_id.clone(),
-        };
-        match self.inner.store.append(req, now).await {
+        }
+    }
+
+    /// What follows an append of `kind` to session `key` (made at `now`): its notices are queued (and may
+    /// wake), the change is signalled, a failure logged and counted.
+    pub fn recorded(
+        &self,
+        kind: EventKind,
+        key: String,
+        result: Result<AppendOutcome, StoreError>,
+        now: Millis,
+    ) -> RecordOutcome {
+        match result {
             Ok(AppendOutcome::Recorded { event, notices }) => {
                 self.inner.metrics.events_recorded.fetch_add(1, Ordering::Relaxed);
                 let _ = self.inner.signals.send(Signal::Changed { session: key, sequence: event.sequence });
@@ -105,5 +127,20 @@ impl<S: Store> Kernel<S> {
             .state_versions(sessions)
             .await
             .inspect_err(|e| tracing::warn!(error = %e, "state versions read failed"))
+    }
+
+    /// The durable cursor of `watcher` on `target`, if any.
+    pub async fn cursor(&self, watcher: &str, target: &str) -> Result<Option<Cursor>, StoreError> {
+        self.inner.store.cursor(watcher.to_string(), target.to_string()).await
+    }
+
+    /// The watches with one of `keys` on either end, ordered by (watcher, target), at most `limit`.
+    pub async fn watch_edges(&self, keys: Vec<String>, limit: u32) -> Result<Vec<WatchEdge>, StoreError> {
+        self.inner.store.watch_edges(keys, limit).await
+    }
+
+    /// The store's group commits so far (`/metrics`).
+    pub fn group_commits(&self) -> GroupCommits {
+        self.inner.store.group_commits()
     }
 }

@@ -3,11 +3,11 @@
 
 use crate::{Kernel, Signal};
 use sessionwatch_core::{Acknowledged, AgentSessionKey, Notice, QueuedEvent, is_self_caused};
-use sessionwatch_store::Store;
+use sessionwatch_store::{SessionStore, SignalLog};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-impl<S: Store> Kernel<S> {
+impl<S: SignalLog> Kernel<S> {
     /// Re-creates every pending notice from the durable cursors. Answers how many were queued.
     pub async fn sweep(&self) -> usize {
         let now = self.now();
@@ -118,17 +118,9 @@ impl<S: Store> Kernel<S> {
         added
     }
 
-    /// A gateway serves `key` (an inbound turn, a turn, a stream): records that this gateway hosts it
-    /// (when `host_id` is set) and delivers any notice pending for it, e.g. one pushed to its previous
-    /// host.
-    pub async fn host_session(&self, key: &str, agent_id: &str) {
-        let now = self.now();
-        let host = self.inner.config.host_id.clone();
-        if let Err(e) = self.inner.store.touch_session(key.to_string(), agent_id.to_string(), host, now).await
-        {
-            tracing::warn!(error = %e, session = key, "recording the session's host failed");
-            return;
-        }
+    /// The store recorded that this gateway serves `key` (a turn's [`SessionStore::record_turn`]): with
+    /// a `host_id`, delivers any notice pending for it, e.g. one pushed to its previous host.
+    pub async fn served(&self, key: &str) {
         if self.inner.config.host_id.is_some() {
             self.reconcile_watcher(key).await;
         }
@@ -244,5 +236,22 @@ impl<S: Store> Kernel<S> {
             let _ = self.inner.signals.send(Signal::Acknowledged { session: watcher.to_string(), notices });
         }
         Some(claimed)
+    }
+}
+
+/// What needs the session rows besides the log.
+impl<S: SignalLog + SessionStore> Kernel<S> {
+    /// A gateway serves `key` (an inbound turn, a turn, a stream): records that this gateway hosts it
+    /// (when `host_id` is set) and delivers any notice pending for it, e.g. one pushed to its previous
+    /// host.
+    pub async fn host_session(&self, key: &str, agent_id: &str) {
+        let now = self.now();
+        let host = self.inner.config.host_id.clone();
+        if let Err(e) = self.inner.store.touch_session(key.to_string(), agent_id.to_string(), host, now).await
+        {
+            tracing::warn!(error = %e, session = key, "recording the session's host failed");
+            return;
+        }
+        self.served(key).await;
     }
 }

@@ -2,10 +2,10 @@
 
 use crate::Kernel;
 use sessionwatch_core::Millis;
-use sessionwatch_store::{PruneReport, Store, StoreError};
+use sessionwatch_store::{PruneReport, SignalLog, StoreError};
 use std::sync::atomic::Ordering;
 
-impl<S: Store> Kernel<S> {
+impl<S: SignalLog> Kernel<S> {
     /// Prunes now (forced). Watches retention removed take their queued notices with them, as an
     /// unwatch, a reset or a delete does.
     pub async fn prune_now(&self) -> Result<PruneReport, StoreError> {

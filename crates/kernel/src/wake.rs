@@ -3,10 +3,10 @@
 
 use crate::{Kernel, Signal};
 use sessionwatch_core::AgentSessionKey;
-use sessionwatch_store::Store;
+use sessionwatch_store::SignalLog;
 use std::sync::atomic::Ordering;
 
-impl<S: Store> Kernel<S> {
+impl<S: SignalLog> Kernel<S> {
     /// Wakes at once unless the session was woken within the coalescing window; then one trailing wake
     /// goes out when the window ends, if the session still has something queued by then.
     /// The reason a wake gives is `session-state:<target>`.

@@ -5,7 +5,7 @@ use sessionwatch_core::{
     AgentSessionKey, Provenance, RegisterDecision, SkipReason, check_watch_address, classify_session_kind,
     context_key,
 };
-use sessionwatch_store::{NewSession, Store, StoreError};
+use sessionwatch_store::{NewSession, SessionStore, SignalLog, StoreError};
 
 /// What [`Kernel::register_watch`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +29,46 @@ impl WatchOutcome {
     }
 }
 
-impl<S: Store> Kernel<S> {
+impl<S: SignalLog> Kernel<S> {
+    /// Drops a watch and any notice it has queued.
+    pub async fn unwatch(&self, watcher: &str, target: &str) -> bool {
+        let (Some(w), Some(t)) = (AgentSessionKey::parse(watcher), AgentSessionKey::parse(target)) else {
+            return false;
+        };
+        self.inner.queues.remove(w.as_str(), &context_key(&t));
+        match self.inner.store.unwatch(w.as_str().to_string(), t.as_str().to_string()).await {
+            Ok(existed) => existed,
+            Err(e) => {
+                tracing::warn!(error = %e, watcher, target, "unwatch failed");
+                false
+            }
+        }
+    }
+
+    /// A watcher session was reset: all its cursors go, with their queued notices.
+    pub async fn reset_watcher(&self, watcher: &str) -> Result<usize, StoreError> {
+        let targets = self.inner.store.clear_watcher(watcher.to_string()).await?;
+        for t in &targets {
+            if let Some(t) = AgentSessionKey::parse(t) {
+                self.inner.queues.remove(watcher, &context_key(&t));
+            }
+        }
+        Ok(targets.len())
+    }
+
+    /// A session was deleted: its history, head and every cursor on either side go, with queued notices.
+    pub async fn delete_session(&self, key: &str, agent_id: &str) -> Result<(), StoreError> {
+        self.inner.store.delete_session_state(key.to_string(), agent_id.to_string()).await?;
+        self.inner.queues.forget(key);
+        if let Some(t) = AgentSessionKey::parse(key) {
+            self.inner.queues.remove_everywhere(&context_key(&t));
+        }
+        Ok(())
+    }
+}
+
+/// Registration needs the watcher's session row: the sweep restores notices only of watchers that exist.
+impl<S: SignalLog + SessionStore> Kernel<S> {
     /// Registers `watcher` on `target` at the target's current head ([`sessionwatch_core::decide_registration`]).
     pub async fn register_watch(&self, watcher: &str, target: &str, provenance: Provenance) -> WatchOutcome {
         if let Err(reason) = check_watch_address(watcher, target) {
@@ -69,41 +108,5 @@ impl<S: Store> Kernel<S> {
         if let Err(e) = self.inner.store.ensure_session(new, self.now()).await {
             tracing::warn!(error = %e, session = %key, "could not ensure the session row");
         }
-    }
-
-    /// Drops a watch and any notice it has queued.
-    pub async fn unwatch(&self, watcher: &str, target: &str) -> bool {
-        let (Some(w), Some(t)) = (AgentSessionKey::parse(watcher), AgentSessionKey::parse(target)) else {
-            return false;
-        };
-        self.inner.queues.remove(w.as_str(), &context_key(&t));
-        match self.inner.store.unwatch(w.as_str().to_string(), t.as_str().to_string()).await {
-            Ok(existed) => existed,
-            Err(e) => {
-                tracing::warn!(error = %e, watcher, target, "unwatch failed");
-                false
-            }
-        }
-    }
-
-    /// A watcher session was reset: all its cursors go, with their queued notices.
-    pub async fn reset_watcher(&self, watcher: &str) -> Result<usize, StoreError> {
-        let targets = self.inner.store.clear_watcher(watcher.to_string()).await?;
-        for t in &targets {
-            if let Some(t) = AgentSessionKey::parse(t) {
-                self.inner.queues.remove(watcher, &context_key(&t));
-            }
-        }
-        Ok(targets.len())
-    }
-
-    /// A session was deleted: its history, head and every cursor on either side go, with queued notices.
-    pub async fn delete_session(&self, key: &str, agent_id: &str) -> Result<(), StoreError> {
-        self.inner.store.delete_session_state(key.to_string(), agent_id.to_string()).await?;
-        self.inner.queues.forget(key);
-        if let Some(t) = AgentSessionKey::parse(key) {
-            self.inner.queues.remove_everywhere(&context_key(&t));
-        }
-        Ok(())
     }
 }

@@ -65,7 +65,7 @@ impl HttpMetrics {
             ),
             ("sessionwatch_wakes_total", "Wake signals sent to main-session watchers.", &m.wakes),
         ];
-        let group = kernel.store().group_commits();
+        let group = kernel.group_commits();
         let store_counters = [
             (
                 "sessionwatch_store_group_commits_total",

@@ -1,6 +1,8 @@
-//! The durable state of sessionwatch: the signal log, per-session heads and floors, watch cursors and
-//! sessions. This is the only crate that speaks SQL. Every backend implements [`Store`] with the same
-//! behaviour, checked by one conformance suite (`tests/it/conformance.rs`).
+//! The durable state of sessionwatch, one trait per concern: the [`SignalLog`] (events, per-session heads
+//! and floors, watch cursors, retention), the [`SessionStore`] (sessions, transcript, inbox, runs) and
+//! [`Links`] (upstream links, remote nodes). This is the only crate that speaks SQL. Every backend
+//! implements each trait once with the same behaviour, checked by one conformance suite per trait
+//! (`tests/it/conformance.rs`); [`Store`] names a backend that implements all three.
 
 mod error;
 mod payload;
@@ -22,8 +24,16 @@ use std::future::Future;
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-/// One interface over SQLite and PostgreSQL. Times are passed in (`now`) so callers own the clock.
-pub trait Store: Send + Sync + 'static {
+/// A backend with every concern: what the gateway holds. Both backends are cheap-to-clone handles, so the
+/// kernel (the log) and the gateway (sessions, links) share one. Times are passed in (`now`) so callers
+/// own the clock.
+pub trait Store: SignalLog + SessionStore + Links + Clone {}
+
+impl<S: SignalLog + SessionStore + Links + Clone> Store for S {}
+
+/// The signal log: appends (dedupe, head bump, cursor moves in one transaction), pages and heads, watch
+/// cursors (registration, acknowledgement, sweep, reconciliation) and retention. The kernel drives it.
+pub trait SignalLog: Send + Sync + 'static {
     /// Appends one event in one write transaction: dedupe, head bump, cursor seeding/updates.
     fn append(&self, req: AppendRequest, now: Millis) -> impl Future<Output = Result<AppendOutcome>> + Send;
 
@@ -55,7 +65,7 @@ pub trait Store: Send + Sync + 'static {
     /// notice (`N = M`).
     fn sweep(&self, watcher_store: String, now: Millis) -> impl Future<Output = Result<Vec<Notice>>> + Send;
 
-    /// [`Store::sweep`] for one gateway of several: only watchers hosted by `host_id` are swept, and
+    /// [`SignalLog::sweep`] for one gateway of several: only watchers hosted by `host_id` are swept, and
     /// pending watchers with no recorded host are claimed for it first (so exactly one gateway
     /// recovers each). `None` sweeps every watcher, exactly like `sweep`.
     fn sweep_for_host(
@@ -131,7 +141,10 @@ pub trait Store: Send + Sync + 'static {
         session_key: String,
         agent_id: String,
     ) -> impl Future<Output = Result<()>> + Send;
+}
 
+/// Sessions and what belongs to one: its transcript, inbox and runs. The gateway holds it.
+pub trait SessionStore: Send + Sync + 'static {
     /// Creates the session row if missing (idempotent). Answers the row and whether it was created.
     fn ensure_session(
         &self,
@@ -246,6 +259,15 @@ pub trait Store: Send + Sync + 'static {
         now: Millis,
     ) -> impl Future<Output = Result<FinishRun>> + Send;
 
+    /// The writes of one turn delivered into a session ([`Turn`]: run, event, inbox item, transcript
+    /// message, the session's host) in one transaction. The event's append alone may fail and is answered
+    /// in [`TurnOutcome::event`], the rest committing without it (recording is best effort).
+    fn record_turn(&self, turn: Turn, now: Millis) -> impl Future<Output = Result<TurnOutcome>> + Send;
+}
+
+/// Links to sessions of other coding agents (upstream links, their markers) and the remote nodes that
+/// report them.
+pub trait Links: Send + Sync + 'static {
     /// Creates or updates an upstream link; the marker is kept for the same source and replaced when the
     /// source changed.
     fn upsert_link(&self, link: UpstreamLinkRow) -> impl Future<Output = Result<LinkUpsert>> + Send;
@@ -261,6 +283,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every link whose source lives on `host_id` (watched or not), by session key.
     fn links_of_host(&self, host_id: String) -> impl Future<Output = Result<Vec<UpstreamLinkRow>>> + Send;
+
+    fn delete_link(&self, session_key: String, agent_id: String)
+    -> impl Future<Output = Result<bool>> + Send;
 
     /// Compare-and-set on `updated_at`: advances the marker and resets the missing streak.
     fn advance_link_marker(
@@ -300,9 +325,6 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every node, by name.
     fn list_nodes(&self) -> impl Future<Output = Result<Vec<NodeRow>>> + Send;
-
-    fn delete_link(&self, session_key: String, agent_id: String)
-    -> impl Future<Output = Result<bool>> + Send;
 }
 
 /// Messages kept per session in the gateway transcript.

@@ -234,6 +234,65 @@ pub struct InboxItem {
     pub created_at: Millis,
 }
 
+/// One turn delivered into a session (an inbound message, `sessions_send`, `sessions_spawn`'s task): the
+/// writes [`SessionStore::record_turn`](crate::SessionStore::record_turn) makes in one transaction. The text
+/// goes to the inbox and to the transcript (role `user`), both with `run_id` and `from_session`.
+#[derive(Clone, Debug)]
+pub struct Turn {
+    pub session_key: String,
+    pub agent_id: String,
+    /// The incarnation the transcript message belongs to.
+    pub session_id: String,
+    pub text: String,
+    pub run_id: Option<String>,
+    /// The sending session, when a session sent it.
+    pub from_session: Option<String>,
+    /// A run the turn starts, written before the rest (as `create_run`: earlier unfinished runs of the
+    /// session are superseded).
+    pub run: Option<RunRow>,
+    /// The event the turn records, appended as [`SignalLog::append`](crate::SignalLog::append) does.
+    pub event: Option<AppendRequest>,
+    /// Bumps the session's `updated_at` and records `host_id` as its host when given (as
+    /// `touch_session`): the turn is served here.
+    pub touch: bool,
+    pub host_id: Option<String>,
+}
+
+impl Turn {
+    /// The inbox item the turn leaves for the session's next turn (its id given by the store).
+    pub fn inbox_item(&self, now: Millis) -> InboxItem {
+        InboxItem {
+            id: 0,
+            run_id: self.run_id.clone(),
+            from_session: self.from_session.clone(),
+            text: self.text.clone(),
+            created_at: now,
+        }
+    }
+
+    /// The transcript message the turn appends.
+    pub fn message(&self) -> NewMessage {
+        NewMessage {
+            session_id: self.session_id.clone(),
+            role: "user".into(),
+            text: self.text.clone(),
+            run_id: self.run_id.clone(),
+            from_session: self.from_session.clone(),
+        }
+    }
+}
+
+/// What [`SessionStore::record_turn`](crate::SessionStore::record_turn) wrote.
+#[derive(Debug)]
+pub struct TurnOutcome {
+    pub inbox_id: i64,
+    pub message_id: i64,
+    /// The append of [`Turn::event`]; an error here rolled back the append alone.
+    pub event: Option<crate::Result<AppendOutcome>>,
+    /// The session's head as the turn's transaction left it.
+    pub head: Head,
+}
+
 /// A run of a session (a spawned child's task, a waited `sessions_send`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunRow {

@@ -6,7 +6,7 @@ use crate::sqlite_fixtures::Loader;
 use crate::{Figure, percentile, progress_bar};
 use sessionwatch_core::{Clock, Limit, NewEvent, RecordPolicy, SystemClock};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
-use sessionwatch_store::{RetentionPolicy, SqliteOptions, SqliteStore, Store};
+use sessionwatch_store::{RetentionPolicy, SignalLog, SqliteOptions, SqliteStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@ use super::{Sizes, ratio};
 use crate::{Figure, progress_bar};
 use sessionwatch_core::Provenance;
 use sessionwatch_server::embedded::Embedded;
-use sessionwatch_store::{SqliteStore, Store};
+use sessionwatch_store::{Links, SqliteStore};
 use sessionwatch_upstream::{CatalogId, Homes, Probe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -114,7 +114,7 @@ async fn link_reads_ms(
     gateway: &sessionwatch_server::Gateway<SqliteStore>,
     runs: usize,
 ) -> anyhow::Result<f64> {
-    let store = gateway.kernel().store();
+    let store = gateway.store();
     let mut took = vec![];
     for _ in 0..runs {
         let start = Instant::now();
@@ -168,7 +168,7 @@ pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>>
 
     // One new turn in one Claude session: the tick classifies it; one classification alone beside it.
     let changed = &sources[0];
-    let links = gateway.kernel().store().watched_links().await?;
+    let links = gateway.store().watched_links().await?;
     let link = links
         .into_iter()
         .find(|l| l.thread_id == changed.thread)

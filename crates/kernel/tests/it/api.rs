@@ -6,7 +6,7 @@ use sessionwatch_core::{
     AgentSessionKey, HumanTurnSource, Limit, NewEvent, Provenance, QueuedEvent, RecordPolicy, SkipReason,
 };
 use sessionwatch_kernel::{Kernel, RecordOutcome, WatchOutcome};
-use sessionwatch_store::{SqliteStore, Store};
+use sessionwatch_store::SqliteStore;
 
 const W: &str = "agent:main:main";
 const T: &str = "agent:main:subagent:t";
@@ -77,7 +77,7 @@ async fn acknowledging_without_a_drain_claims_only_the_named_targets() {
         notices(&left.into_iter().filter(|e| e.notice.is_some()).collect::<Vec<_>>()),
         vec![(T2.into(), 0)]
     );
-    let cursor = k.store().cursor(W.into(), T.into()).await.unwrap().unwrap();
+    let cursor = k.cursor(W, T).await.unwrap().unwrap();
     assert!(!cursor.is_pending());
     // Claimed once: a second acknowledgement claims nothing, and a drain delivers T2 only.
     assert!(k.acknowledge(&key(W), &[key(T)]).await.is_empty());

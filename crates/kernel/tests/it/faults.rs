@@ -350,12 +350,12 @@ async fn a_failed_claim_delivers_nothing_and_keeps_the_notice() {
     assert_eq!(notices(&k.peek(W)), vec![(T.to_string(), 0)], "the notice stays queued");
     assert!(k.drain(W).await.is_empty(), "and is not delivered by the next drain point either");
     assert_eq!(k.metrics().notices_claim_failed.load(std::sync::atomic::Ordering::Relaxed), 2);
-    let c = sessionwatch_store::Store::cursor(k.store(), W.into(), T.into()).await.unwrap().unwrap();
+    let c = k.cursor(W, T).await.unwrap().unwrap();
     assert!(c.is_pending(), "the cursor is still pending: a restart's sweep would deliver it");
     side.execute_batch("DROP TRIGGER fail_claim;").unwrap();
     human().await;
     assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 0)], "once the store answers: exactly once");
     assert!(k.drain(W).await.is_empty());
-    let c = sessionwatch_store::Store::cursor(k.store(), W.into(), T.into()).await.unwrap().unwrap();
+    let c = k.cursor(W, T).await.unwrap().unwrap();
     assert_eq!((c.last_seen, c.notified, c.material), (2, 2, 2));
 }

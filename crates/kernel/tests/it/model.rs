@@ -350,7 +350,7 @@ async fn check<B: Backend>(sut: &Sut<B>, m: &Model, step: usize, op: &Op) {
         let by_target: HashMap<&str, u64> = queued.iter().map(|(t, s)| (t.as_str(), *s)).collect();
 
         for (t, (key, _)) in TARGETS.iter().enumerate() {
-            let cursor = k.store().cursor(watcher.to_string(), key.to_string()).await.unwrap();
+            let cursor = k.cursor(watcher, key).await.unwrap();
             let model = m.cursors.get(&(w, t));
             assert_eq!(
                 cursor.as_ref().map(|c| Lnm { l: c.last_seen, n: c.notified, m: c.material }),

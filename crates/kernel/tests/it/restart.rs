@@ -74,6 +74,6 @@ async fn restart_without_draining_keeps_one_notice_and_covers_later_work() {
     drop(k);
     let k = env.start().await;
     assert!(k.peek(W).is_empty());
-    let c = sessionwatch_store::Store::cursor(k.store(), W.into(), T.into()).await.unwrap().unwrap();
+    let c = k.cursor(W, T).await.unwrap().unwrap();
     assert_eq!((c.last_seen, c.notified, c.material), (4, 4, 4));
 }

@@ -9,7 +9,7 @@ use sessionwatch_core::NewEvent;
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Limit, Provenance};
 use sessionwatch_kernel::{Kernel, RecordOutcome};
-use sessionwatch_store::{SqliteStore, Store};
+use sessionwatch_store::SqliteStore;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,7 +46,7 @@ async fn reinsert_while_processing_comes_back_once_then_empty() {
     assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 0)]);
     assert!(k.peek(W).is_empty(), "the burst is one notice");
     assert!(k.drain(W).await.is_empty());
-    let c = k.store().cursor(W.into(), T.into()).await.unwrap().unwrap();
+    let c = k.cursor(W, T).await.unwrap().unwrap();
     assert_eq!((c.last_seen, c.notified, c.material), (3, 3, 3));
     // Added while processing (after the drain): re-added once, then empty.
     human(&k, T).await;
@@ -160,7 +160,7 @@ async fn add_while_processing_with_concurrent_producers_and_consumers() {
             let head = k.head(t, "main").await.expect("head").head;
             let got = seen.get(t).cloned().unwrap_or_default();
             assert_eq!(got, (1..=head).collect::<BTreeSet<_>>(), "{w} learnt every event of {t}");
-            let c = k.store().cursor(w.into(), t.clone()).await.unwrap().unwrap();
+            let c = k.cursor(w, t).await.unwrap().unwrap();
             assert_eq!((c.last_seen, c.notified, c.material), (head, head, head), "{w} -> {t} settled");
         }
     }

@@ -6,7 +6,7 @@ use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{AgentSessionKey, Clock, Limit, NewEvent, Provenance, SystemClock, notice_text};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome, Signal};
 use sessionwatch_store::postgres::testing::{TestSchema, admin_client};
-use sessionwatch_store::{PostgresStore, Store};
+use sessionwatch_store::{PostgresStore, SessionStore};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -45,10 +45,10 @@ async fn wait_listening(k: &Kernel<PostgresStore>, connects: u64) {
 }
 
 /// Gateway b hosts W, which watches T.
-async fn watch_on_b(b: &Kernel<PostgresStore>) {
+async fn watch_on_b(schema: &TestSchema, b: &Kernel<PostgresStore>) {
     assert!(b.register_watch(W, T, Provenance::Explicit).await.is_watching());
     b.host_session(W, "main").await;
-    let row = b.store().get_session(W.into(), "main".into()).await.unwrap().unwrap();
+    let row = schema.store().await.get_session(W.into(), "main".into()).await.unwrap().unwrap();
     assert_eq!(row.host_id.as_deref(), Some("b"));
 }
 
@@ -103,7 +103,7 @@ fn queued(k: &Kernel<PostgresStore>) -> Vec<String> {
 async fn a_human_turn_on_a_wakes_the_watcher_on_b_once() {
     let schema = pg_schema!("a_human_turn_on_a_wakes_the_watcher_on_b_once");
     let (a, b) = (gateway(&schema, "a").await, gateway(&schema, "b").await);
-    watch_on_b(&b).await;
+    watch_on_b(&schema, &b).await;
     let (mut sig_a, mut sig_b) = (a.subscribe(), b.subscribe());
     let started = Instant::now();
     assert_eq!(human_turn(&a).await, 1);
@@ -131,7 +131,7 @@ async fn a_human_turn_on_a_wakes_the_watcher_on_b_once() {
 async fn twenty_rapid_changes_one_notice_across_gateways() {
     let schema = pg_schema!("twenty_rapid_changes_one_notice_across_gateways");
     let (a, b) = (gateway(&schema, "a").await, gateway(&schema, "b").await);
-    watch_on_b(&b).await;
+    watch_on_b(&schema, &b).await;
     let mut sig_b = b.subscribe();
     for _ in 0..20 {
         human_turn(&a).await;
@@ -145,7 +145,7 @@ async fn twenty_rapid_changes_one_notice_across_gateways() {
     let drained = b.drain(W).await;
     assert_eq!(drained.len(), 1);
     assert!(queued(&b).is_empty());
-    let c = b.store().cursor(W.into(), T.into()).await.unwrap().unwrap();
+    let c = b.cursor(W, T).await.unwrap().unwrap();
     assert_eq!((c.last_seen, c.notified, c.material), (20, 20, 20));
     assert!(b.drain(W).await.is_empty(), "a second drain point of the turn gets nothing");
     // a records more: exactly one new notice.
@@ -163,10 +163,10 @@ async fn twenty_rapid_changes_one_notice_across_gateways() {
 async fn a_lost_listen_connection_loses_no_notice() {
     let schema = pg_schema!("a_lost_listen_connection_loses_no_notice");
     let (a, b) = (gateway(&schema, "a").await, gateway(&schema, "b").await);
-    watch_on_b(&b).await;
+    watch_on_b(&schema, &b).await;
     let mut sig_b = b.subscribe();
     let admin = admin_client(schema.url()).await.unwrap();
-    let app = b.store().listener_application_name("b");
+    let app = schema.store().await.listener_application_name("b");
     let killed: i64 = admin
         .query_one(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1",
@@ -205,7 +205,7 @@ async fn a_restarted_gateway_gets_its_pending_notices_back_once() {
     let schema = pg_schema!("a_restarted_gateway_gets_its_pending_notices_back_once");
     let a = gateway(&schema, "a").await;
     let b = gateway(&schema, "b").await;
-    watch_on_b(&b).await;
+    watch_on_b(&schema, &b).await;
     human_turn(&a).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while queued(&b).is_empty() {
@@ -227,7 +227,7 @@ async fn a_restarted_gateway_gets_its_pending_notices_back_once() {
     // The swept notice covers everything up to the latest change (N = M): draining it leaves nothing.
     b.drain(W).await;
     assert!(queued(&b).is_empty());
-    let c = b.store().cursor(W.into(), T.into()).await.unwrap().unwrap();
+    let c = b.cursor(W, T).await.unwrap().unwrap();
     assert_eq!((c.last_seen, c.notified, c.material), (4, 4, 4));
 }
 

@@ -150,7 +150,7 @@ fn edges_of(raw: Vec<WatchEdge>) -> Vec<Edge> {
 }
 
 pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> anyhow::Result<Overview> {
-    let store = gateway.kernel().store();
+    let store = gateway.store();
     let filter = SessionFilter {
         kinds: query.kind.map(|k| vec![k.as_str().to_string()]),
         agent_id: query.agent.clone(),
@@ -165,8 +165,8 @@ pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> a
         .kernel()
         .state_versions(rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect())
         .await?;
-    let edges =
-        edges_of(store.watch_edges(rows.iter().map(|r| r.session_key.clone()).collect(), MAX_EDGES).await?);
+    let keys = rows.iter().map(|r| r.session_key.clone()).collect();
+    let edges = edges_of(gateway.kernel().watch_edges(keys, MAX_EDGES).await?);
     // The page's own links (adopted sessions, watched or not), not every link of the store.
     let mut sessions = Vec::with_capacity(rows.len());
     for row in rows {
@@ -196,13 +196,13 @@ pub async fn session<S: Store>(
     since: Option<u64>,
 ) -> anyhow::Result<SessionView> {
     let kernel = gateway.kernel();
-    let store = kernel.store();
+    let store = gateway.store();
     let (k, agent) = (key.as_str().to_string(), key.agent_id().to_string());
     let row = store.get_session(k.clone(), agent.clone()).await?;
-    let head = store.head(k.clone(), agent.clone()).await?;
+    let head = kernel.head(&k, &agent).await?;
     let (from, end) = timeline_range(head, before);
     let mut events = match Limit::new((end - from) as i64) {
-        Ok(limit) => store.changes_since(k.clone(), agent.clone(), from, limit).await?.events,
+        Ok(limit) => kernel.changes_since(&k, &agent, from, limit).await?.events,
         Err(_) => vec![],
     };
     events.reverse();
@@ -213,7 +213,7 @@ pub async fn session<S: Store>(
         pruned_through: (from == head.floor && head.floor > 0).then_some(head.floor),
     };
     let (watchers, targets): (Vec<Edge>, Vec<Edge>) =
-        edges_of(store.watch_edges(vec![k.clone()], MAX_EDGES).await?)
+        edges_of(kernel.watch_edges(vec![k.clone()], MAX_EDGES).await?)
             .into_iter()
             .partition(|e| e.target == k);
     let pending = targets
@@ -236,7 +236,7 @@ pub async fn session<S: Store>(
 
 /// The key a `/chat/<agent>/<rest>` path names: the notice writes `rest` with `:` as `/`.
 pub async fn key_of_path<S: Store>(gateway: &Gateway<S>, agent: &str, rest: &str) -> Option<AgentSessionKey> {
-    let store = gateway.kernel().store();
+    let store = gateway.store();
     let mut candidates = vec![AgentSessionKey::build(agent, &rest.replace('/', ":"))];
     if rest.contains('/') {
         candidates.push(AgentSessionKey::build(agent, rest));
@@ -245,7 +245,7 @@ pub async fn key_of_path<S: Store>(gateway: &Gateway<S>, agent: &str, rest: &str
         let Some(key) = AgentSessionKey::parse(&raw) else { continue };
         let (k, a) = (key.as_str().to_string(), key.agent_id().to_string());
         let known = matches!(store.get_session(k.clone(), a.clone()).await, Ok(Some(_)))
-            || store.head(k, a).await.is_ok_and(|h| h.head > 0);
+            || gateway.kernel().head(&k, &a).await.is_ok_and(|h| h.head > 0);
         if known {
             return Some(key);
         }

@@ -138,7 +138,7 @@ impl<S: Store> Gateway<S> {
         cwd: Option<&str>,
         state: Option<NativeState>,
     ) -> ApiResult<()> {
-        let store = self.kernel.store();
+        let store = &self.store;
         let Some(row) = store.get_session(r.key.clone(), r.agent_id.clone()).await? else { return Ok(()) };
         let cwd = cwd.filter(|c| !c.is_empty() && row.cwd.as_deref() != Some(*c));
         let state = state.map(NativeState::as_str).filter(|s| row.native_state.as_deref() != Some(*s));
@@ -159,7 +159,7 @@ impl<S: Store> Gateway<S> {
     /// Adopts the session from the transcript the hook names, unless it is already linked (then
     /// nothing is written: a hook's common path is one read).
     async fn adopt_hooked(&self, r: &SessionRef, input: &HookInput, node: Option<&str>) -> ApiResult<()> {
-        let store = self.kernel.store();
+        let store = &self.store;
         if store.get_link(r.key.clone(), r.agent_id.clone()).await?.is_some() {
             return Ok(());
         }
@@ -234,7 +234,7 @@ impl<S: Store> Gateway<S> {
     /// The turn id the file monitor will read for this Gemini prompt, from the session's link (its file
     /// and how far the monitor read it).
     async fn gemini_turn_id(&self, r: &SessionRef, prompt: &str) -> ApiResult<GeminiTurn> {
-        let Some(link) = self.kernel.store().get_link(r.key.clone(), r.agent_id.clone()).await? else {
+        let Some(link) = self.store.get_link(r.key.clone(), r.agent_id.clone()).await? else {
             return Ok(GeminiTurn::Unwatched);
         };
         let prompt = prompt.to_string();
@@ -292,7 +292,7 @@ impl<S: Store> Gateway<S> {
             )
             .await?;
         let run_id = subagent_run_id(input, sub);
-        if self.kernel.store().get_run(run_id.clone()).await?.is_none() {
+        if self.store.get_run(run_id.clone()).await?.is_none() {
             self.create_run(&run_id, &row, &parent.key, true).await?;
         }
         let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &parent.key, &run_id)

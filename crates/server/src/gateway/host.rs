@@ -83,38 +83,34 @@ impl<S: Store> Gateway<S> {
             )
             .await?;
         let from = (turn.actor.kind == ActorType::Agent).then(|| turn.actor.id.clone()).flatten();
-        // Independent writes, submitted together so they share a group commit.
-        let ((), delivered) = tokio::join!(
-            self.kernel.host_session(&r.key, &r.agent_id),
-            self.deliver_message(&r, &row.session_id, &turn.text, turn.run_id.as_deref(), from.as_deref())
-        );
-        delivered?;
-
-        let mut event = None;
-        if turn.actor.kind == ActorType::Human {
-            let outcome = self
-                .kernel
-                .record(
-                    NewEvent::human_message(&r.key, &r.agent_id, &turn.channel, turn.actor.id.clone())
-                        .with_session_id(Some(row.session_id.clone()))
-                        .with_run_id(turn.run_id.clone()),
-                    RecordPolicy::human_turn(HumanTurnSource::Gateway, row.spawned_by.as_deref()),
-                )
-                .await;
-            if let RecordOutcome::Recorded(e) = outcome {
-                event = Some(Arc::unwrap_or_clone(e));
-            }
-            // The main session watches its groups after their first human turn (queue only, no wake).
-            let kind = classify_session_kind(&r.key, row.chat_type.as_deref(), &self.config.main_key);
-            if self.config.group_scope == GroupScope::PerGroup
-                && kind == SessionKind::Group
-                && row.spawned_by.is_none()
-            {
-                let home = self.home_key(&r.agent_id);
-                self.kernel.register_watch(&home, &r.key, Provenance::AmbientGroup).await;
-            }
+        let human = turn.actor.kind == ActorType::Human;
+        let mut write = self.turn(&r, &row.session_id, &turn.text, turn.run_id.as_deref(), from.as_deref());
+        write.touch = true;
+        write.host_id = self.kernel.config().host_id.clone();
+        if human {
+            let event = NewEvent::human_message(&r.key, &r.agent_id, &turn.channel, turn.actor.id.clone())
+                .with_session_id(Some(row.session_id.clone()))
+                .with_run_id(turn.run_id.clone());
+            let policy = RecordPolicy::human_turn(HumanTurnSource::Gateway, row.spawned_by.as_deref());
+            write.event = Some(self.kernel.append_request(event, policy));
         }
-        let state_version = self.kernel.head(&r.key, &r.agent_id).await?.head;
+        let delivered = self.deliver(write).await?;
+        self.kernel.served(&r.key).await;
+        let event = match delivered.recorded {
+            Some(RecordOutcome::Recorded(e)) => Some(Arc::unwrap_or_clone(e)),
+            _ => None,
+        };
+        // The main session watches its groups after their first human turn (queue only, no wake).
+        let kind = classify_session_kind(&r.key, row.chat_type.as_deref(), &self.config.main_key);
+        if human
+            && self.config.group_scope == GroupScope::PerGroup
+            && kind == SessionKind::Group
+            && row.spawned_by.is_none()
+        {
+            let home = self.home_key(&r.agent_id);
+            self.kernel.register_watch(&home, &r.key, Provenance::AmbientGroup).await;
+        }
+        let state_version = delivered.head;
         Ok(InboundOutput { session_key: r.key, session_id: row.session_id, state_version, event })
     }
 
@@ -125,7 +121,7 @@ impl<S: Store> Gateway<S> {
         self.kernel.host_session(&r.key, &r.agent_id).await;
         // The inbox first: if taking it fails, the call fails before any notice is claimed, so nothing
         // is lost (draining never fails; a store error there delivers and leaves the cursors pending).
-        let inbox = self.kernel.store().take_inbox(r.key.clone(), r.agent_id.clone()).await?;
+        let inbox = self.store.take_inbox(r.key.clone(), r.agent_id.clone()).await?;
         let system_events = self.kernel.drain(&r.key).await;
         Ok(DrainedOutput { session_key: r.key, system_events, inbox: Some(inbox) })
     }
@@ -140,8 +136,7 @@ impl<S: Store> Gateway<S> {
         let r = self.resolve_host_key(raw_key, None)?;
         let row = self.require_session(&r).await?;
         let id = self
-            .kernel
-            .store()
+            .store
             .append_message(
                 r.key.clone(),
                 r.agent_id.clone(),
@@ -176,8 +171,7 @@ impl<S: Store> Gateway<S> {
         self.require_session(&r).await?;
         let clearing = objective.is_none() && status.is_none();
         let before = self
-            .kernel
-            .store()
+            .store
             .update_goal(r.key.clone(), r.agent_id.clone(), objective.clone(), status.clone(), self.now())
             .await?
             .ok_or_else(|| ApiError::NotFound(format!("unknown session \"{}\"", r.key)))?;
@@ -228,7 +222,7 @@ impl<S: Store> Gateway<S> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         let new_id = uuid::Uuid::new_v4().to_string();
-        let store = self.kernel.store();
+        let store = &self.store;
         if !store.reset_session(r.key.clone(), r.agent_id.clone(), new_id.clone(), self.now()).await? {
             return Err(ApiError::NotFound(format!("unknown session \"{}\"", r.key)));
         }
@@ -261,7 +255,7 @@ impl<S: Store> Gateway<S> {
         reply: Option<String>,
         session_id: Option<String>,
     ) -> ApiResult<RunResultOutput> {
-        let store = self.kernel.store();
+        let store = &self.store;
         let outcome = store
             .finish_run(
                 run_id.to_string(),

@@ -58,7 +58,7 @@ pub fn adopted_parts(key: &str) -> Option<(CatalogId, Option<&str>, &str)> {
 impl<S: Store> Gateway<S> {
     /// Every session, most recently updated first, with its source, native id and state.
     pub async fn session_listing(&self) -> ApiResult<Listing> {
-        let store = self.kernel.store();
+        let store = &self.store;
         let filter = SessionFilter { limit: LISTING_LIMIT + 1, ..SessionFilter::default() };
         let mut rows = store.list_sessions(filter).await?;
         let has_more = rows.len() > LISTING_LIMIT as usize;

@@ -46,7 +46,11 @@ pub struct RunResult {
 }
 
 pub struct Gateway<S: Store> {
+    /// The signal log, watches and notices: the gateway reaches the log only through it.
     kernel: Kernel<S>,
+    /// The same backend as the kernel's, for what the gateway owns: sessions, their transcript, inbox
+    /// and runs, upstream links and nodes.
+    store: S,
     config: Config,
     waiters: Mutex<HashMap<String, Vec<oneshot::Sender<RunResult>>>>,
     /// Background work (run timeouts) holds the gateway through this.
@@ -97,9 +101,10 @@ impl<S: Store> Gateway<S> {
             main_key: config.main_key.clone(),
             ..KernelConfig::default()
         };
-        let kernel = Kernel::start(store, clock, kernel_config).await;
+        let kernel = Kernel::start(store.clone(), clock, kernel_config).await;
         let gateway = Arc::new_cyclic(|me| Gateway {
             kernel,
+            store,
             config,
             waiters: Mutex::new(HashMap::new()),
             me: me.clone(),
@@ -120,6 +125,11 @@ impl<S: Store> Gateway<S> {
 
     pub fn kernel(&self) -> &Kernel<S> {
         &self.kernel
+    }
+
+    /// The sessions (with transcript, inbox, runs) and links this gateway holds; the log is the kernel's.
+    pub fn store(&self) -> &S {
+        &self.store
     }
 
     pub fn config(&self) -> &Config {
@@ -186,7 +196,7 @@ impl<S: Store> Gateway<S> {
     }
 
     pub async fn session(&self, r: &SessionRef) -> ApiResult<Option<SessionRow>> {
-        Ok(self.kernel.store().get_session(r.key.clone(), r.agent_id.clone()).await?)
+        Ok(self.store.get_session(r.key.clone(), r.agent_id.clone()).await?)
     }
 
     pub async fn require_session(&self, r: &SessionRef) -> ApiResult<SessionRow> {
@@ -224,7 +234,7 @@ impl<S: Store> Gateway<S> {
             created_via: spec.created_via.map(str::to_string),
             host_id: self.kernel.config().host_id.clone(),
         };
-        let (row, created) = self.kernel.store().ensure_session(new, self.now()).await?;
+        let (row, created) = self.store.ensure_session(new, self.now()).await?;
         if created {
             let actor = spec.creator.clone().unwrap_or_else(Actor::system);
             let event = NewEvent::created(&row.session_key, &row.agent_id, &row.session_id, actor.clone());

@@ -87,7 +87,7 @@ impl<S: Store> Gateway<S> {
             )));
         }
         let token = format!("swn_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-        if !self.kernel.store().create_node(name.to_string(), token_hash(&token), self.now()).await? {
+        if !self.store.create_node(name.to_string(), token_hash(&token), self.now()).await? {
             return Err(ApiError::Conflict(format!(
                 "node {name:?} exists: revoke it first to issue a new token"
             )));
@@ -99,7 +99,7 @@ impl<S: Store> Gateway<S> {
     /// `DELETE /v1/nodes/{name}`: its token stops working at once. Its links stay (unchecked) until a
     /// node of that name is issued again.
     pub async fn revoke_node(&self, name: &str) -> ApiResult<()> {
-        if !self.kernel.store().revoke_node(name.to_string()).await? {
+        if !self.store.revoke_node(name.to_string()).await? {
             return Err(ApiError::NotFound(format!("no node named {name:?}")));
         }
         self.nodes.catalogs.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
@@ -109,17 +109,17 @@ impl<S: Store> Gateway<S> {
 
     /// Whether a node of this name holds a token.
     pub(super) async fn node_is_registered(&self, name: &str) -> ApiResult<bool> {
-        Ok(self.kernel.store().list_nodes().await?.iter().any(|n| n.name == name))
+        Ok(self.store.list_nodes().await?.iter().any(|n| n.name == name))
     }
 
     /// The node a token belongs to.
     pub async fn node_of_token(&self, token: &str) -> ApiResult<Option<String>> {
-        Ok(self.kernel.store().node_by_token(token_hash(token)).await?.map(|n| n.name))
+        Ok(self.store.node_by_token(token_hash(token)).await?.map(|n| n.name))
     }
 
     /// `GET /v1/nodes`.
     pub async fn node_statuses(&self) -> ApiResult<Vec<NodeStatus>> {
-        let store = self.kernel.store();
+        let store = &self.store;
         let now = self.now();
         let watched: HashSet<(String, String)> = store
             .watched_links()
@@ -177,7 +177,7 @@ impl<S: Store> Gateway<S> {
                 return Err(ApiError::invalid(format!("catalog: bad threadId {:?}", e.thread_id)));
             }
         }
-        let store = self.kernel.store();
+        let store = &self.store;
         store.touch_node(node.to_string(), self.now()).await?;
         self.nodes.catalogs.lock().unwrap_or_else(|p| p.into_inner()).insert(node.to_string(), req.catalog);
         let host = node_host_id(node);
@@ -225,7 +225,7 @@ impl<S: Store> Gateway<S> {
         let host = node_host_id(node);
         let mut out = vec![];
         for (key, agent) in keys {
-            let link = self.kernel.store().get_link(key.to_string(), agent.to_string()).await?;
+            let link = self.store.get_link(key.to_string(), agent.to_string()).await?;
             if let Some(l) = &link
                 && l.host_id != host
             {
@@ -241,7 +241,7 @@ impl<S: Store> Gateway<S> {
         let links = self
             .node_links(node, reports.iter().map(|r| (r.session_key.as_str(), r.agent_id.as_str())))
             .await?;
-        let store = self.kernel.store();
+        let store = &self.store;
         let mut linked = 0;
         for (report, link) in reports.into_iter().zip(links) {
             let Some(link) =
@@ -290,7 +290,7 @@ impl<S: Store> Gateway<S> {
             };
             let (Some(catalog), Ok(Some(_))) = (
                 CatalogId::parse(&link.catalog_id),
-                self.kernel.store().get_session(link.session_key.clone(), link.agent_id.clone()).await,
+                self.store.get_session(link.session_key.clone(), link.agent_id.clone()).await,
             ) else {
                 tick.deferred += 1;
                 continue;
@@ -317,7 +317,7 @@ impl<S: Store> Gateway<S> {
         if !valid_thread_id(thread) {
             return Err(ApiError::invalid(format!("threadId {thread:?} is not a thread id")));
         }
-        let store = self.kernel.store();
+        let store = &self.store;
         if !self.node_is_registered(node).await? {
             return Err(ApiError::NotFound(format!("no node named {node:?} (see GET /v1/nodes)")));
         }

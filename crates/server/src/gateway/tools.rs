@@ -11,9 +11,19 @@ use serde_json::Value;
 use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Actor, Limit, NewEvent, Provenance};
+use sessionwatch_kernel::RecordOutcome;
 use sessionwatch_kernel::Signal;
-use sessionwatch_store::{InboxItem, NewMessage, RunRow, SessionFilter, SessionRow, Store};
+use sessionwatch_store::{RunRow, SessionFilter, SessionRow, Store, Turn};
 use std::time::Duration;
+
+/// What [`Gateway::deliver`] wrote.
+pub(super) struct Delivered {
+    pub inbox_id: i64,
+    /// The session's state version as the turn left it.
+    pub head: u64,
+    /// What became of the turn's event, when it carried one.
+    pub recorded: Option<RecordOutcome>,
+}
 
 pub const TOOL_NAMES: [&str; 6] = [
     "session_status",
@@ -102,7 +112,7 @@ impl<S: Store> Gateway<S> {
             SendTarget::Agent(agent) => Ok(AgentSessionKey::build(agent, &self.config.main_key)),
             SendTarget::Label(label) => {
                 let filter = SessionFilter { limit: 10_000, ..SessionFilter::default() };
-                let rows = self.kernel.store().list_sessions(filter).await?;
+                let rows = self.store.list_sessions(filter).await?;
                 let mut matching = rows.iter().filter(|r| r.label.as_deref() == Some(label.as_str()));
                 let found = matching
                     .clone()
@@ -147,13 +157,13 @@ impl<S: Store> Gateway<S> {
             limit: limit + 1,
             ..SessionFilter::default()
         };
-        let mut rows = self.kernel.store().list_sessions(filter).await?;
+        let mut rows = self.store.list_sessions(filter).await?;
         let has_more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
         let ids: Vec<(String, String)> =
             rows.iter().map(|r| (r.session_key.clone(), r.agent_id.clone())).collect();
         let (versions, activity) =
-            tokio::join!(self.kernel.state_versions(ids.clone()), self.kernel.store().session_activity(ids));
+            tokio::join!(self.kernel.state_versions(ids.clone()), self.store.session_activity(ids));
         let (versions, mut activity) = (versions?, activity?);
         let sessions = rows
             .into_iter()
@@ -173,7 +183,7 @@ impl<S: Store> Gateway<S> {
         limit: u32,
         include_tools: bool,
     ) -> ApiResult<ToolOutput> {
-        let store = self.kernel.store();
+        let store = &self.store;
         let (messages, pending) = tokio::join!(
             store.messages(row.session_key.clone(), row.agent_id.clone(), 500),
             store.pending_inbox(row.session_key.clone(), row.agent_id.clone())
@@ -199,11 +209,12 @@ impl<S: Store> Gateway<S> {
         watch: Option<bool>,
     ) -> ApiResult<ToolOutput> {
         let target = SessionRef { key: row.session_key.clone(), agent_id: row.agent_id.clone() };
-        let run_id = self.start_run(&row, &caller.key, false).await?;
+        let run = self.run_row(&row, &caller.key, false);
+        let run_id = run.run_id.clone();
         let waiter = (timeout_seconds > 0).then(|| self.wait_for_run(&run_id));
-        let inbox_id = self
-            .deliver_message(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key))
-            .await?;
+        let mut turn = self.turn(&target, &row.session_id, &message, Some(&run_id), Some(&caller.key));
+        turn.run = Some(run);
+        let inbox_id = self.deliver(turn).await?.inbox_id;
         // Dispatched: only now may the sender watch the session that received it.
         let watched = match watch {
             Some(true) => Some(
@@ -241,11 +252,21 @@ impl<S: Store> Gateway<S> {
         }))
     }
 
-    /// Starts a run of `row`'s current incarnation on behalf of `requester`; answers its id.
-    async fn start_run(&self, row: &SessionRow, requester: &str, is_child: bool) -> ApiResult<String> {
-        let run_id = uuid::Uuid::new_v4().to_string();
-        self.create_run(&run_id, row, requester, is_child).await?;
-        Ok(run_id)
+    /// A new run of `row`'s current incarnation on behalf of `requester` (not yet written).
+    fn run_row(&self, row: &SessionRow, requester: &str, is_child: bool) -> RunRow {
+        RunRow {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            session_key: row.session_key.clone(),
+            agent_id: row.agent_id.clone(),
+            session_id: row.session_id.clone(),
+            requester: Some(requester.to_string()),
+            is_child,
+            status: None,
+            reply: None,
+            superseded: false,
+            created_at: self.now(),
+            finished_at: None,
+        }
     }
 
     /// Records run `run_id` of `row`'s current incarnation, requested by `requester`.
@@ -256,70 +277,52 @@ impl<S: Store> Gateway<S> {
         requester: &str,
         is_child: bool,
     ) -> ApiResult<()> {
-        self.kernel
-            .store()
-            .create_run(RunRow {
-                run_id: run_id.to_string(),
-                session_key: row.session_key.clone(),
-                agent_id: row.agent_id.clone(),
-                session_id: row.session_id.clone(),
-                requester: Some(requester.to_string()),
-                is_child,
-                status: None,
-                reply: None,
-                superseded: false,
-                created_at: self.now(),
-                finished_at: None,
-            })
-            .await?;
+        let run = RunRow { run_id: run_id.to_string(), ..self.run_row(row, requester, is_child) };
+        self.store.create_run(run).await?;
         Ok(())
     }
 
-    /// Puts a message in the session's inbox and transcript and tells the stream; answers the inbox item's id.
-    pub(super) async fn deliver_message(
+    /// A turn putting `text` into the session's inbox and transcript, and nothing else yet.
+    pub(super) fn turn(
         &self,
         target: &SessionRef,
         session_id: &str,
         text: &str,
         run_id: Option<&str>,
         from: Option<&str>,
-    ) -> ApiResult<i64> {
-        let store = self.kernel.store();
-        let now = self.now();
-        // Submitted together, the two writes share one group commit instead of waiting for one each.
-        let inbox = store.push_inbox(
-            target.key.clone(),
-            target.agent_id.clone(),
-            InboxItem {
-                id: 0,
-                run_id: run_id.map(str::to_string),
-                from_session: from.map(str::to_string),
-                text: text.to_string(),
-                created_at: now,
-            },
-        );
-        let message = store.append_message(
-            target.key.clone(),
-            target.agent_id.clone(),
-            NewMessage {
-                session_id: session_id.to_string(),
-                role: "user".into(),
-                text: text.to_string(),
-                run_id: run_id.map(str::to_string),
-                from_session: from.map(str::to_string),
-            },
-            now,
-        );
-        let (inbox, message) = tokio::join!(inbox, message);
-        let inbox_id = inbox?;
-        let id = message?;
-        self.kernel.publish(Signal::Message {
-            session: target.key.clone(),
-            id,
-            role: "user".into(),
+    ) -> Turn {
+        Turn {
+            session_key: target.key.clone(),
+            agent_id: target.agent_id.clone(),
+            session_id: session_id.to_string(),
+            text: text.to_string(),
             run_id: run_id.map(str::to_string),
+            from_session: from.map(str::to_string),
+            run: None,
+            event: None,
+            touch: false,
+            host_id: None,
+        }
+    }
+
+    /// Writes `turn` in one store transaction, tells the stream of its transcript message, then has the
+    /// kernel take up its event (notices queued, the change signalled).
+    pub(super) async fn deliver(&self, turn: Turn) -> ApiResult<Delivered> {
+        let now = self.now();
+        let (key, run_id) = (turn.session_key.clone(), turn.run_id.clone());
+        let kind = turn.event.as_ref().map(|req| req.event.kind);
+        let written = self.store.record_turn(turn, now).await?;
+        self.kernel.publish(Signal::Message {
+            session: key.clone(),
+            id: written.message_id,
+            role: "user".into(),
+            run_id,
         });
-        Ok(inbox_id)
+        let recorded = match (kind, written.event) {
+            (Some(kind), Some(result)) => Some(self.kernel.recorded(kind, key, result, now)),
+            _ => None,
+        };
+        Ok(Delivered { inbox_id: written.inbox_id, head: written.head.head, recorded })
     }
 
     async fn sessions_spawn(
@@ -347,11 +350,12 @@ impl<S: Store> Gateway<S> {
                 },
             )
             .await?;
-        let run_id = self.start_run(&row, &caller.key, true).await?;
+        let run_id = uuid::Uuid::new_v4().to_string();
+        self.create_run(&run_id, &row, &caller.key, true).await?;
         let spawned = NewEvent::child_spawned(&row.session_key, &row.agent_id, &caller.key, &run_id)
             .with_session_id(Some(row.session_id.clone()));
         self.kernel.record(spawned, RecordPolicy::spawned_by(caller.key.clone())).await;
-        self.deliver_message(&child, &row.session_id, &task, Some(&run_id), Some(&caller.key)).await?;
+        self.deliver(self.turn(&child, &row.session_id, &task, Some(&run_id), Some(&caller.key))).await?;
         if let Some(secs) = run_timeout_seconds.filter(|s| *s > 0) {
             self.schedule_run_timeout(run_id.clone(), secs);
         }

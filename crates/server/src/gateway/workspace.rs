@@ -210,7 +210,7 @@ impl<S: Store> Gateway<S> {
         self.flush_edits(session).await;
         let Some(ws_key) = lock(&self.workspaces.inner).members.remove(session) else { return };
         if unwatch {
-            let cursor = self.kernel.store().cursor(session.to_string(), ws_key.clone()).await;
+            let cursor = self.kernel.cursor(session, &ws_key).await;
             if matches!(cursor, Ok(Some(c)) if c.provenance == Provenance::Workspace) {
                 self.kernel.unwatch(session, &ws_key).await;
             }

@@ -88,7 +88,7 @@ impl<S: Store> Gateway<S> {
             // Only the sessions that can be members: paging over every session was quadratic at start.
             let filter =
                 SessionFilter { offset, limit: PAGE, native_active: true, ..SessionFilter::default() };
-            let rows = match self.kernel.store().list_sessions(filter).await {
+            let rows = match self.store.list_sessions(filter).await {
                 Ok(rows) => rows,
                 Err(e) => {
                     tracing::warn!("cannot list sessions to follow their workspaces: {e}");

@@ -336,8 +336,8 @@ async fn the_overview_names_the_source_of_an_unwatched_adopted_session() {
         created_at: 1,
         updated_at: 1,
     };
-    use sessionwatch_store::Store;
-    h.gateway.kernel().store().upsert_link(link).await.unwrap();
+    use sessionwatch_store::Links;
+    h.gateway.store().upsert_link(link).await.unwrap();
     let (_, overview) = get_bearer(&h, "/").await;
     assert!(overview.contains("claude-jsonl 5ae04bcf"), "{overview}");
 }

@@ -78,7 +78,7 @@ async fn a_notice_claimed_elsewhere_is_not_delivered_again() {
     )
     .unwrap();
     let key = |k: &str| sessionwatch_core::AgentSessionKey::parse(k).unwrap();
-    let claimed = sessionwatch_store::Store::acknowledge(
+    let claimed = sessionwatch_store::SignalLog::acknowledge(
         &other,
         key(MAIN),
         vec![key(WORKER)],

@@ -2,7 +2,6 @@
 
 use crate::support::*;
 use serde_json::json;
-use sessionwatch_store::Store;
 use std::time::Duration;
 
 const MAIN: &str = "agent:main:main";
@@ -11,14 +10,8 @@ const MAIN: &str = "agent:main:main";
 async fn spawn_human_turn_one_notice_then_reconcile() {
     let h = Harness::start().await;
     let child = h.spawn_child(MAIN).await;
-    let seeded = h
-        .gateway
-        .kernel()
-        .store()
-        .cursor(MAIN.into(), child.clone())
-        .await
-        .unwrap()
-        .expect("the spawn seeds the parent's cursor");
+    let seeded =
+        h.gateway.kernel().cursor(MAIN, &child).await.unwrap().expect("the spawn seeds the parent's cursor");
     h.human_turn(&child, "hi from a human").await;
 
     let notices = h.turn(MAIN).await;
@@ -216,7 +209,7 @@ async fn delete_removes_history_and_cursors() {
     let r = h.request(reqwest::Method::DELETE, &format!("/v1/sessions/{}", enc(&child)), None).await;
     assert_eq!(r.status, 200);
     assert!(h.turn(MAIN).await.is_empty());
-    assert!(h.gateway.kernel().store().cursor(MAIN.into(), child.clone()).await.unwrap().is_none());
+    assert!(h.gateway.kernel().cursor(MAIN, &child).await.unwrap().is_none());
     let r = h.tool_reply(MAIN, "session_status", json!({ "sessionKey": child, "changesSince": 0 })).await;
     assert_eq!(r.status, 404);
     assert_eq!(r.body["error"]["type"], "tool_error");

@@ -4,7 +4,7 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use sessionwatch_server::Config;
-use sessionwatch_store::Store;
+use sessionwatch_store::Links;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -235,7 +235,7 @@ async fn end_to_end(src: Src) {
         "{adopted_events:?}"
     );
     assert_eq!(entry(&h, src).await["adopted"], key);
-    let link = h.gateway.kernel().store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
+    let link = h.gateway.store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
     assert_eq!(link.catalog_id, src.cli());
     assert_eq!(link.thread_id, src.thread());
 
@@ -300,7 +300,7 @@ async fn end_to_end(src: Src) {
         assert_eq!(t["missing"], 1, "{t}");
         assert_eq!(t["removed"], 0, "{t}");
         assert!(h.turn(MAIN).await.is_empty(), "no notice after {n} missing checks");
-        let l = h.gateway.kernel().store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
+        let l = h.gateway.store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
         assert_eq!(l.missing_streak, n);
     }
     assert_eq!(state_version(&h, &key).await, v);
@@ -312,7 +312,7 @@ async fn end_to_end(src: Src) {
     assert_eq!(evs.len(), 1, "{evs:?}");
     assert_eq!(evs[0]["kind"], "upstream_missing");
     assert_eq!(evs[0]["summary"], format!("upstream missing via {}", src.cli()));
-    assert!(h.gateway.kernel().store().get_link(key.clone(), "main".into()).await.unwrap().is_none());
+    assert!(h.gateway.store().get_link(key.clone(), "main".into()).await.unwrap().is_none());
 
     // No link, no more checks.
     let t = tick(&h).await;
@@ -390,7 +390,7 @@ async fn missing_streak_survives_a_restart_and_continuing_again_makes_a_fresh_li
     std::fs::write(&location, &saved).unwrap();
     let a = adopt(&h, Src::Claude).await;
     assert_eq!(a["link"], "created");
-    let l = h.gateway.kernel().store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
+    let l = h.gateway.store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
     assert_eq!(l.missing_streak, 0);
     assert_eq!(tick(&h).await["events"], 0, "re-baselined at the current end");
 }
@@ -410,7 +410,7 @@ async fn activity_resets_the_missing_streak() {
     std::fs::write(&location, &saved).unwrap();
     append_user(Src::Claude, &location, "still here", 1);
     assert_eq!(tick(&h).await["events"], 1);
-    let l = h.gateway.kernel().store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
+    let l = h.gateway.store().get_link(key.clone(), "main".into()).await.unwrap().unwrap();
     assert_eq!(l.missing_streak, 0);
     std::fs::remove_file(&location).unwrap();
     tick(&h).await;
@@ -471,7 +471,7 @@ async fn garbage_in_one_link_does_not_stop_another() {
     // link is still in place.
     assert!(events >= 1);
     for k in [&bad_key, &good_key, &pi_key, &codex_key] {
-        assert!(h.gateway.kernel().store().get_link(k.to_string(), "main".into()).await.unwrap().is_some());
+        assert!(h.gateway.store().get_link(k.to_string(), "main".into()).await.unwrap().is_some());
     }
 }
 
@@ -482,7 +482,7 @@ async fn ambiguous_keys_are_skipped() {
     let location = PathBuf::from(entry(&h, Src::Claude).await["location"].as_str().unwrap().to_string());
     let key = adopt(&h, Src::Claude).await["sessionKey"].as_str().unwrap().to_string();
     h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "hi", "watch": true })).await;
-    let store = h.gateway.kernel().store();
+    let store = h.gateway.store();
     let mut other = store.get_link(key.clone(), "main".into()).await.unwrap().unwrap();
     other.agent_id = "ops".into();
     store.upsert_link(other).await.unwrap();

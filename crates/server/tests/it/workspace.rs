@@ -98,8 +98,7 @@ async fn leaving_the_worktree_or_unwatching_ends_the_watch() {
     assert_eq!(prompt(&h, A, &elsewhere).await, 0);
     let status = h.tool(&key(A), "session_status", json!({ "sessionKey": ws })).await;
     assert!(status.is_object());
-    use sessionwatch_store::Store;
-    let edges = h.gateway.kernel().store().cursor(key(A), ws.clone()).await.unwrap();
+    let edges = h.gateway.kernel().cursor(&key(A), &ws).await.unwrap();
     assert_eq!(edges.map(|c| c.provenance), Some(sessionwatch_core::Provenance::Explicit));
 }
 

@@ -505,7 +505,7 @@ impl Drop for InTransaction {
 mod tests {
     use super::super::testing::TestSchema;
     use super::super::{PostgresOptions, PostgresStore};
-    use crate::{AppendOutcome, AppendRequest, Store};
+    use crate::{AppendOutcome, AppendRequest, SignalLog};
     use sessionwatch_core::NewEvent;
 
     /// A batch runs its statements on generic plans (`SET LOCAL`): its pooled connection goes back with

@@ -66,11 +66,35 @@ pub(crate) async fn head_for_share<C: GenericClient + Sync>(c: &C, key: &str, ag
     Ok(row.map_or(Head::default(), |r| Head { head: u(r.get(0)), floor: u(r.get(1)) }))
 }
 
+/// An append done in a transaction it ended: committed (its event, the notices, the head row it left for
+/// the tail cache, to tell once the outermost transaction committed), or rolled back (duplicate,
+/// unwatched).
+pub(crate) enum Staged {
+    Committed { event: Arc<StoredEvent>, notices: Vec<Notice>, row: HeadRow },
+    RolledBack(AppendOutcome),
+}
+
 impl PostgresStore {
     pub(crate) async fn append_pg(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
-        let e = &req.event;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        Ok(match self.append_in(tx, &req, now).await? {
+            Staged::Committed { event, notices, row } => {
+                self.inner.tail.committed(event.clone(), row);
+                AppendOutcome::Recorded { event, notices }
+            }
+            Staged::RolledBack(outcome) => outcome,
+        })
+    }
+
+    /// The append in `tx` (a transaction of its own, or a savepoint of the caller's), which it ends.
+    pub(crate) async fn append_in(
+        &self,
+        tx: deadpool_postgres::Transaction<'_>,
+        req: &AppendRequest,
+        now: Millis,
+    ) -> Result<Staged> {
+        let e = &req.event;
         // Lock the session's head row first (creating it at 0 if new): every append to this session
         // waits here, so sequences are allocated, and committed, in order. A new row that turns out not
         // to be needed (duplicate, unwatched) goes away with the rollback.
@@ -100,12 +124,12 @@ impl PostgresStore {
             if let Some(row) = existing {
                 let event = event_from_row(&row)?;
                 tx.rollback().await?;
-                return Ok(AppendOutcome::Duplicate(Box::new(event)));
+                return Ok(Staged::RolledBack(AppendOutcome::Duplicate(Box::new(event))));
             }
         }
         if req.policy.only_if_watched && !watch::is_watched(&tx, &e.session_key).await? {
             tx.rollback().await?;
-            return Ok(AppendOutcome::Unwatched);
+            return Ok(Staged::RolledBack(AppendOutcome::Unwatched));
         }
         let sequence = head + 1;
         execute(
@@ -139,16 +163,14 @@ impl PostgresStore {
         )
         .await?;
 
-        let notices = move_cursors(&tx, &req, sequence as u64, now).await?;
+        let notices = move_cursors(&tx, req, sequence as u64, now).await?;
         let notices = match &req.host_id {
             Some(me) if !notices.is_empty() => self.route_notices(&tx, me, notices).await?,
             _ => notices,
         };
         tx.commit().await?;
         let row = HeadRow::moved_by_every_append(sequence as u64, u(floor), now);
-        let event = Arc::new(stored);
-        self.inner.tail.committed(event.clone(), row);
-        Ok(AppendOutcome::Recorded { event, notices })
+        Ok(Staged::Committed { event: Arc::new(stored), notices, row })
     }
 
     /// Inside the append transaction: notices of watchers hosted by another gateway are pushed to it

@@ -19,6 +19,7 @@ mod sessions;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;
+mod turn;
 mod watch;
 
 pub use schema::SCHEMA_VERSION;
@@ -26,8 +27,9 @@ pub use schema::SCHEMA_VERSION;
 use crate::SessionActivity;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, HostSignal, InboxItem,
-    LinkUpsert, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy,
-    RunRow, SessionFilter, SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
+    LinkUpsert, Links, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result,
+    RetentionPolicy, RunRow, SessionFilter, SessionRow, SessionStore, SignalLog, StoreError,
+    TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge,
 };
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -247,7 +249,7 @@ pub(crate) fn i(v: u64) -> i64 {
     v.min(i64::MAX as u64) as i64
 }
 
-impl Store for PostgresStore {
+impl SignalLog for PostgresStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         if batch::batchable(&req) {
             self.append_batched(req, now).await
@@ -369,7 +371,9 @@ impl Store for PostgresStore {
         self.inner.tail.forget(&session_key, &agent_id);
         out
     }
+}
 
+impl SessionStore for PostgresStore {
     async fn ensure_session(&self, new: NewSession, now: Millis) -> Result<(SessionRow, bool)> {
         self.ensure_session_pg(&new, now).await
     }
@@ -417,7 +421,7 @@ impl Store for PostgresStore {
         host: Option<String>,
         now: Millis,
     ) -> Result<()> {
-        self.touch_session_pg(&key, &agent, host.as_deref(), now).await
+        sessions::touch_session(&self.client().await?, &key, &agent, host.as_deref(), now).await
     }
 
     async fn append_message(
@@ -427,7 +431,11 @@ impl Store for PostgresStore {
         message: NewMessage,
         now: Millis,
     ) -> Result<i64> {
-        self.append_message_pg(&key, &agent, &message, now).await
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let id = sessions::append_message(&tx, &key, &agent, &message, now).await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     async fn messages(&self, key: String, agent: String, limit: u32) -> Result<Vec<TranscriptMessage>> {
@@ -435,7 +443,7 @@ impl Store for PostgresStore {
     }
 
     async fn push_inbox(&self, key: String, agent: String, item: InboxItem) -> Result<i64> {
-        self.push_inbox_pg(&key, &agent, &item).await
+        sessions::push_inbox(&self.client().await?, &key, &agent, &item).await
     }
 
     async fn pending_inbox(&self, key: String, agent: String) -> Result<Vec<InboxItem>> {
@@ -454,7 +462,11 @@ impl Store for PostgresStore {
     }
 
     async fn create_run(&self, run: RunRow) -> Result<()> {
-        self.create_run_pg(&run).await
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        runs::create_run(&tx, &run).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn get_run(&self, run_id: String) -> Result<Option<RunRow>> {
@@ -473,6 +485,12 @@ impl Store for PostgresStore {
         self.finish_run_pg(&run_id, &status, reply.as_deref(), session_id.as_deref(), now).await
     }
 
+    async fn record_turn(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {
+        self.record_turn_pg(turn, now).await
+    }
+}
+
+impl Links for PostgresStore {
     async fn upsert_link(&self, link: UpstreamLinkRow) -> Result<LinkUpsert> {
         self.upsert_link_pg(&link).await
     }
@@ -488,6 +506,10 @@ impl Store for PostgresStore {
 
     async fn links_of_host(&self, host_id: String) -> Result<Vec<UpstreamLinkRow>> {
         self.links_of_host_pg(&host_id).await
+    }
+
+    async fn delete_link(&self, key: String, agent: String) -> Result<bool> {
+        self.delete_link_pg(&key, &agent).await
     }
 
     async fn advance_link_marker(
@@ -529,9 +551,5 @@ impl Store for PostgresStore {
 
     async fn list_nodes(&self) -> Result<Vec<NodeRow>> {
         self.list_nodes_pg().await
-    }
-
-    async fn delete_link(&self, key: String, agent: String) -> Result<bool> {
-        self.delete_link_pg(&key, &agent).await
     }
 }

@@ -36,38 +36,36 @@ pub(crate) async fn load_run<C: GenericClient + Sync>(
     }))
 }
 
-impl PostgresStore {
-    pub(crate) async fn create_run_pg(&self, run: &RunRow) -> Result<()> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        execute(
-            &tx,
-            "UPDATE session_runs SET superseded = TRUE \
-             WHERE session_key = $1 AND agent_id = $2 AND finished_at IS NULL",
-            &[&run.session_key, &run.agent_id],
-        )
-        .await?;
-        execute(
-            &tx,
-            &format!(
-                "INSERT INTO session_runs ({RUN_COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, FALSE, $7, NULL)"
-            ),
-            &[
-                &run.run_id,
-                &run.session_key,
-                &run.agent_id,
-                &run.session_id,
-                &run.requester,
-                &run.is_child,
-                &run.created_at,
-            ],
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(())
-    }
+/// Starts `run` inside the caller's transaction; unfinished earlier runs of its session are superseded.
+pub(crate) async fn create_run<C: GenericClient + Sync>(tx: &C, run: &RunRow) -> Result<()> {
+    execute(
+        tx,
+        "UPDATE session_runs SET superseded = TRUE \
+         WHERE session_key = $1 AND agent_id = $2 AND finished_at IS NULL",
+        &[&run.session_key, &run.agent_id],
+    )
+    .await?;
+    execute(
+        tx,
+        &format!(
+            "INSERT INTO session_runs ({RUN_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, FALSE, $7, NULL)"
+        ),
+        &[
+            &run.run_id,
+            &run.session_key,
+            &run.agent_id,
+            &run.session_id,
+            &run.requester,
+            &run.is_child,
+            &run.created_at,
+        ],
+    )
+    .await?;
+    Ok(())
+}
 
+impl PostgresStore {
     pub(crate) async fn finish_run_pg(
         &self,
         run_id: &str,

@@ -71,6 +71,67 @@ fn inbox_from_row(r: &Row) -> Result<InboxItem> {
     })
 }
 
+/// Records which gateway hosts the session (when given) and bumps `updated_at`.
+pub(crate) async fn touch_session<C: GenericClient + Sync>(
+    c: &C,
+    key: &str,
+    agent: &str,
+    host: Option<&str>,
+    now: Millis,
+) -> Result<()> {
+    execute(
+        c,
+        "UPDATE sessions SET updated_at = $3, host_id = COALESCE($4, host_id) \
+         WHERE session_key = $1 AND agent_id = $2",
+        &[&key, &agent, &now, &host],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Appends to the transcript and trims it to [`TRANSCRIPT_CAP`]; inside the caller's transaction.
+pub(crate) async fn append_message<C: GenericClient + Sync>(
+    tx: &C,
+    key: &str,
+    agent: &str,
+    m: &NewMessage,
+    now: Millis,
+) -> Result<i64> {
+    let id: i64 = query_one(
+        tx,
+        "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
+         from_session, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        &[&key, &agent, &m.session_id, &m.role, &m.text, &m.run_id, &m.from_session, &now],
+    )
+    .await?
+    .get(0);
+    execute(
+        tx,
+        "DELETE FROM session_messages WHERE session_key = $1 AND agent_id = $2 AND id <= \
+         (SELECT id FROM session_messages WHERE session_key = $1 AND agent_id = $2 \
+          ORDER BY id DESC LIMIT 1 OFFSET $3)",
+        &[&key, &agent, &TRANSCRIPT_CAP],
+    )
+    .await?;
+    Ok(id)
+}
+
+pub(crate) async fn push_inbox<C: GenericClient + Sync>(
+    c: &C,
+    key: &str,
+    agent: &str,
+    item: &InboxItem,
+) -> Result<i64> {
+    Ok(query_one(
+        c,
+        "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+        &[&key, &agent, &item.run_id, &item.from_session, &item.text, &item.created_at],
+    )
+    .await?
+    .get(0))
+}
+
 impl PostgresStore {
     pub(crate) async fn ensure_session_pg(
         &self,
@@ -203,53 +264,6 @@ impl PostgresStore {
         Ok(n > 0)
     }
 
-    pub(crate) async fn touch_session_pg(
-        &self,
-        key: &str,
-        agent: &str,
-        host: Option<&str>,
-        now: Millis,
-    ) -> Result<()> {
-        let client = self.client().await?;
-        execute(
-            &client,
-            "UPDATE sessions SET updated_at = $3, host_id = COALESCE($4, host_id) \
-             WHERE session_key = $1 AND agent_id = $2",
-            &[&key, &agent, &now, &host],
-        )
-        .await?;
-        Ok(())
-    }
-
-    pub(crate) async fn append_message_pg(
-        &self,
-        key: &str,
-        agent: &str,
-        m: &NewMessage,
-        now: Millis,
-    ) -> Result<i64> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let id: i64 = query_one(
-            &tx,
-            "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
-             from_session, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-            &[&key, &agent, &m.session_id, &m.role, &m.text, &m.run_id, &m.from_session, &now],
-        )
-        .await?
-        .get(0);
-        execute(
-            &tx,
-            "DELETE FROM session_messages WHERE session_key = $1 AND agent_id = $2 AND id <= \
-             (SELECT id FROM session_messages WHERE session_key = $1 AND agent_id = $2 \
-              ORDER BY id DESC LIMIT 1 OFFSET $3)",
-            &[&key, &agent, &TRANSCRIPT_CAP],
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(id)
-    }
-
     pub(crate) async fn messages_pg(
         &self,
         key: &str,
@@ -269,18 +283,6 @@ impl PostgresStore {
         .collect::<Result<Vec<_>>>()?;
         out.reverse();
         Ok(out)
-    }
-
-    pub(crate) async fn push_inbox_pg(&self, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
-        let client = self.client().await?;
-        Ok(query_one(
-            &client,
-            "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-            &[&key, &agent, &item.run_id, &item.from_session, &item.text, &item.created_at],
-        )
-        .await?
-        .get(0))
     }
 
     pub(crate) async fn pending_inbox_pg(&self, key: &str, agent: &str) -> Result<Vec<InboxItem>> {

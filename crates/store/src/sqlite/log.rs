@@ -403,7 +403,7 @@ fn log_page(
 #[cfg(test)]
 mod tests {
     use super::LOG_PAGE;
-    use crate::{AppendRequest, SqliteOptions, SqliteStore, Store};
+    use crate::{AppendRequest, SignalLog, SqliteOptions, SqliteStore};
     use sessionwatch_core::{Limit, NewEvent};
     use tempfile::TempDir;
 

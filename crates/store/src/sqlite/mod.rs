@@ -12,6 +12,7 @@ mod runs;
 mod schema;
 mod sessions;
 mod transaction;
+mod turn;
 mod watch;
 mod writer;
 
@@ -22,9 +23,10 @@ pub use schema::{SCHEMA_VERSION, migrate_to};
 use crate::SessionActivity;
 use crate::tail::TailChange;
 use crate::{
-    Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert,
+    Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert, Links,
     NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
-    SessionFilter, SessionRow, Store, StoreError, TranscriptMessage, UpstreamLinkRow, WatchEdge,
+    SessionFilter, SessionRow, SessionStore, SignalLog, StoreError, TranscriptMessage, Turn, TurnOutcome,
+    UpstreamLinkRow, WatchEdge,
 };
 use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
@@ -341,7 +343,7 @@ fn keep_plans(conn: &Connection) -> rusqlite::Result<()> {
 
 // Reads run on the blocking pool on a reader connection (WAL readers never wait for the writer). Writes
 // go through the group-committing writer, which also runs on the blocking pool.
-impl Store for SqliteStore {
+impl SignalLog for SqliteStore {
     async fn append(&self, req: AppendRequest, now: Millis) -> Result<AppendOutcome> {
         let fold_every = i64::from(self.inner.options.staged_rows.max(1));
         let (outcome, _) = self
@@ -478,7 +480,9 @@ impl Store for SqliteStore {
         )
         .await
     }
+}
 
+impl SessionStore for SqliteStore {
     async fn ensure_session(&self, new: NewSession, now: Millis) -> Result<(SessionRow, bool)> {
         self.write_async(move |c| SqliteStore::ensure_session_op(c, &new, now)).await
     }
@@ -598,6 +602,28 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn record_turn(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {
+        let fold_every = i64::from(self.inner.options.staged_rows.max(1));
+        let lengths = self.inner.transcript_lengths.clone();
+        // `Kept`: besides its append, a turn writes sessions, runs, the inbox and the transcript, none of
+        // which the writer's memory holds.
+        let (outcome, _) = self
+            .write_async_then(
+                Memory::Kept,
+                move |c| SqliteStore::record_turn_op(c, &lengths, turn, now, fold_every),
+                |(outcome, row)| match (&outcome.event, row) {
+                    (Some(Ok(AppendOutcome::Recorded { event, .. })), Some(row)) => {
+                        Some(TailChange::Committed(event.clone(), *row))
+                    }
+                    _ => None,
+                },
+            )
+            .await?;
+        Ok(outcome)
+    }
+}
+
+impl Links for SqliteStore {
     async fn upsert_link(&self, link: UpstreamLinkRow) -> Result<LinkUpsert> {
         self.write_async(move |c| SqliteStore::upsert_link_op(c, &link)).await
     }
@@ -612,6 +638,10 @@ impl Store for SqliteStore {
 
     async fn links_of_host(&self, host_id: String) -> Result<Vec<UpstreamLinkRow>> {
         self.blocking(move |s| s.links_of_host_sync(&host_id)).await
+    }
+
+    async fn delete_link(&self, key: String, agent: String) -> Result<bool> {
+        self.write_async(move |c| SqliteStore::delete_link_op(c, &key, &agent)).await
     }
 
     async fn advance_link_marker(
@@ -657,9 +687,5 @@ impl Store for SqliteStore {
 
     async fn list_nodes(&self) -> Result<Vec<NodeRow>> {
         self.blocking(move |s| s.list_nodes_sync()).await
-    }
-
-    async fn delete_link(&self, key: String, agent: String) -> Result<bool> {
-        self.write_async(move |c| SqliteStore::delete_link_op(c, &key, &agent)).await
     }
 }

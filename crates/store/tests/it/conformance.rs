@@ -1,6 +1,8 @@
-//! The store conformance suite, written once over `S: Store` so every backend (SQLite today, PostgreSQL
-//! next) runs exactly the same checks. A backend instantiates it with [`conformance_suite!`], giving a
-//! function that builds a fresh, empty [`Harness`] (and a guard that keeps its resources alive).
+//! The store conformance suite, written once over `S: Store` so every backend (SQLite, PostgreSQL) runs
+//! exactly the same checks, one part per trait: the `SignalLog` here (appends, pages, heads, retention)
+//! and in `cursors.rs` (watch cursors), the `SessionStore` in `sessions.rs`, `Links` in `links.rs`. A
+//! backend instantiates it with [`conformance_suite!`], giving a function that builds a fresh, empty
+//! [`Harness`] (and a guard that keeps its resources alive).
 //!
 //! Each `pub async fn` here is one check; the macro turns each into its own test.
 
@@ -16,12 +18,16 @@ use sessionwatch_store::{
 /// A backend hook that turns the (watcher, target) cursor into a legacy one.
 pub type MakeLegacy<S> = Box<dyn Fn(&S, &str, &str) + Send + Sync>;
 
+/// A backend hook that makes every later insert of an event fail (a trigger raising an error).
+pub type FailAppends<S> = Box<dyn Fn(&S) + Send + Sync>;
+
 /// What a backend hands the suite.
 pub struct Harness<S> {
     pub store: S,
     /// Turns the (watcher, target) cursor into a legacy one: a cursor whose watcher store is unknown
     /// (`watcher_store_path` NULL), as written before store binding existed.
     pub make_legacy: MakeLegacy<S>,
+    pub fail_appends: FailAppends<S>,
 }
 
 /// What a backend's `make` answers: a harness and its guard, or `None` when the backend is unavailable
@@ -43,9 +49,11 @@ impl<S, G> IntoHarness<S, G> for Option<(Harness<S>, G)> {
 }
 
 mod cursors;
-mod listings;
+mod links;
+mod sessions;
 pub use cursors::*;
-pub use listings::*;
+pub use links::*;
+pub use sessions::*;
 
 /// Instantiates every check of the suite as a `#[tokio::test]`. `$make` is a path to a function returning
 /// `(Harness<S>, guard)`; the guard lives for the whole test.
@@ -53,6 +61,7 @@ pub use listings::*;
 macro_rules! conformance_suite {
     ($make:path) => {
         $crate::conformance_suite!(@tests $make;
+            // SignalLog: appends, pages, heads, retention (this file)
             contiguous_sequences_per_session,
             concurrent_appends_are_counted_in_group_commits,
             head_survives_pruning_and_never_decreases,
@@ -60,16 +69,6 @@ macro_rules! conformance_suite {
             dedupe_is_scoped_to_the_session,
             only_if_watched_writes_nothing_when_unwatched,
             occurred_at_is_clamped,
-            child_spawned_seeds_the_producer_watcher,
-            material_events_update_lnm_with_frozen_n,
-            self_caused_events_are_suppressed,
-            invalid_addresses_are_logged_without_cursor_or_notice,
-            cursor_bound_to_another_store_is_inert,
-            legacy_cursor_must_register_again,
-            registration_rules,
-            acknowledge_goes_through_the_present,
-            a_respawn_keeps_an_unseen_change_pending,
-            sweep_reopens_pending_cursors_of_existing_watchers,
             every_event_kind_round_trips_through_a_page,
             workspace_events_keep_paths_and_head_positions_and_member_watches,
             changes_since_pages_and_gaps_from_the_floor,
@@ -80,12 +79,29 @@ macro_rules! conformance_suite {
             unwatch_removes_one_cursor,
             clear_watcher_removes_all_its_cursors,
             delete_session_state_removes_both_sides,
+            // SignalLog: watch cursors (cursors.rs)
+            child_spawned_seeds_the_producer_watcher,
+            material_events_update_lnm_with_frozen_n,
+            self_caused_events_are_suppressed,
+            invalid_addresses_are_logged_without_cursor_or_notice,
+            cursor_bound_to_another_store_is_inert,
+            legacy_cursor_must_register_again,
+            registration_rules,
+            acknowledge_goes_through_the_present,
+            a_respawn_keeps_an_unseen_change_pending,
+            sweep_reopens_pending_cursors_of_existing_watchers,
             watch_edges_name_both_ends,
+            // SessionStore (sessions.rs)
             list_sessions_filters_by_agent_and_pages,
             session_activity_and_the_pending_inbox,
-            nodes_are_found_by_token_and_revoked,
             a_transcript_answers_its_newest_messages_up_to_the_cap,
             native_state_and_cwd_are_kept_on_the_row,
+            a_turn_writes_its_run_event_host_inbox_and_message_together,
+            a_turn_keeps_its_delivery_when_its_event_is_not_written,
+            a_turn_whose_append_fails_delivers_without_it,
+            // Links (links.rs)
+            nodes_are_found_by_token_and_revoked,
+            links_keep_their_marker_by_compare_and_set,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {

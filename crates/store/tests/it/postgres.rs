@@ -3,6 +3,7 @@
 
 use crate::conformance::Harness;
 use sessionwatch_store::PostgresStore;
+use sessionwatch_store::SignalLog;
 use sessionwatch_store::postgres::testing::{TestSchema, admin_client};
 
 /// The suite calls `make` synchronously inside its (multi-threaded) tokio test.
@@ -31,7 +32,22 @@ fn make() -> Option<(Harness<PostgresStore>, TestSchema)> {
                 assert_eq!(n, 1, "the cursor to make legacy exists");
             })
         });
-        Some((Harness { store, make_legacy }, schema))
+        let (url, name) = (schema.url().to_string(), schema.schema().to_string());
+        let fail_appends = Box::new(move |_: &PostgresStore| {
+            block_on(async {
+                let admin = admin_client(&url).await.expect("admin connection");
+                admin
+                    .batch_execute(&format!(
+                        "CREATE FUNCTION {name}.fail_appends() RETURNS trigger LANGUAGE plpgsql AS \
+                         $$ BEGIN RAISE EXCEPTION 'appends fail'; END $$; \
+                         CREATE TRIGGER fail_appends BEFORE INSERT ON {name}.session_state_events \
+                         FOR EACH ROW EXECUTE FUNCTION {name}.fail_appends()"
+                    ))
+                    .await
+                    .expect("install the failing trigger");
+            })
+        });
+        Some((Harness { store, make_legacy, fail_appends }, schema))
     })
 }
 
@@ -43,7 +59,7 @@ crate::conformance_suite!(make);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_lone_append_strands_no_append_queued_behind_it() {
     use sessionwatch_core::{Limit, NewEvent};
-    use sessionwatch_store::{AppendOutcome, AppendRequest, Store};
+    use sessionwatch_store::{AppendOutcome, AppendRequest};
     use std::time::Duration;
     const T: &str = "agent:main:subagent:locked";
     const T2: &str = "agent:main:subagent:free";

@@ -2,7 +2,7 @@
 
 use crate::conformance::Harness;
 use rusqlite::types::FromSql;
-use sessionwatch_store::{SqliteOptions, SqliteStore};
+use sessionwatch_store::{SessionStore, SignalLog, SqliteOptions, SqliteStore};
 use tempfile::TempDir;
 
 fn make() -> (Harness<SqliteStore>, TempDir) {
@@ -29,7 +29,16 @@ fn make_with(options: SqliteOptions) -> (Harness<SqliteStore>, TempDir) {
             .expect("make legacy");
         assert_eq!(n, 1, "the cursor to make legacy exists");
     });
-    (Harness { store, make_legacy }, dir)
+    let fail_appends = Box::new(|s: &SqliteStore| {
+        let conn = rusqlite::Connection::open(s.path()).expect("open raw");
+        conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+        conn.execute_batch(
+            "CREATE TRIGGER fail_appends BEFORE INSERT ON session_state_events_staged \
+             BEGIN SELECT RAISE(ABORT, 'appends fail'); END",
+        )
+        .expect("install the failing trigger");
+    });
+    (Harness { store, make_legacy, fail_appends }, dir)
 }
 
 crate::conformance_suite!(make);
@@ -73,7 +82,7 @@ fn human(key: &str) -> sessionwatch_store::AppendRequest {
 #[tokio::test]
 async fn a_cached_tail_never_hides_another_processs_writes() {
     use sessionwatch_core::Limit;
-    use sessionwatch_store::{RetentionPolicy, Store};
+    use sessionwatch_store::RetentionPolicy;
     let (here, other, _dir) = two_processes();
     for i in 0..3 {
         here.append(human(KEY), 1_000 + i).await.unwrap();
@@ -103,7 +112,6 @@ async fn a_cached_tail_never_hides_another_processs_writes() {
 #[tokio::test]
 async fn a_cached_tail_never_answers_for_a_session_another_process_deleted_and_refilled() {
     use sessionwatch_core::Limit;
-    use sessionwatch_store::Store;
     let (here, other, _dir) = two_processes();
     for i in 0..3 {
         here.append(human(KEY), 1_000 + i).await.unwrap();
@@ -121,7 +129,7 @@ async fn a_cached_tail_never_answers_for_a_session_another_process_deleted_and_r
 /// floor in it, so a session pruned to nothing keeps its head.
 #[tokio::test]
 async fn every_append_moves_its_head_row_and_retention_its_floor() {
-    use sessionwatch_store::{RetentionPolicy, Store};
+    use sessionwatch_store::RetentionPolicy;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
@@ -156,7 +164,6 @@ async fn every_append_moves_its_head_row_and_retention_its_floor() {
 #[tokio::test]
 async fn pages_are_whole_across_the_log_and_the_staging_table() {
     use sessionwatch_core::Limit;
-    use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let writer = SqliteStore::open(&path, folding_every(5)).unwrap();
@@ -190,7 +197,6 @@ async fn pages_are_whole_across_the_log_and_the_staging_table() {
 #[tokio::test]
 async fn a_bursts_staged_rows_are_folded_when_the_writer_is_idle() {
     use sessionwatch_core::Limit;
-    use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
@@ -250,7 +256,6 @@ fn opened_version(path: &std::path::Path) -> i64 {
 /// heads are exact, so the derived head is the same.
 #[tokio::test]
 async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
-    use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     // As schema 3 left a session whose log retention emptied: head 7, floor 7, no rows.
@@ -269,7 +274,7 @@ async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
 #[tokio::test]
 async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
     use sessionwatch_core::{Limit, NewEvent};
-    use sessionwatch_store::{AppendOutcome, Store};
+    use sessionwatch_store::AppendOutcome;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let other = "agent:main:b";
@@ -332,7 +337,7 @@ async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
 #[tokio::test]
 async fn a_fold_that_fails_leaves_its_append_recorded_and_the_rows_staged() {
     use sessionwatch_core::Limit;
-    use sessionwatch_store::{AppendOutcome, Store};
+    use sessionwatch_store::AppendOutcome;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let store = SqliteStore::open(&path, folding_every(2)).unwrap();
@@ -365,7 +370,7 @@ async fn a_fold_that_fails_leaves_its_append_recorded_and_the_rows_staged() {
 #[tokio::test]
 async fn a_schema_5_file_gets_head_rows_from_its_log_and_numbers_on() {
     use sessionwatch_core::{Limit, NewEvent};
-    use sessionwatch_store::{AppendOutcome, Store};
+    use sessionwatch_store::AppendOutcome;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let (b, c) = ("agent:main:b", "agent:main:c");
@@ -412,7 +417,6 @@ async fn a_schema_5_file_gets_head_rows_from_its_log_and_numbers_on() {
 async fn database_files_are_readable_by_their_owner_only() {
     use crate::conformance::req;
     use sessionwatch_core::NewEvent;
-    use sessionwatch_store::Store;
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -454,7 +458,6 @@ fn a_second_gateway_lock_on_one_database_is_refused() {
 async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
     use crate::conformance::req;
     use sessionwatch_core::{Actor, AgentSessionKey, GoalChange, NewEvent, Provenance};
-    use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let s = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).expect("open");
     let target = "agent:main:subagent:t";
@@ -517,7 +520,6 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
 #[tokio::test]
 async fn a_schema_2_database_gains_the_settled_cursor_index() {
     use sessionwatch_core::Limit;
-    use sessionwatch_store::Store;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     file_at_schema(&path, 2, &old_event(KEY, 1, 1, None));
@@ -568,7 +570,6 @@ async fn pending_cursors_are_read_through_their_own_index() {
 async fn steady_concurrent_writes_keep_the_wal_bounded() {
     use crate::conformance::req;
     use sessionwatch_core::NewEvent;
-    use sessionwatch_store::Store;
     use sessionwatch_store::sqlite::WAL_CHECKPOINT_PAGES;
     const PRODUCERS: usize = 8;
     const APPENDS: usize = 2_000; // each: ~2.5 WAL pages (sessions spread over 1,000 pages)
@@ -604,7 +605,7 @@ async fn steady_concurrent_writes_keep_the_wal_bounded() {
 #[tokio::test]
 async fn a_transcript_keeps_at_most_a_trim_step_past_the_cap() {
     use crate::conformance::message;
-    use sessionwatch_store::{Store, TRANSCRIPT_CAP};
+    use sessionwatch_store::TRANSCRIPT_CAP;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
@@ -625,7 +626,6 @@ async fn a_transcript_keeps_at_most_a_trim_step_past_the_cap() {
 
 /// Fills three sessions with `rows` events, interleaved, through concurrent appends.
 async fn fill_three(s: &SqliteStore, rows: usize) -> [&'static str; 3] {
-    use sessionwatch_store::Store;
     let keys = ["agent:main:subagent:p0", "agent:main:subagent:p1", "agent:main:subagent:p2"];
     let writers = (0..8).map(|w| async move {
         for i in (w..rows).step_by(8) {
@@ -641,7 +641,7 @@ async fn fill_three(s: &SqliteStore, rows: usize) -> [&'static str; 3] {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prune_over_many_slices_keeps_exactly_the_newest_rows() {
     use sessionwatch_core::Limit;
-    use sessionwatch_store::{RetentionPolicy, Store};
+    use sessionwatch_store::RetentionPolicy;
     let (h, _dir) = make();
     let s = &h.store;
     let keys = fill_three(s, 4_500).await;
@@ -665,7 +665,7 @@ async fn a_prune_over_many_slices_keeps_exactly_the_newest_rows() {
 /// append waits for a slice, not for the whole prune (one write job held the writer for all of it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_are_committed_between_the_slices_of_a_prune() {
-    use sessionwatch_store::{RetentionPolicy, Store};
+    use sessionwatch_store::RetentionPolicy;
     let (h, _dir) = make();
     let s = h.store.clone();
     fill_three(&s, 20_000).await;

@@ -2,7 +2,7 @@
 
 use crate::{AGENT, NOW, STORE, ensure_session, goal, human, key, pg_schema, record, req, seqs};
 use sessionwatch_core::{DAY_MS, Limit, Provenance};
-use sessionwatch_store::{AppendOutcome, Head, RetentionPolicy, Store};
+use sessionwatch_store::{AppendOutcome, Head, RetentionPolicy, SignalLog};
 
 const T: &str = "agent:main:subagent:t";
 const W: &str = "agent:main:main";

@@ -4,7 +4,7 @@
 use crate::{AGENT, NOW, STORE, ensure_session, human, key, pg_schema, record, req};
 use sessionwatch_core::{Notice, Provenance};
 use sessionwatch_store::postgres::testing::admin_client;
-use sessionwatch_store::{HostSignal, SqliteOptions, SqliteStore, Store};
+use sessionwatch_store::{HostSignal, SessionStore, SqliteOptions, SqliteStore, Store};
 use std::time::Duration;
 use tokio::sync::mpsc::Receiver;
 

@@ -2,7 +2,7 @@
 //! certificate, as libpq's `require` accepts it.
 
 use sessionwatch_store::postgres::testing::admin_client;
-use sessionwatch_store::{PostgresOptions, PostgresStore};
+use sessionwatch_store::{Links, PostgresOptions, PostgresStore};
 
 fn with_sslmode(url: &str, mode: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
@@ -27,6 +27,5 @@ async fn the_url_chooses_tls() {
         PostgresStore::connect_with(&with_sslmode(schema.url(), "disable"), options()).await.unwrap();
     assert!(!disabled.connection_encrypted().await.unwrap(), "sslmode=disable does not");
     // The store works over TLS.
-    use sessionwatch_store::Store;
     assert!(required.list_nodes().await.unwrap().is_empty());
 }

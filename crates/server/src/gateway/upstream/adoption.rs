@@ -83,8 +83,7 @@ impl<S: Store> Gateway<S> {
             self.adopted_session(&r, catalog, adoption.entry.title.as_deref()).await?;
         let now = self.now();
         let outcome = self
-            .kernel
-            .store()
+            .store
             .upsert_link(UpstreamLinkRow {
                 session_key: r.key.clone(),
                 agent_id: r.agent_id.clone(),
@@ -104,7 +103,7 @@ impl<S: Store> Gateway<S> {
         if row.cwd.is_none()
             && let Some(cwd) = adoption.entry.cwd.clone().filter(|c| !c.is_empty())
         {
-            self.kernel.store().set_native_state(r.key.clone(), r.agent_id.clone(), Some(cwd), None).await?;
+            self.store.set_native_state(r.key.clone(), r.agent_id.clone(), Some(cwd), None).await?;
         }
         let link = match outcome {
             LinkUpsert::Created => "created",
@@ -122,7 +121,7 @@ impl<S: Store> Gateway<S> {
     /// The session's last [`OWN_TEXT_LIMIT`] user messages that the gateway itself delivered: a
     /// native prompt with one of these texts is our echo, not a human.
     pub(in crate::gateway) async fn own_user_texts(&self, r: &SessionRef) -> ApiResult<Vec<String>> {
-        let msgs = self.kernel.store().messages(r.key.clone(), r.agent_id.clone(), OWN_TEXT_SCAN).await?;
+        let msgs = self.store.messages(r.key.clone(), r.agent_id.clone(), OWN_TEXT_SCAN).await?;
         let mut texts: Vec<String> = msgs
             .into_iter()
             .rev()

@@ -60,7 +60,7 @@ impl<S: Store> Gateway<S> {
             tokio::task::spawn_blocking(move || sessionwatch_upstream::discover(&homes, &mut |_, _| {}))
                 .await
                 .map_err(|e| ApiError::Internal(format!("catalog discovery failed: {e}")))?;
-        let store = self.kernel.store();
+        let store = &self.store;
         let mut listing = CatalogListing::default();
         for e in entries {
             let key = adopted_key(DEFAULT_AGENT, e.catalog_id, &e.thread_id);

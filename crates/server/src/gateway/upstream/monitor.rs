@@ -56,7 +56,7 @@ impl<S: Store> Gateway<S> {
         let _guard = TickGuard(&self.monitor_running);
         let started = Instant::now();
         let mut report = TickReport::default();
-        let links = match self.kernel.store().watched_links().await {
+        let links = match self.store.watched_links().await {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!(error = %e, "upstream monitor: listing watched links failed");
@@ -187,7 +187,7 @@ impl<S: Store> Gateway<S> {
     /// The native session id recorded on the events of `link`'s session; `None` (after a warning) when
     /// the session is gone or cannot be read: the outcome is not applied this tick.
     async fn session_id_of(&self, link: &UpstreamLinkRow) -> Option<String> {
-        match self.kernel.store().get_session(link.session_key.clone(), link.agent_id.clone()).await {
+        match self.store.get_session(link.session_key.clone(), link.agent_id.clone()).await {
             Ok(Some(s)) => Some(s.session_id),
             Ok(None) => None,
             Err(e) => {
@@ -219,8 +219,7 @@ impl<S: Store> Gateway<S> {
         let link = &w.link;
         if link.missing_streak > 0
             && let Err(e) = self
-                .kernel
-                .store()
+                .store
                 .set_link_missing_streak(link.session_key.clone(), link.agent_id.clone(), link.updated_at, 0)
                 .await
         {
@@ -267,8 +266,7 @@ impl<S: Store> Gateway<S> {
             }
         }
         let advanced = self
-            .kernel
-            .store()
+            .store
             .advance_link_marker(
                 link.session_key.clone(),
                 link.agent_id.clone(),
@@ -293,7 +291,7 @@ impl<S: Store> Gateway<S> {
     /// A definitive "gone": the durable streak grows; at [`MISSING_THRESHOLD`] `upstream_missing` is
     /// recorded (once: deduplicated per link version) and the link removed.
     async fn apply_missing(&self, w: &Work, report: &mut TickReport) {
-        let store = self.kernel.store();
+        let store = &self.store;
         let link = &w.link;
         let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
         report.missing += 1;

@@ -1,5 +1,5 @@
 //! Conformance checks of the watch cursors: spawn seeding, the L/N/M machine, self-suppression, store
-//! binding, registration, acknowledgement through the present and the start-up sweep.
+//! binding, registration, acknowledgement through the present, the start-up sweep and the watch edges.
 
 use super::*;
 
@@ -327,4 +327,48 @@ pub async fn sweep_reopens_pending_cursors_of_existing_watchers<S: Store>(h: &Ha
     // After acknowledging, nothing is pending and the sweep is empty.
     s.acknowledge(key(W), vec![key(T), key(T2)], STORE.into(), NOW + 13).await.unwrap();
     assert!(s.sweep(STORE.into(), NOW + 14).await.unwrap().is_empty());
+}
+
+pub async fn watch_edges_name_both_ends<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
+    register(s, W, T2, Provenance::AmbientGroup, STORE, NOW).await;
+    register(s, W2, T, Provenance::Explicit, STORE, NOW).await;
+    register(s, T2, W2, Provenance::Explicit, STORE, NOW).await;
+    record(s, req(human(T)), NOW + 1).await;
+    let ends = |edges: Vec<WatchEdge>| -> Vec<(String, String)> {
+        edges.into_iter().map(|e| (e.watcher, e.target)).collect()
+    };
+    let of_t = s.watch_edges(vec![T.into()], 100).await.unwrap();
+    assert_eq!(
+        ends(of_t.clone()),
+        vec![(W.to_string(), T.to_string()), (W2.to_string(), T.to_string())],
+        "both watchers of T, ordered by watcher"
+    );
+    assert_eq!(lnm(&of_t[0].cursor), (0, 1, 1), "the cursor comes with the edge");
+    let both = s.watch_edges(vec![W2.into(), T2.into()], 100).await.unwrap();
+    assert_eq!(
+        ends(both),
+        vec![
+            (W.to_string(), T2.to_string()),
+            (W2.to_string(), T.to_string()),
+            (T2.to_string(), W2.to_string()),
+        ],
+        "an edge with both ends in the set is answered once"
+    );
+    assert_eq!(s.watch_edges(vec![T.into()], 1).await.unwrap().len(), 1, "at most limit");
+    assert!(s.watch_edges(vec![], 10).await.unwrap().is_empty());
+    assert!(!of_t[0].spawned, "no session row names W as T's spawner");
+    let child = NewSession {
+        session_key: T.into(),
+        agent_id: AGENT.into(),
+        session_id: "t-1".into(),
+        kind: "subagent".into(),
+        spawned_by: Some(W2.into()),
+        ..NewSession::default()
+    };
+    s.ensure_session(child, NOW).await.unwrap();
+    let spawned: Vec<bool> =
+        s.watch_edges(vec![T.into()], 100).await.unwrap().iter().map(|e| e.spawned).collect();
+    assert_eq!(spawned, vec![false, true], "W2 spawned T, W only watches it");
 }

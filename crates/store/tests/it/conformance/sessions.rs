@@ -1,50 +1,7 @@
-//! Conformance checks of what the dashboard and remote nodes read: watch edges, session pages, nodes.
+//! Conformance checks of the `SessionStore`: session pages, activity and inbox, the transcript, the
+//! native state, and a delivered turn's one transaction.
 
 use super::*;
-
-pub async fn watch_edges_name_both_ends<S: Store>(h: &Harness<S>) {
-    let s = &h.store;
-    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
-    register(s, W, T2, Provenance::AmbientGroup, STORE, NOW).await;
-    register(s, W2, T, Provenance::Explicit, STORE, NOW).await;
-    register(s, T2, W2, Provenance::Explicit, STORE, NOW).await;
-    record(s, req(human(T)), NOW + 1).await;
-    let ends = |edges: Vec<WatchEdge>| -> Vec<(String, String)> {
-        edges.into_iter().map(|e| (e.watcher, e.target)).collect()
-    };
-    let of_t = s.watch_edges(vec![T.into()], 100).await.unwrap();
-    assert_eq!(
-        ends(of_t.clone()),
-        vec![(W.to_string(), T.to_string()), (W2.to_string(), T.to_string())],
-        "both watchers of T, ordered by watcher"
-    );
-    assert_eq!(lnm(&of_t[0].cursor), (0, 1, 1), "the cursor comes with the edge");
-    let both = s.watch_edges(vec![W2.into(), T2.into()], 100).await.unwrap();
-    assert_eq!(
-        ends(both),
-        vec![
-            (W.to_string(), T2.to_string()),
-            (W2.to_string(), T.to_string()),
-            (T2.to_string(), W2.to_string()),
-        ],
-        "an edge with both ends in the set is answered once"
-    );
-    assert_eq!(s.watch_edges(vec![T.into()], 1).await.unwrap().len(), 1, "at most limit");
-    assert!(s.watch_edges(vec![], 10).await.unwrap().is_empty());
-    assert!(!of_t[0].spawned, "no session row names W as T's spawner");
-    let child = NewSession {
-        session_key: T.into(),
-        agent_id: AGENT.into(),
-        session_id: "t-1".into(),
-        kind: "subagent".into(),
-        spawned_by: Some(W2.into()),
-        ..NewSession::default()
-    };
-    s.ensure_session(child, NOW).await.unwrap();
-    let spawned: Vec<bool> =
-        s.watch_edges(vec![T.into()], 100).await.unwrap().iter().map(|e| e.spawned).collect();
-    assert_eq!(spawned, vec![false, true], "W2 spawned T, W only watches it");
-}
 
 pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) {
     let s = &h.store;
@@ -149,28 +106,6 @@ pub async fn session_activity_and_the_pending_inbox<S: Store>(h: &Harness<S>) {
     assert!(s.pending_inbox(T.into(), AGENT.into()).await.unwrap().is_empty());
 }
 
-pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
-    let s = &h.store;
-    assert!(s.create_node("buildbox".into(), "hash-b".into(), NOW).await.unwrap());
-    assert!(s.create_node("laptop".into(), "hash-l".into(), NOW + 1).await.unwrap());
-    assert!(!s.create_node("buildbox".into(), "hash-other".into(), NOW).await.unwrap(), "the name is taken");
-    let found = s.node_by_token("hash-b".into()).await.unwrap().expect("by its token");
-    assert_eq!((found.name.as_str(), found.last_seen_at), ("buildbox", None));
-    assert_eq!(s.node_by_token("hash-other".into()).await.unwrap(), None, "a refused token is not kept");
-    assert!(s.touch_node("buildbox".into(), NOW + 5).await.unwrap());
-    assert!(!s.touch_node("nobody".into(), NOW + 5).await.unwrap());
-    let names: Vec<(String, Option<Millis>)> =
-        s.list_nodes().await.unwrap().into_iter().map(|n| (n.name, n.last_seen_at)).collect();
-    assert_eq!(names, vec![("buildbox".to_string(), Some(NOW + 5)), ("laptop".to_string(), None)]);
-    assert!(s.revoke_node("buildbox".into()).await.unwrap());
-    assert!(!s.revoke_node("buildbox".into()).await.unwrap());
-    assert_eq!(s.node_by_token("hash-b".into()).await.unwrap(), None, "a revoked token opens nothing");
-    assert!(
-        s.create_node("buildbox".into(), "hash-b2".into(), NOW).await.unwrap(),
-        "the name can be issued again"
-    );
-}
-
 /// `sessions_history` reads the transcript: the newest messages, oldest first, never more than
 /// `TRANSCRIPT_CAP` however many were appended (the trim may run in steps, the answer may not show it).
 pub async fn a_transcript_answers_its_newest_messages_up_to_the_cap<S: Store>(h: &Harness<S>) {
@@ -220,4 +155,134 @@ pub async fn native_state_and_cwd_are_kept_on_the_row<S: Store>(h: &Harness<S>) 
     );
     assert_eq!(row().await.native_state.as_deref(), Some("waiting"), "and changes nothing");
     assert!(!s.set_native_state(T2.into(), AGENT.into(), Some("/x".into()), None).await.unwrap(), "unknown");
+}
+
+fn turn(text: &str, event: Option<AppendRequest>) -> sessionwatch_store::Turn {
+    sessionwatch_store::Turn {
+        session_key: T.into(),
+        agent_id: AGENT.into(),
+        session_id: format!("{T}-1"),
+        text: text.into(),
+        run_id: None,
+        from_session: Some(W.into()),
+        run: None,
+        event,
+        touch: false,
+        host_id: None,
+    }
+}
+
+/// A delivered turn writes its run, its event (with the notices it causes), the session's host, the
+/// inbox item and the transcript message together, and answers the head its event left.
+pub async fn a_turn_writes_its_run_event_host_inbox_and_message_together<S: Store>(h: &Harness<S>) {
+    use sessionwatch_store::{InboxItem, RunRow};
+    let s = &h.store;
+    ensure_session(s, T).await;
+    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
+    let run = RunRow {
+        run_id: "r1".into(),
+        session_key: T.into(),
+        agent_id: AGENT.into(),
+        session_id: format!("{T}-1"),
+        requester: Some(W.into()),
+        is_child: false,
+        status: None,
+        reply: None,
+        superseded: false,
+        created_at: NOW,
+        finished_at: None,
+    };
+    let mut t = turn("hello", Some(req(human(T))));
+    t.run_id = Some("r1".into());
+    t.run = Some(run.clone());
+    t.touch = true;
+    t.host_id = Some("gw-a".into());
+    let out = s.record_turn(t, NOW + 10).await.expect("turn");
+
+    match out.event {
+        Some(Ok(AppendOutcome::Recorded { event, notices })) => {
+            assert_eq!((event.sequence, event.kind), (1, EventKind::HumanDirectMessage));
+            assert_eq!(notices, vec![notice(W, T, 0)]);
+        }
+        other => panic!("expected a recorded event, got {other:?}"),
+    }
+    assert_eq!(out.head, Head { head: 1, floor: 0 });
+    assert_eq!(head(s, T).await, out.head);
+    assert_eq!(seqs(s, T).await, vec![1]);
+    assert!(cursor(s, W, T).await.unwrap().is_pending(), "the watcher's notice is pending");
+    assert_eq!(s.get_run("r1".into()).await.unwrap(), Some(run));
+    let row = s.get_session(T.into(), AGENT.into()).await.unwrap().unwrap();
+    assert_eq!((row.host_id.as_deref(), row.updated_at), (Some("gw-a"), NOW + 10), "touched");
+    assert_eq!(
+        s.pending_inbox(T.into(), AGENT.into()).await.unwrap(),
+        vec![InboxItem {
+            id: out.inbox_id,
+            run_id: Some("r1".into()),
+            from_session: Some(W.into()),
+            text: "hello".into(),
+            created_at: NOW + 10,
+        }]
+    );
+    let messages = s.messages(T.into(), AGENT.into(), 10).await.unwrap();
+    let shown: Vec<_> = messages
+        .iter()
+        .map(|m| (m.id, m.role.as_str(), m.text.as_str(), m.run_id.as_deref(), m.from_session.as_deref()))
+        .collect();
+    assert_eq!(shown, vec![(out.message_id, "user", "hello", Some("r1"), Some(W))]);
+}
+
+/// A turn whose event is not written (nobody watches, or its dedupe key was recorded) still delivers its
+/// message, and leaves no head row behind; without `touch` the session row is left as it was.
+pub async fn a_turn_keeps_its_delivery_when_its_event_is_not_written<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    ensure_session(s, T).await;
+    let mut unwatched = req(human(T));
+    unwatched.policy.only_if_watched = true;
+    let out = s.record_turn(turn("first", Some(unwatched)), NOW + 10).await.expect("turn");
+    assert!(matches!(out.event, Some(Ok(AppendOutcome::Unwatched))), "{:?}", out.event);
+    assert_eq!(out.head, Head::default());
+    assert!(s.state_versions(vec![(T.into(), AGENT.into())]).await.unwrap().is_empty(), "no head row");
+    let row = s.get_session(T.into(), AGENT.into()).await.unwrap().unwrap();
+    assert_eq!((row.host_id, row.updated_at), (None, NOW), "not touched");
+
+    let deduped = || req(human(T).with_dedupe_key(Some("d1".into())));
+    let (first, _) = record(s, deduped(), NOW + 11).await;
+    let out = s.record_turn(turn("second", Some(deduped())), NOW + 12).await.expect("turn");
+    match out.event {
+        Some(Ok(AppendOutcome::Duplicate(existing))) => assert_eq!(*existing, first),
+        other => panic!("expected Duplicate, got {other:?}"),
+    }
+    assert_eq!(out.head.head, 1);
+    let out = s.record_turn(turn("third", None), NOW + 13).await.expect("turn");
+    assert!(out.event.is_none());
+    assert_eq!(out.head.head, 1, "a turn without an event answers the head as it is");
+
+    let inbox = s.pending_inbox(T.into(), AGENT.into()).await.unwrap();
+    assert_eq!(inbox.iter().map(|i| i.text.as_str()).collect::<Vec<_>>(), ["first", "second", "third"]);
+    let messages = s.messages(T.into(), AGENT.into(), 10).await.unwrap();
+    assert_eq!(messages.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(), ["first", "second", "third"]);
+}
+
+/// An append that fails inside a turn rolls back alone: the turn commits its delivery (and its touch)
+/// without the event, no head row or cursor moved (recording is best effort; the turn goes on).
+pub async fn a_turn_whose_append_fails_delivers_without_it<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    ensure_session(s, T).await;
+    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
+    let (head_before, cursor_before) = (head(s, T).await, cursor(s, W, T).await);
+    (h.fail_appends)(s);
+    let mut t = turn("hello", Some(req(human(T))));
+    t.touch = true;
+    t.host_id = Some("gw-a".into());
+    let out = s.record_turn(t, NOW + 10).await.expect("the turn commits");
+    assert!(matches!(out.event, Some(Err(_))), "{:?}", out.event);
+    assert_eq!((out.head, head(s, T).await), (head_before, head_before), "no head moved");
+    assert_eq!(cursor(s, W, T).await, cursor_before, "no cursor moved");
+    assert!(seqs(s, T).await.is_empty());
+    let inbox = s.pending_inbox(T.into(), AGENT.into()).await.unwrap();
+    assert_eq!(inbox.iter().map(|i| i.text.as_str()).collect::<Vec<_>>(), ["hello"]);
+    let messages = s.messages(T.into(), AGENT.into(), 10).await.unwrap();
+    assert_eq!(messages.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(), ["hello"]);
+    let row = s.get_session(T.into(), AGENT.into()).await.unwrap().unwrap();
+    assert_eq!((row.host_id.as_deref(), row.updated_at), (Some("gw-a"), NOW + 10), "touched");
 }

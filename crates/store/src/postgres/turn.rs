@@ -1,0 +1,42 @@
+//! One turn delivered into a session, written in one transaction: its run, its event, the session's
+//! host, its inbox item and transcript message.
+
+use super::log::{Staged, head};
+use super::{PostgresStore, runs, sessions};
+use crate::{AppendOutcome, Result, Turn, TurnOutcome};
+use sessionwatch_core::Millis;
+
+impl PostgresStore {
+    /// The append comes first, under a savepoint: it locks the session's head row before the session row
+    /// (the order every append keeps), and its failure rolls back only itself.
+    pub(crate) async fn record_turn_pg(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {
+        let (key, agent) = (&turn.session_key, &turn.agent_id);
+        let mut client = self.client().await?;
+        let mut tx = client.transaction().await?;
+        let (event, committed) = match &turn.event {
+            None => (None, None),
+            Some(req) => match self.append_in(tx.savepoint("turn_event").await?, req, now).await {
+                Ok(Staged::Committed { event, notices, row }) => {
+                    (Some(Ok(AppendOutcome::Recorded { event: event.clone(), notices })), Some((event, row)))
+                }
+                Ok(Staged::RolledBack(outcome)) => (Some(Ok(outcome)), None),
+                // The savepoint, dropped unfinished, is rolled back before the next statement.
+                Err(e) => (Some(Err(e)), None),
+            },
+        };
+        if let Some(run) = &turn.run {
+            runs::create_run(&tx, run).await?;
+        }
+        if turn.touch {
+            sessions::touch_session(&tx, key, agent, turn.host_id.as_deref(), now).await?;
+        }
+        let inbox_id = sessions::push_inbox(&tx, key, agent, &turn.inbox_item(now)).await?;
+        let message_id = sessions::append_message(&tx, key, agent, &turn.message(), now).await?;
+        let head = head(&tx, key, agent).await?;
+        tx.commit().await?;
+        if let Some((event, row)) = committed {
+            self.inner.tail.committed(event, row);
+        }
+        Ok(TurnOutcome { inbox_id, message_id, event, head })
+    }
+}

@@ -1,0 +1,89 @@
+//! Conformance checks of `Links`: upstream links and their markers, remote nodes.
+
+use super::*;
+
+pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    assert!(s.create_node("buildbox".into(), "hash-b".into(), NOW).await.unwrap());
+    assert!(s.create_node("laptop".into(), "hash-l".into(), NOW + 1).await.unwrap());
+    assert!(!s.create_node("buildbox".into(), "hash-other".into(), NOW).await.unwrap(), "the name is taken");
+    let found = s.node_by_token("hash-b".into()).await.unwrap().expect("by its token");
+    assert_eq!((found.name.as_str(), found.last_seen_at), ("buildbox", None));
+    assert_eq!(s.node_by_token("hash-other".into()).await.unwrap(), None, "a refused token is not kept");
+    assert!(s.touch_node("buildbox".into(), NOW + 5).await.unwrap());
+    assert!(!s.touch_node("nobody".into(), NOW + 5).await.unwrap());
+    let names: Vec<(String, Option<Millis>)> =
+        s.list_nodes().await.unwrap().into_iter().map(|n| (n.name, n.last_seen_at)).collect();
+    assert_eq!(names, vec![("buildbox".to_string(), Some(NOW + 5)), ("laptop".to_string(), None)]);
+    assert!(s.revoke_node("buildbox".into()).await.unwrap());
+    assert!(!s.revoke_node("buildbox".into()).await.unwrap());
+    assert_eq!(s.node_by_token("hash-b".into()).await.unwrap(), None, "a revoked token opens nothing");
+    assert!(
+        s.create_node("buildbox".into(), "hash-b2".into(), NOW).await.unwrap(),
+        "the name can be issued again"
+    );
+}
+
+/// A link keeps its marker for the same source and starts again for another; the marker advances and the
+/// missing streak is stored only against the `updated_at` the caller read.
+pub async fn links_keep_their_marker_by_compare_and_set<S: Store>(h: &Harness<S>) {
+    use sessionwatch_store::{LinkUpsert, UpstreamLinkRow};
+    let s = &h.store;
+    let link = UpstreamLinkRow {
+        session_key: T.into(),
+        agent_id: AGENT.into(),
+        catalog_id: "claude".into(),
+        host_id: "local".into(),
+        thread_id: "thread-1".into(),
+        upstream_kind: "claude".into(),
+        reference_json: r#"{"path":"/a"}"#.into(),
+        marker_json: r#"{"offset":1}"#.into(),
+        last_scanned_at: None,
+        missing_streak: 0,
+        created_at: NOW,
+        updated_at: NOW,
+    };
+    let get = || async { s.get_link(T.into(), AGENT.into()).await.unwrap() };
+    assert_eq!(s.upsert_link(link.clone()).await.unwrap(), LinkUpsert::Created);
+    assert_eq!(get().await, Some(link.clone()));
+    let same = UpstreamLinkRow { marker_json: r#"{"offset":9}"#.into(), updated_at: NOW + 1, ..link.clone() };
+    assert_eq!(s.upsert_link(same).await.unwrap(), LinkUpsert::Kept);
+    assert_eq!(get().await, Some(link.clone()), "the same source keeps its marker");
+
+    assert!(!s.advance_link_marker(T.into(), AGENT.into(), NOW + 5, "{}".into(), NOW + 6).await.unwrap());
+    assert!(
+        s.advance_link_marker(T.into(), AGENT.into(), NOW, r#"{"offset":2}"#.into(), NOW + 6).await.unwrap()
+    );
+    assert!(!s.set_link_missing_streak(T.into(), AGENT.into(), NOW, 3).await.unwrap(), "a stale read");
+    assert!(s.set_link_missing_streak(T.into(), AGENT.into(), NOW + 6, 3).await.unwrap());
+    let advanced = get().await.unwrap();
+    assert_eq!(
+        (
+            advanced.marker_json.as_str(),
+            advanced.last_scanned_at,
+            advanced.updated_at,
+            advanced.missing_streak
+        ),
+        (r#"{"offset":2}"#, Some(NOW + 6), NOW + 6, 3)
+    );
+    assert!(
+        s.advance_link_marker(T.into(), AGENT.into(), NOW + 6, r#"{"offset":3}"#.into(), NOW + 7)
+            .await
+            .unwrap()
+    );
+    assert_eq!(get().await.unwrap().missing_streak, 0, "an advance resets the streak");
+
+    let moved = UpstreamLinkRow { thread_id: "thread-2".into(), updated_at: NOW + 8, ..link.clone() };
+    assert_eq!(s.upsert_link(moved.clone()).await.unwrap(), LinkUpsert::Rebaselined);
+    assert_eq!(get().await, Some(moved), "another source starts from its own marker");
+
+    assert!(s.watched_links().await.unwrap().is_empty(), "nobody watches T");
+    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
+    let keys = |links: Vec<UpstreamLinkRow>| links.into_iter().map(|l| l.session_key).collect::<Vec<_>>();
+    assert_eq!(keys(s.watched_links().await.unwrap()), [T]);
+    assert_eq!(keys(s.links_of_host("local".into()).await.unwrap()), [T]);
+    assert!(s.links_of_host("elsewhere".into()).await.unwrap().is_empty());
+    assert!(s.delete_link(T.into(), AGENT.into()).await.unwrap());
+    assert!(!s.delete_link(T.into(), AGENT.into()).await.unwrap());
+    assert_eq!(get().await, None);
+}
