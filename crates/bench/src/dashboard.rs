@@ -12,7 +12,7 @@ const SESSIONS: usize = 10_000;
 const WATCHERS_EACH: usize = 5;
 
 fn key(i: usize) -> String {
-    format!("agent:main:bench:s{i:05}")
+    AgentSessionKey::build("main", &format!("bench:s{i:05}"))
 }
 
 /// Fills the embedded gateway's store directly (the HTTP path is not what this measures).

@@ -5,6 +5,7 @@ use crate::Figure;
 use crate::percentile;
 use futures::StreamExt;
 use serde_json::{Value, json};
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_server::embedded::Embedded;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -220,7 +221,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let samples = if quick { 10 } else { 200 };
     let mut wakes = Vec::with_capacity(samples);
     for i in 0..samples {
-        let watcher = format!("agent:w{i}:main");
+        let watcher = AgentSessionKey::build(&format!("w{i}"), "main");
         let r = t
             .post(
                 "/tools/invoke",

@@ -4,6 +4,7 @@
 
 use crate::{Figure, percentile};
 use serde_json::{Value, json};
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_server::embedded::Embedded;
 use std::io::Write;
 use std::path::Path;
@@ -56,8 +57,8 @@ pub async fn run(exe: &Path, quick: bool) -> anyhow::Result<Vec<Figure>> {
             .await?;
     }
     let http = reqwest::Client::new();
-    let watch = json!({ "tool": "sessions_send", "sessionKey": format!("agent:main:claude:{MANAGER}"),
-        "args": { "sessionKey": format!("agent:main:claude:{WORKER}"), "message": "work", "watch": true } });
+    let watch = json!({ "tool": "sessions_send", "sessionKey": AgentSessionKey::build_adopted("main", "claude", MANAGER),
+        "args": { "sessionKey": AgentSessionKey::build_adopted("main", "claude", WORKER), "message": "work", "watch": true } });
     let r = http.post(format!("{}/tools/invoke", gw.base)).bearer_auth(&gw.token).json(&watch).send().await?;
     anyhow::ensure!(r.status().is_success(), "watch: {}", r.status());
 

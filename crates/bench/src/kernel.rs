@@ -15,6 +15,7 @@ use crate::Figure;
 use crate::kernel_backends::{
     BenchBackend, BenchResult, PRODUCERS, PostgresBackend, STORE_IDENTITY, SqliteBackend, WRITER_SESSIONS,
 };
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Limit, NewEvent, Provenance, SystemClock};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
@@ -228,7 +229,7 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         for i in 0..ALTERNATING_BLOCKS {
             let first = i * block;
             elapsed += append_concurrently(&k, block, move |j| {
-                format!("agent:main:subagent:s{}", (first + j) % WRITER_SESSIONS)
+                AgentSessionKey::build_subagent("main", &format!("s{}", (first + j) % WRITER_SESSIONS))
             })
             .await;
             tokio::time::sleep(SETTLE).await;
@@ -252,9 +253,10 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     {
         let name = "append-16-writers-sustained";
         let k = kernel(b, name, big_retention()).await?;
-        let elapsed =
-            append_concurrently(&k, sz.sustained_appends, |i| format!("agent:main:subagent:s{}", i % 100))
-                .await;
+        let elapsed = append_concurrently(&k, sz.sustained_appends, |i| {
+            AgentSessionKey::build_subagent("main", &format!("s{}", i % 100))
+        })
+        .await;
         drop(k);
         b.close(name).await;
         fig("append_16_writers_sustained_per_s", per_second(sz.sustained_appends, elapsed), "appends/s");
@@ -271,9 +273,13 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
             let k = kernel(b, name, big_retention()).await?;
             for i in 0..watchers {
                 assert!(
-                    k.register_watch(&format!("agent:w{i}:main"), target, Provenance::Explicit)
-                        .await
-                        .is_watching()
+                    k.register_watch(
+                        &AgentSessionKey::build(&format!("w{i}"), "main"),
+                        target,
+                        Provenance::Explicit
+                    )
+                    .await
+                    .is_watching()
                 );
             }
             kernels.push((name, k, Duration::ZERO));
@@ -371,8 +377,9 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         let name = "prune";
         let retention = RetentionPolicy { max_rows: sz.prune_to, ..RetentionPolicy::default() };
         let (k, store) = kernel_on(b, name, retention).await?;
-        let sessions: Vec<(String, String)> =
-            (0..100).map(|i| (format!("agent:main:subagent:p{i}"), "main".to_string())).collect();
+        let sessions: Vec<(String, String)> = (0..100)
+            .map(|i| (AgentSessionKey::build_subagent("main", &format!("p{i}")), "main".to_string()))
+            .collect();
         b.fill_events(name, &store, &sessions, sz.prune_from / 100).await?;
         drop(store);
         let start = Instant::now();
@@ -394,7 +401,13 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
             for t in 0..100u64 {
                 let pending = (w * 100 + t) % 10 == 0;
                 let (l, n, m) = if pending { (3, 4, 5) } else { (5, 5, 5) };
-                cursors.push((format!("agent:w{w}:main"), format!("agent:main:subagent:t{t}"), l, n, m));
+                cursors.push((
+                    AgentSessionKey::build(&format!("w{w}"), "main"),
+                    AgentSessionKey::build_subagent("main", &format!("t{t}")),
+                    l,
+                    n,
+                    m,
+                ));
             }
         }
         b.fill_cursors(name, &store, cursors).await?;

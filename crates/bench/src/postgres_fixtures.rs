@@ -7,6 +7,7 @@
 //! from the head row and stay contiguous, heads end at the last sequence.
 
 use futures::future::try_join_all;
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::Millis;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -202,7 +203,7 @@ impl RawBatches {
             let client = connect(url, Some(schema)).await?;
             let own = (w..sessions)
                 .step_by(writers)
-                .map(|s| (format!("agent:main:subagent:raw-{s}"), 0i64))
+                .map(|s| (AgentSessionKey::build_subagent("main", &format!("raw-{s}")), 0i64))
                 .collect();
             out.push((client, own));
         }

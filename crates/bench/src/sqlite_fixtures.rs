@@ -9,6 +9,7 @@
 //! here.
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::Millis;
 use sessionwatch_store::{SqliteOptions, SqliteStore, sqlite::configure};
 use std::path::Path;
@@ -266,7 +267,8 @@ pub fn raw_commit_loop(path: &Path, first: u64, rows: u64) -> Result<Duration> {
 pub fn raw_batched_loop(path: &Path, first: u64, rows: u64, per_tx: u64, sessions: u64) -> Result<Duration> {
     let mut conn = open_raw(path)?;
     let insert = insert_row("session_state_events_staged");
-    let keys: Vec<String> = (0..sessions).map(|s| format!("agent:main:subagent:raw-{s}")).collect();
+    let keys: Vec<String> =
+        (0..sessions).map(|s| AgentSessionKey::build_subagent("main", &format!("raw-{s}"))).collect();
     let at = 1_750_000_000_000i64;
     let start = Instant::now();
     let mut i = first;

@@ -4,6 +4,7 @@
 use super::{Sizes, ratio};
 use crate::sqlite_fixtures::Loader;
 use crate::{Figure, percentile, progress_bar};
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::{Clock, Limit, NewEvent, RecordPolicy, SystemClock};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_store::{RetentionPolicy, SignalLog, SqliteOptions, SqliteStore};
@@ -30,7 +31,9 @@ fn fresh(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn sessions(prefix: &str, n: u64) -> Vec<(String, String)> {
-    (0..n).map(|i| (format!("agent:main:subagent:{prefix}{i}"), "main".to_string())).collect()
+    (0..n)
+        .map(|i| (AgentSessionKey::build_subagent("main", &format!("{prefix}{i}")), "main".to_string()))
+        .collect()
 }
 
 /// Fills `per_session` events into each of `sessions` with a progress bar.

@@ -6,6 +6,7 @@ use super::{Sizes, ratio};
 use crate::sqlite_fixtures::Loader;
 use crate::{Figure, progress_bar};
 use serde_json::json;
+use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::{Clock, SystemClock};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -95,7 +96,13 @@ fn cursor_db(dir: &Path, name: &str, n: u64, small: u64, pending: u64) -> anyhow
     let every = (small / pending.max(1)).max(1);
     let cursors = (0..n).map(move |i| {
         let (l, n, m) = if i < small && i % every == 0 { (3, 4, 5) } else { (5, 5, 5) };
-        (format!("agent:w{}:main", i / TARGETS), format!("agent:main:subagent:t{}", i % TARGETS), l, n, m)
+        (
+            AgentSessionKey::build(&format!("w{}", i / TARGETS), "main"),
+            AgentSessionKey::build_subagent("main", &format!("t{}", i % TARGETS)),
+            l,
+            n,
+            m,
+        )
     });
     let pb = progress_bar(n, name);
     loader
@@ -141,7 +148,7 @@ pub(super) async fn startup(exe: &Path, dir: &Path, sz: &Sizes) -> anyhow::Resul
 }
 
 fn session_key(i: u64) -> String {
-    format!("agent:bench:bench:s{i:07}")
+    AgentSessionKey::build("bench", &format!("bench:s{i:07}"))
 }
 
 fn sessions_db(dir: &Path, name: &str, n: u64) -> anyhow::Result<PathBuf> {
