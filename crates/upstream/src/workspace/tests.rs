@@ -103,6 +103,31 @@ fn the_follower_reports_each_move_once_without_the_commit_message() {
     );
 }
 
+/// A remote node follows a git dir by its path, from the position the gateway kept: a fresh follower
+/// resumed there reports what happened since, once, with the reflog's time.
+#[test]
+fn a_follower_resumed_from_a_kept_position_reports_what_happened_since() {
+    let (_t, root) = repo();
+    let ws = resolve(&root);
+    let git_dir = ws.git_dir.clone().unwrap();
+    let by_path = of_git_dir(&git_dir).expect("a git dir");
+    assert_eq!((by_path.hash.as_str(), by_path.name.as_str()), (ws.hash.as_str(), "my-repo"));
+    assert_eq!(of_git_dir(&root), None, "a worktree's top is not a git dir");
+    assert_eq!(of_git_dir(Path::new("relative/.git")), None);
+    assert_eq!(of_git_dir(&root.join("src/../.git")), None, "only the canonical spelling");
+
+    let kept = HeadFollower::start(by_path.clone()).position().clone();
+    git(&root, &["checkout", "-q", "-b", "feature"]);
+    let mut resumed = HeadFollower::resume(by_path, kept.clone());
+    let m = resumed.poll().expect("the move since the kept position");
+    assert_eq!(m.moved.to.branch.as_deref(), Some("feature"));
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    assert!(m.moved_at_ms.is_some_and(|t| (now_ms - t).abs() < 60_000), "{m:?}");
+    assert_ne!(resumed.position(), &kept);
+    assert_eq!(resumed.poll(), None, "once");
+}
+
 #[test]
 fn reflog_lines_classify_by_their_first_word() {
     let id = |c: char| c.to_string().repeat(40);
