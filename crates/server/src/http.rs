@@ -94,6 +94,7 @@ pub fn app_with_shutdown<S: Store>(
         .route("/v1/node/sync", post(crate::http_nodes::sync::<S>))
         .route("/v1/node/baselines", post(crate::http_nodes::baselines::<S>))
         .route("/v1/node/outcomes", post(crate::http_nodes::outcomes::<S>))
+        .route("/v1/node/heads", post(crate::http_nodes::heads::<S>))
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::http_nodes::require_node::<S>));
     Router::new()
         .route("/healthz", get(|| async { Json(json!({ "ok": true })) }))
@@ -584,7 +585,8 @@ async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> 
 
 /// `POST /v1/hooks`: one Claude Code / Codex / Gemini CLI hook (`sessionwatch hook <event>` forwards its
 /// stdin; the Pi extension posts the same body itself): `{"cli": "claude"|"codex"|"gemini"|"pi", "event":
-/// "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>", "input": {<hook stdin>}}`; or one handler of
+/// "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>", "workspace"?: {<HookWorkspace>}, "input":
+/// {<hook stdin>}}` (`workspace` with `node` only: the worktree the node resolved); or one handler of
 /// OpenCode's sessionwatch plugin: `"cli": "opencode"`, `"event": "chat.message"|"tool.execute.after"`,
 /// `"input"`: what the plugin forwards (`hook::opencode::parse_plugin_call`).
 async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
@@ -592,7 +594,7 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
     use sessionwatch_upstream::source::Installer;
     let run = async {
         let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "input"])?;
+        let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "workspace", "input"])?;
         let cli = a.str("cli")?;
         let cli = HookCli::parse(cli).ok_or_else(|| {
             ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini, opencode or pi"))
@@ -613,7 +615,17 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
             }
         }
         .map_err(|e| ApiError::invalid(e.to_string()))?;
-        let outcome = state.gateway.hook(&input, a.opt_str("agentId")?, a.opt_str("node")?).await?;
+        let workspace: Option<crate::node_protocol::HookWorkspace> = match v.get("workspace") {
+            None | Some(Value::Null) => None,
+            Some(w) => Some(
+                serde_json::from_value(w.clone())
+                    .map_err(|e| ApiError::invalid(format!("body.workspace: {e}")))?,
+            ),
+        };
+        let outcome = state
+            .gateway
+            .hook(&input, a.opt_str("agentId")?, a.opt_str("node")?, workspace.as_ref())
+            .await?;
         Ok(crate::wire::hook_outcome(&outcome))
     };
     host_answer(run.await)

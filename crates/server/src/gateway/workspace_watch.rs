@@ -8,7 +8,7 @@
 
 use super::Gateway;
 use notify::{RecursiveMode, Watcher};
-use sessionwatch_core::SessionKind;
+use sessionwatch_core::{AgentSessionKey, SessionKind};
 use sessionwatch_store::{SessionFilter, Store};
 use sessionwatch_upstream::workspace::Workspace;
 use std::path::Path;
@@ -97,7 +97,9 @@ impl<S: Store> Gateway<S> {
             };
             for row in &rows {
                 let Some(cwd) = row.cwd.as_deref() else { continue };
-                if row.kind == SessionKind::Workspace.as_str() {
+                // A node's session's cwd is on the node: it joins again with its next hook.
+                let on_node = AgentSessionKey::parse(&row.session_key).is_some_and(|k| k.node().is_some());
+                if row.kind == SessionKind::Workspace.as_str() || on_node {
                     continue;
                 }
                 let r = super::SessionRef { key: row.session_key.clone(), agent_id: row.agent_id.clone() };
