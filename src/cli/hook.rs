@@ -10,7 +10,8 @@
 use clap::Args;
 use serde_json::{Value, json};
 use sessionwatch_server::discovery::UrlSource;
-use sessionwatch_upstream::hook::{HookCli, HookReply, MAX_INPUT_BYTES, parse_input, render_output};
+use sessionwatch_server::node_protocol::{HookWorkspace, MAX_HOOK_PATHS};
+use sessionwatch_upstream::hook::{HookCli, HookInput, HookReply, MAX_INPUT_BYTES, parse_input, render_output};
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -165,6 +166,10 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
     }
     if let Some(n) = &args.node {
         body["node"] = n.clone().into();
+        // The cwd is on this machine: the gateway learns its worktree from here.
+        if let Some(w) = node_workspace(&input) {
+            body["workspace"] = serde_json::to_value(w)?;
+        }
     }
     Ok(HookCall {
         input,
@@ -197,4 +202,30 @@ async fn forward(call: &HookCall) -> Result<Option<String>, Failure> {
     let text = |k: &str| answer.get(k).and_then(Value::as_str).map(str::to_string);
     let reply = HookReply { context: text("additionalContext"), block: text("block") };
     Ok(render_output(call.input.cli, call.input.event, &reply))
+}
+
+/// On a remote node: the worktree the hook's cwd lies in (its name, hash, git dir and HEAD position)
+/// and the paths a tool wrote, relative to it. What the gateway would refuse (a path it cannot name
+/// safely) is left out rather than losing the hook.
+fn node_workspace(input: &HookInput) -> Option<HookWorkspace> {
+    use sessionwatch_upstream::workspace::{self as ws, HeadFollower};
+    let cwd = std::path::Path::new(input.cwd.as_deref().filter(|c| !c.is_empty())?);
+    let workspace = ws::resolve(cwd);
+    let git_dir = workspace.git_dir.as_ref().and_then(|g| g.to_str()).map(str::to_string);
+    let mut w = HookWorkspace {
+        name: workspace.name.clone(),
+        hash: workspace.hash.clone(),
+        git_dir,
+        paths: vec![],
+        head: None,
+    };
+    if w.git_dir.is_some() && w.check().is_ok() {
+        w.head = Some(HeadFollower::start(workspace.clone()).position().into());
+    }
+    if w.check().is_err() {
+        return None;
+    }
+    let written = input.written_paths.iter().filter_map(|p| workspace.relative(p, cwd));
+    w.paths = written.filter(|p| HookWorkspace::check_path(p).is_ok()).take(MAX_HOOK_PATHS).collect();
+    Some(w)
 }

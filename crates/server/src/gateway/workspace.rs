@@ -59,7 +59,7 @@ pub(super) struct Followed {
     pub(super) agent_id: String,
     pub(super) head: HeadFollower,
     /// The git-dir watcher, held only to be dropped (stopping it) with this entry.
-    pub(super) _watcher: Option<super::workspace_watch::GitDirWatch>,
+    pub(super) _watcher: Option<crate::git_watch::GitDirWatch>,
 }
 
 /// A git dir on a remote node whose HEAD the node follows; the gateway keeps where it last read.

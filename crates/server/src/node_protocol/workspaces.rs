@@ -127,7 +127,7 @@ fn components(p: &str) -> impl Iterator<Item = &str> {
 /// A path relative to the worktree: not absolute, no `..`, no `.git`.
 fn relative_path(field: &str, p: &str) -> Result<(), String> {
     printable(field, p, MAX_PATH)?;
-    let drive = p.as_bytes().get(1) == Some(&b':');
+    let drive = p.as_bytes().get(1) == Some(&b':') && p.as_bytes()[0].is_ascii_alphabetic();
     if p.starts_with(['/', '\\']) || drive {
         return Err(format!("{field}: {p:?} is not relative to the worktree"));
     }
@@ -157,6 +157,11 @@ fn hash(field: &str, h: &str) -> Result<(), String> {
 }
 
 impl HookWorkspace {
+    /// A written path as it may be named: relative to the worktree, without `..` or `.git`.
+    pub fn check_path(p: &str) -> Result<(), String> {
+        relative_path("workspace.paths", p)
+    }
+
     /// Every field as a node may send it, or why not.
     pub fn check(&self) -> Result<(), String> {
         printable("workspace.name", &self.name, MAX_NAME)?;
@@ -168,7 +173,7 @@ impl HookWorkspace {
             return Err(format!("workspace.paths: at most {MAX_HOOK_PATHS}"));
         }
         for p in &self.paths {
-            relative_path("workspace.paths", p)?;
+            HookWorkspace::check_path(p)?;
         }
         if let Some(h) = &self.head {
             h.check("workspace.head")?;
