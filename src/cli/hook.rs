@@ -11,7 +11,9 @@ use clap::Args;
 use serde_json::{Value, json};
 use sessionwatch_server::discovery::UrlSource;
 use sessionwatch_server::node_protocol::{HookWorkspace, MAX_HOOK_PATHS};
-use sessionwatch_upstream::hook::{HookCli, HookInput, HookReply, MAX_INPUT_BYTES, parse_input, render_output};
+use sessionwatch_upstream::hook::{
+    HookCli, HookInput, HookReply, MAX_INPUT_BYTES, parse_input, render_output,
+};
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;

@@ -139,7 +139,11 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
 
 /// Reports what the followed git dirs (`only`: that one) hold that the gateway does not know yet;
 /// answers how many reports it sent.
-async fn report_heads(gateway: &Gateway, followers: &mut Followers, only: Option<&str>) -> anyhow::Result<usize> {
+async fn report_heads(
+    gateway: &Gateway,
+    followers: &mut Followers,
+    only: Option<&str>,
+) -> anyhow::Result<usize> {
     let reports = followers.poll(only);
     if reports.is_empty() {
         return Ok(0);

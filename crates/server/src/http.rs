@@ -622,10 +622,8 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
                     .map_err(|e| ApiError::invalid(format!("body.workspace: {e}")))?,
             ),
         };
-        let outcome = state
-            .gateway
-            .hook(&input, a.opt_str("agentId")?, a.opt_str("node")?, workspace.as_ref())
-            .await?;
+        let outcome =
+            state.gateway.hook(&input, a.opt_str("agentId")?, a.opt_str("node")?, workspace.as_ref()).await?;
         Ok(crate::wire::hook_outcome(&outcome))
     };
     host_answer(run.await)

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 mod workspaces;
 pub use workspaces::{
-    FollowedWorkspace, HeadReport, HeadReportAnswer, HookWorkspace, MAX_HEAD_REPORTS, MAX_HOOK_PATHS, RemoteHead,
-    RemoteHeadMove, RemoteHeadPosition,
+    FollowedWorkspace, HeadReport, HeadReportAnswer, HookWorkspace, MAX_HEAD_REPORTS, MAX_HOOK_PATHS,
+    RemoteHead, RemoteHeadMove, RemoteHeadPosition,
 };
 
 /// `POST /v1/node/sync`: the node's catalog; the answer is the work for this tick.

@@ -78,7 +78,13 @@ impl<S: Store> Gateway<S> {
             let Some(moved) = &r.moved else { continue };
             let at = MovedAt::Logged(moved.moved_at_ms.unwrap_or_else(wall_ms));
             let outcome = self
-                .record_head_move(&r.workspace_key, &agent_id, &moved.head_move(), moved.dedupe_key.clone(), at)
+                .record_head_move(
+                    &r.workspace_key,
+                    &agent_id,
+                    &moved.head_move(),
+                    moved.dedupe_key.clone(),
+                    at,
+                )
                 .await;
             if matches!(outcome, RecordOutcome::Recorded(_)) {
                 answer.recorded += 1;

@@ -345,10 +345,8 @@ impl<S: Store> Gateway<S> {
         tokio::spawn(async move {
             tokio::time::sleep(EDIT_IDLE).await;
             let Some(gateway) = me.upgrade() else { return };
-            let idle = lock(&gateway.workspaces)
-                .edits
-                .get(&session)
-                .is_some_and(|p| p.generation == generation);
+            let idle =
+                lock(&gateway.workspaces).edits.get(&session).is_some_and(|p| p.generation == generation);
             if idle {
                 gateway.flush_edits(&session).await;
             }
@@ -397,8 +395,14 @@ impl<S: Store> Gateway<S> {
             f.head.poll().map(|m| (m, agent))
         };
         let Some((observed, agent_id)) = observed else { return };
-        self.record_head_move(ws_key, &agent_id, &observed.moved, observed.dedupe_key, MovedAt::Seen(changed_at))
-            .await;
+        self.record_head_move(
+            ws_key,
+            &agent_id,
+            &observed.moved,
+            observed.dedupe_key,
+            MovedAt::Seen(changed_at),
+        )
+        .await;
     }
 
     /// Records a move of the workspace's HEAD, attributed to the member whose shell call was running
