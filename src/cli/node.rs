@@ -149,7 +149,8 @@ async fn report_heads(
         return Ok(0);
     }
     match gateway.post::<_, serde_json::Value>("/v1/node/heads", &reports).await {
-        Ok(_) => {
+        Ok(answer) => {
+            tracing::debug!(reports = reports.len(), %answer, "head reports");
             followers.reported(&reports);
             Ok(reports.len())
         }

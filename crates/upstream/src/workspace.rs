@@ -348,8 +348,13 @@ impl HeadFollower {
                 *offset += used as u64;
                 fold_moves(&entries, self.position.head.as_ref(), now.as_ref()).map(|m| {
                     let last = entries.last().expect("a move has entries");
-                    let key =
-                        format!("head-moved:{}:{}:{}:{}", self.workspace.hash, last.old, last.new, last.when);
+                    // The entry's end in the reflog tells apart two moves between the same ids in
+                    // one second (`checkout -b a`, then `checkout -b b`); two readers of one reflog
+                    // still name one move alike.
+                    let key = format!(
+                        "head-moved:{}:{}:{}:{}:{}",
+                        self.workspace.hash, offset, last.old, last.new, last.when
+                    );
                     let moved_at_ms = last
                         .when
                         .split(' ')

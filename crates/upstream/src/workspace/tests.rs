@@ -128,6 +128,32 @@ fn a_follower_resumed_from_a_kept_position_reports_what_happened_since() {
     assert_eq!(resumed.poll(), None, "once");
 }
 
+/// Regression: two checkouts of new branches at one commit within one second have the same ids and
+/// time in the reflog; read by two polls, they were one dedupe key, so the second move was dropped.
+#[test]
+fn two_moves_between_the_same_ids_in_one_second_are_two_moves() {
+    let t = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let git_dir = root.join(".git");
+    std::fs::create_dir_all(git_dir.join("logs")).unwrap();
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(git_dir.join("logs/HEAD"), "").unwrap();
+    let mut f = HeadFollower::start(resolve(&root));
+    let id = "1".repeat(40);
+    let append = |to: &str| {
+        use std::io::Write;
+        std::fs::write(git_dir.join("HEAD"), format!("ref: refs/heads/{to}\n")).unwrap();
+        let mut log = std::fs::OpenOptions::new().append(true).open(git_dir.join("logs/HEAD")).unwrap();
+        writeln!(log, "{id} {id} t <t@t> 1765000000 +0000\tcheckout: moving from main to {to}").unwrap();
+    };
+    append("a");
+    let first = f.poll().expect("checkout -b a");
+    append("b");
+    let second = f.poll().expect("checkout -b b");
+    assert_eq!(second.moved.to.branch.as_deref(), Some("b"));
+    assert_ne!(first.dedupe_key, second.dedupe_key);
+}
+
 #[test]
 fn reflog_lines_classify_by_their_first_word() {
     let id = |c: char| c.to_string().repeat(40);
