@@ -62,16 +62,7 @@ impl<S: Store> Gateway<S> {
         if node.is_some_and(|n| !super::nodes::is_valid_node_name(n)) {
             return Err(ApiError::invalid(format!("node {node:?} is not a node name")));
         }
-        let workspace = match (node, workspace) {
-            (Some(n), Some(w)) => {
-                w.check().map_err(ApiError::invalid)?;
-                Some((n, w))
-            }
-            (None, Some(_)) => {
-                return Err(ApiError::invalid("workspace: only a node's hook names its workspace"));
-            }
-            (_, None) => None,
-        };
+        let workspace = node_workspace(node, workspace)?;
         let r = self.adopted_ref(&agent, catalog, &input.session_id, node)?;
         let mut outcome =
             HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
@@ -323,6 +314,21 @@ impl<S: Store> Gateway<S> {
             Ok(_) | Err(ApiError::NotFound(_)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The worktree a node's hook names, checked (only a node's hook names one: a local cwd is resolved here).
+fn node_workspace<'a>(
+    node: Option<&'a str>,
+    workspace: Option<&'a HookWorkspace>,
+) -> ApiResult<Option<(&'a str, &'a HookWorkspace)>> {
+    match (node, workspace) {
+        (Some(n), Some(w)) => {
+            w.check().map_err(ApiError::invalid)?;
+            Ok(Some((n, w)))
+        }
+        (None, Some(_)) => Err(ApiError::invalid("workspace: only a node's hook names its workspace")),
+        (_, None) => Ok(None),
     }
 }
 
