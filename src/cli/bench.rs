@@ -11,7 +11,6 @@
 //! Output: one figure per line; with `--json`, one object `{"name","value","unit"}` per line.
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 use sessionwatch_bench::Figure;
 use std::process::ExitCode;
 
@@ -79,19 +78,47 @@ pub enum BenchWhat {
         /// Where the bench databases and files go (default: a temporary dir).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// Run only these parts (repeatable; default: all, in this order).
+        #[arg(long = "part", value_enum, value_name = "PART")]
+        parts: Vec<ScalePart>,
     },
+}
+
+/// `bench scale --part`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum ScalePart {
+    Pages,
+    Startup,
+    Rss,
+    Prune,
+    Monitor,
+}
+
+impl From<ScalePart> for sessionwatch_bench::scale::Part {
+    fn from(p: ScalePart) -> Self {
+        use sessionwatch_bench::scale::Part;
+        match p {
+            ScalePart::Pages => Part::Pages,
+            ScalePart::Startup => Part::Startup,
+            ScalePart::Rss => Part::Rss,
+            ScalePart::Prune => Part::Prune,
+            ScalePart::Monitor => Part::Monitor,
+        }
+    }
 }
 
 fn print(figures: Vec<Figure>, json: bool) {
     for f in figures {
         if json {
             // Keys in the documented order: name, value, unit.
-            println!(
-                "{{\"name\":{},\"value\":{},\"unit\":{}}}",
-                json!(f.name),
-                json!(round(f.value)),
-                json!(f.unit)
-            );
+            #[derive(serde::Serialize)]
+            struct FigureJson<'a> {
+                name: &'a str,
+                value: f64,
+                unit: &'a str,
+            }
+            let line = FigureJson { name: &f.name, value: round(f.value), unit: f.unit };
+            println!("{}", serde_json::to_string(&line).unwrap_or_default());
         } else {
             println!("{:<40} {:>14.3} {}", f.name, f.value, f.unit);
         }
@@ -129,7 +156,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     .await??;
             print(figures, json);
         }
-        BenchWhat::Scale { json, quick, events, dir } => {
+        BenchWhat::Scale { json, quick, events, dir, parts } => {
             let tmp = tempfile::tempdir()?;
             let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
             let mut sizes = if quick {
@@ -141,7 +168,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 sizes = sizes.with_events(n);
             }
             let exe = std::env::current_exe()?;
-            print(sessionwatch_bench::scale::run(&exe, &dir, &sizes).await?, json);
+            let parts: Vec<_> = if parts.is_empty() {
+                sessionwatch_bench::scale::Part::ALL.to_vec()
+            } else {
+                parts.into_iter().map(Into::into).collect()
+            };
+            print(sessionwatch_bench::scale::run(&exe, &dir, &sizes, &parts).await?, json);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -4,8 +4,12 @@ use super::names;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use futures::StreamExt;
-use serde_json::{Value, json};
-use sessionwatch_server::wire::SessionListingJson;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sessionwatch_server::host_protocol::{
+    ActorJson, AddMessageRequest, CompactionRequest, CreateSessionRequest, InboundRequest, IssueNodeRequest,
+    LoginLinkJson, NodeTokenJson, RunResultRequest, SessionListingJson, SetGoalRequest, ToolCall, WatchJson,
+};
 use std::process::ExitCode;
 
 #[derive(Args, Debug, Clone)]
@@ -265,19 +269,30 @@ impl Client {
         format!("{}{}", self.base, path)
     }
 
-    pub(super) async fn call(
+    /// A call without a body; answers the status and the answer (text when it is not JSON).
+    pub(super) async fn call(&self, method: reqwest::Method, path: &str) -> anyhow::Result<(u16, Value)> {
+        self.send(self.request(method, path)).await
+    }
+
+    /// A call with a JSON body (a `host_protocol` request).
+    pub(super) async fn call_with(
         &self,
         method: reqwest::Method,
         path: &str,
-        body: Option<Value>,
+        body: &impl Serialize,
     ) -> anyhow::Result<(u16, Value)> {
-        let mut req = self.http.request(method, self.url(path));
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
+        self.send(self.request(method, path).json(body)).await
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let req = self.http.request(method, self.url(path));
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
         }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> anyhow::Result<(u16, Value)> {
         let resp = req.send().await.with_context(|| format!("cannot reach the gateway at {}", self.base))?;
         let status = resp.status().as_u16();
         let text = resp.text().await?;
@@ -289,7 +304,7 @@ impl Client {
     async fn listing(&self) -> anyhow::Result<&SessionListingJson> {
         self.listing
             .get_or_try_init(|| async {
-                let (status, answer) = self.call(reqwest::Method::GET, "/v1/sessions", None).await?;
+                let (status, answer) = self.call(reqwest::Method::GET, "/v1/sessions").await?;
                 if status != 200 {
                     bail!("cannot list the gateway's sessions: it answered {status}: {answer}");
                 }
@@ -310,20 +325,43 @@ impl Client {
         })
     }
 
-    async fn tool(&self, name: &str, args: Value) -> anyhow::Result<(u16, Value)> {
-        let mut body = json!({ "tool": name, "args": args });
-        if let Some(c) = &self.conn.caller {
-            body["sessionKey"] = c.clone().into();
-        }
-        self.call(reqwest::Method::POST, "/tools/invoke", Some(body)).await
+    async fn tool(&self, name: &str, args: impl Serialize) -> anyhow::Result<(u16, Value)> {
+        let call = ToolCall { tool: name.to_string(), args, session_key: self.conn.caller.clone() };
+        self.call_with(reqwest::Method::POST, "/tools/invoke", &call).await
     }
 }
 
-fn strip_nulls(mut v: Value) -> Value {
-    if let Value::Object(m) = &mut v {
-        m.retain(|_, x| !x.is_null());
-    }
-    v
+/// The tools' arguments as the CLI gives them (`gateway/tool_spec.rs` defines them all); an absent
+/// option is left out, so the tool applies its default.
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ToolArgs {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) session_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) changes_since: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) limit: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) kinds: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) active_minutes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) include_tools: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) timeout_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) watch: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) task: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) agent_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) run_timeout_seconds: Option<u64>,
 }
 
 impl ClientCommand {
@@ -364,88 +402,111 @@ pub async fn run(cmd: ClientCommand) -> anyhow::Result<ExitCode> {
         ClientCommand::Sessions { .. } => return sessions(&c).await,
         ClientCommand::Watch { target, .. } => return watch(&c, &target).await,
         ClientCommand::Status { key, since, limit, .. } => {
-            let key = c.opt_key(key).await?;
+            let session_key = c.opt_key(key).await?;
             c.tool(
                 "session_status",
-                strip_nulls(json!({ "sessionKey": key, "changesSince": since, "limit": limit })),
+                ToolArgs { session_key, changes_since: since, limit, ..ToolArgs::default() },
             )
             .await?
         }
         ClientCommand::List { kinds, limit, active_minutes, .. } => {
             let kinds = (!kinds.is_empty()).then_some(kinds);
-            let args = json!({ "kinds": kinds, "limit": limit, "activeMinutes": active_minutes });
-            c.tool("sessions_list", strip_nulls(args)).await?
+            c.tool("sessions_list", ToolArgs { kinds, limit, active_minutes, ..ToolArgs::default() }).await?
         }
         ClientCommand::History { key, limit, include_tools, .. } => {
-            let key = c.key(&key).await?;
-            let args = json!({ "sessionKey": key, "limit": limit, "includeTools": include_tools });
-            c.tool("sessions_history", strip_nulls(args)).await?
+            let session_key = Some(c.key(&key).await?);
+            let include_tools = Some(include_tools);
+            c.tool("sessions_history", ToolArgs { session_key, limit, include_tools, ..ToolArgs::default() })
+                .await?
         }
         ClientCommand::Send { key, message, timeout, watch, .. } => {
-            let key = c.key(&key).await?;
-            let args = json!({ "sessionKey": key, "message": message, "timeoutSeconds": timeout, "watch": watch.then_some(true) });
-            c.tool("sessions_send", strip_nulls(args)).await?
+            let args = ToolArgs {
+                session_key: Some(c.key(&key).await?),
+                message: Some(message),
+                timeout_seconds: timeout,
+                watch: watch.then_some(true),
+                ..ToolArgs::default()
+            };
+            c.tool("sessions_send", args).await?
         }
         ClientCommand::Spawn { task, label, agent, run_timeout, .. } => {
-            let args =
-                json!({ "task": task, "label": label, "agentId": agent, "runTimeoutSeconds": run_timeout });
-            c.tool("sessions_spawn", strip_nulls(args)).await?
+            let args = ToolArgs {
+                task: Some(task),
+                label,
+                agent_id: agent,
+                run_timeout_seconds: run_timeout,
+                ..ToolArgs::default()
+            };
+            c.tool("sessions_spawn", args).await?
         }
         ClientCommand::Unwatch { key, .. } => {
-            let key = c.key(&key).await?;
-            c.tool("sessions_unwatch", json!({ "sessionKey": key })).await?
+            let session_key = Some(c.key(&key).await?);
+            c.tool("sessions_unwatch", ToolArgs { session_key, ..ToolArgs::default() }).await?
         }
         ClientCommand::Tool { name, args, .. } => {
             let args: Value = serde_json::from_str(&args).context("ARGS must be a JSON object")?;
             c.tool(&name, args).await?
         }
         ClientCommand::Create { key, agent, chat_type, channel, label, created_via, .. } => {
-            let body = json!({ "sessionKey": key, "agentId": agent, "chatType": chat_type, "channel": channel,
-                "label": label, "createdVia": created_via });
-            c.call(Method::POST, "/v1/sessions", Some(strip_nulls(body))).await?
+            let body = CreateSessionRequest {
+                session_key: key,
+                agent_id: agent,
+                chat_type,
+                channel,
+                label,
+                created_via,
+                ..CreateSessionRequest::default()
+            };
+            c.call_with(Method::POST, "/v1/sessions", &body).await?
         }
         ClientCommand::Inbound { key, text, channel, actor, actor_id, .. } => {
             let key = c.key(&key).await?;
-            let body = json!({ "text": text, "channel": channel, "actor": strip_nulls(json!({ "type": actor, "id": actor_id })) });
-            c.call(Method::POST, &format!("/v1/sessions/{}/inbound", enc(&key)), Some(body)).await?
+            let actor = ActorJson { kind: actor, id: actor_id, label: None };
+            let body = InboundRequest {
+                text,
+                channel: Some(channel),
+                actor: Some(actor),
+                ..InboundRequest::default()
+            };
+            c.call_with(Method::POST, &format!("/v1/sessions/{}/inbound", enc(&key)), &body).await?
         }
         ClientCommand::Turn { key, .. } => {
             let key = c.key(&key).await?;
-            c.call(Method::POST, &format!("/v1/sessions/{}/turns", enc(&key)), None).await?
+            c.call(Method::POST, &format!("/v1/sessions/{}/turns", enc(&key))).await?
         }
         ClientCommand::Message { key, role, text, run_id, .. } => {
             let key = c.key(&key).await?;
-            let body = strip_nulls(json!({ "role": role, "text": text, "runId": run_id }));
-            c.call(Method::POST, &format!("/v1/sessions/{}/messages", enc(&key)), Some(body)).await?
+            let body = AddMessageRequest { role, text, run_id };
+            c.call_with(Method::POST, &format!("/v1/sessions/{}/messages", enc(&key)), &body).await?
         }
         ClientCommand::Goal { key, objective, status, clear, .. } => {
             let key = c.key(&key).await?;
             let path = format!("/v1/sessions/{}/goal", enc(&key));
             if clear {
-                c.call(Method::DELETE, &path, None).await?
+                c.call(Method::DELETE, &path).await?
             } else {
-                let body = json!({ "objective": objective, "status": status, "actor": { "type": "human" } });
-                c.call(Method::PUT, &path, Some(strip_nulls(body))).await?
+                let actor = Some(ActorJson { kind: "human".into(), ..ActorJson::default() });
+                c.call_with(Method::PUT, &path, &SetGoalRequest { objective, status, actor }).await?
             }
         }
         ClientCommand::Compact { key, operation_id, .. } => {
             let key = c.key(&key).await?;
-            let body = json!({ "operationId": operation_id });
-            c.call(Method::POST, &format!("/v1/sessions/{}/compactions", enc(&key)), Some(body)).await?
+            let body = CompactionRequest { operation_id, run_id: None };
+            c.call_with(Method::POST, &format!("/v1/sessions/{}/compactions", enc(&key)), &body).await?
         }
         ClientCommand::Reset { key, .. } => {
             let key = c.key(&key).await?;
-            c.call(Method::POST, &format!("/v1/sessions/{}/reset", enc(&key)), None).await?
+            c.call(Method::POST, &format!("/v1/sessions/{}/reset", enc(&key))).await?
         }
         ClientCommand::Delete { key, .. } => {
             let key = c.key(&key).await?;
-            c.call(Method::DELETE, &format!("/v1/sessions/{}", enc(&key)), None).await?
+            c.call(Method::DELETE, &format!("/v1/sessions/{}", enc(&key))).await?
         }
         ClientCommand::RunResult { run_id, status, reply, session_id, .. } => {
-            let body = strip_nulls(json!({ "status": status, "reply": reply, "sessionId": session_id }));
-            c.call(Method::POST, &format!("/v1/runs/{}/result", enc(&run_id)), Some(body)).await?
+            let body = RunResultRequest { status, reply, session_id };
+            c.call_with(Method::POST, &format!("/v1/runs/{}/result", enc(&run_id)), &body).await?
         }
-        ClientCommand::Health { .. } => c.call(Method::GET, "/healthz", None).await?,
+        ClientCommand::Health { .. } => c.call(Method::GET, "/healthz").await?,
         ClientCommand::Stream { key, .. } => return stream(&c, c.opt_key(key).await?).await,
         ClientCommand::Ui { .. } => return ui(&c).await,
     };
@@ -476,24 +537,31 @@ pub enum NodesCommand {
 
 pub async fn nodes(cmd: NodesCommand) -> anyhow::Result<ExitCode> {
     use reqwest::Method;
-    let (conn, method, path, body) = match cmd {
-        NodesCommand::Add { name, conn } => {
-            (conn, Method::POST, "/v1/nodes".to_string(), Some(json!({ "name": name })))
-        }
-        NodesCommand::List { conn } => (conn, Method::GET, "/v1/nodes".to_string(), None),
+    let (conn, name) = match cmd {
+        NodesCommand::Add { name, conn } => (conn, Some(name)),
+        NodesCommand::List { conn } => (conn, None),
         NodesCommand::Revoke { name, conn } => {
-            (conn, Method::DELETE, format!("/v1/nodes/{}", enc(&name)), None)
+            let raw = conn.json;
+            let c = Client::new(conn)?;
+            let (status, answer) = c.call(Method::DELETE, &format!("/v1/nodes/{}", enc(&name))).await?;
+            print_answer(&answer, raw);
+            return Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) });
         }
     };
     let raw = conn.json;
     let c = Client::new(conn)?;
-    let (status, answer) = c.call(method, &path, body).await?;
-    if let (200, Some(token)) = (status, answer["token"].as_str()) {
+    let (status, answer) = match name {
+        Some(name) => c.call_with(Method::POST, "/v1/nodes", &IssueNodeRequest { name }).await?,
+        None => c.call(Method::GET, "/v1/nodes").await?,
+    };
+    if status == 200
+        && let Ok(issued) = NodeTokenJson::deserialize(&answer)
+    {
         if raw {
             println!("{answer}");
         } else {
             // The token alone on stdout, so it can be piped into the node's token file.
-            println!("{token}");
+            println!("{}", issued.token);
             eprintln!("Save it on the node as its node-token (mode 0600); it is not shown again.");
         }
         return Ok(ExitCode::SUCCESS);
@@ -524,12 +592,12 @@ async fn watch(c: &Client, target: &str) -> anyhow::Result<ExitCode> {
     };
     let target = c.key(target).await?;
     let path = format!("/v1/sessions/{}/watchers/{}", enc(&target), enc(watcher));
-    let (status, answer) = c.call(reqwest::Method::PUT, &path, None).await?;
+    let (status, answer) = c.call(reqwest::Method::PUT, &path).await?;
     if c.conn.json || status != 200 {
         print_answer(&answer, c.conn.json);
         return Ok(if status == 200 { ExitCode::SUCCESS } else { ExitCode::from(2) });
     }
-    let w: sessionwatch_server::wire::WatchJson =
+    let w: WatchJson =
         serde_json::from_value(answer).context("the gateway's watch answer is not as expected")?;
     let (watcher, target) = (&w.watcher, &w.target);
     match (w.outcome.as_str(), w.from_state_version) {
@@ -547,18 +615,29 @@ async fn watch(c: &Client, target: &str) -> anyhow::Result<ExitCode> {
 
 /// Prints the dashboard's one-time login URL (the token itself never goes into a URL).
 async fn ui(c: &Client) -> anyhow::Result<ExitCode> {
-    let (status, answer) = c.call(reqwest::Method::POST, "/v1/ui/login-links", None).await?;
-    let Some(path) = answer["path"].as_str().filter(|_| status == 200) else {
-        bail!("the gateway answered {status}: {answer}");
+    let (status, answer) = c.call(reqwest::Method::POST, "/v1/ui/login-links").await?;
+    let link = match LoginLinkJson::deserialize(&answer) {
+        Ok(link) if status == 200 => link,
+        _ => bail!("the gateway answered {status}: {answer}"),
     };
-    let url = c.url(path);
+    let url = c.url(&link.path);
     if c.conn.json {
-        println!("{}", json!({ "url": url, "expiresInSeconds": answer["expiresInSeconds"] }));
+        /// `--json`: the link as a full URL.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct UiLink<'a> {
+            expires_in_seconds: u64,
+            url: &'a str,
+        }
+        println!(
+            "{}",
+            serde_json::to_string(&UiLink { expires_in_seconds: link.expires_in_seconds, url: &url })?
+        );
     } else {
         println!("{url}");
         eprintln!(
             "Open it within {} s: it logs this browser in once. Later, log in at {} with the token.",
-            answer["expiresInSeconds"],
+            link.expires_in_seconds,
             c.url("/login")
         );
     }

@@ -2,7 +2,8 @@
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use sessionwatch_core::{
     Actor, AgentSessionKey, GoalChange, Limit, NewEvent, Provenance, RunOutcome, RunStatus, SystemClock,
 };
@@ -158,18 +159,7 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
                         .await
                 }
             };
-            match outcome {
-                RecordOutcome::Recorded(e) => json!({ "recorded": true, "event": wire::event(&e) }),
-                RecordOutcome::Duplicate(e) => {
-                    json!({ "recorded": false, "duplicate": true, "event": wire::event(&e) })
-                }
-                RecordOutcome::Unwatched => {
-                    json!({ "recorded": false, "reason": "nobody watches this session and it has no parent" })
-                }
-                RecordOutcome::NotRecorded(why) => {
-                    json!({ "recorded": false, "failed": true, "reason": why })
-                }
-            }
+            value(RecordJson::of(outcome))
         }
         DbCommand::Watch { watcher, target, ambient } => {
             let provenance = if ambient { Provenance::AmbientGroup } else { Provenance::Explicit };
@@ -179,12 +169,13 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
             wire::watch_outcome(&watched)
         }
         DbCommand::Unwatch { watcher, target } => {
-            json!({ "unwatched": kernel.unwatch(&watcher.to_ascii_lowercase(), &target.to_ascii_lowercase()).await })
+            let unwatched = kernel.unwatch(&watcher.to_ascii_lowercase(), &target.to_ascii_lowercase()).await;
+            value(UnwatchedJson { unwatched })
         }
         DbCommand::Drain { session } => {
             let session = AgentSessionKey::parse(&session).map_or(session, |k| k.as_str().to_string());
             let drained = kernel.drain(&session).await;
-            json!({ "systemEvents": drained.iter().map(wire::system_event).collect::<Vec<_>>() })
+            value(DrainJson { system_events: drained.iter().map(wire::SystemEventJson::from).collect() })
         }
         DbCommand::Status { key, since, limit } => {
             let limit =
@@ -194,11 +185,16 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
                 None => (key, "main".into()),
             };
             let page = kernel.changes_since(&key, &agent, since, limit).await?;
-            json!({ "sessionKey": key, "stateVersion": page.head, "stateChanges": wire::state_changes(&page) })
+            let state_changes = wire::StateChangesJson::from(&page);
+            value(StatusJson { session_key: key, state_version: page.head, state_changes })
         }
         DbCommand::Prune { .. } => {
             let r = kernel.prune_now().await?;
-            json!({ "eventsByAge": r.events_by_age, "eventsByCap": r.events_by_cap, "cursorsExpired": r.cursors_expired })
+            value(PruneJson {
+                events_by_age: r.events_by_age,
+                events_by_cap: r.events_by_cap,
+                cursors_expired: r.cursors_expired,
+            })
         }
     };
     if args.json {
@@ -207,4 +203,75 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
         super::client::print_answer(&out, false);
     }
     Ok(if out.get("failed") == Some(&Value::Bool(true)) { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+/// What a `db` command answers, as a JSON value (printed as JSON or as readable lines).
+fn value(answer: impl Serialize) -> Value {
+    serde_json::to_value(answer).expect("db answers always serialize")
+}
+
+/// `db record`: whether the event was written, the event, or why not.
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct RecordJson {
+    recorded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duplicate: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<wire::EventJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+impl RecordJson {
+    fn of(outcome: RecordOutcome) -> RecordJson {
+        match outcome {
+            RecordOutcome::Recorded(e) => RecordJson {
+                recorded: true,
+                event: Some(wire::EventJson::from(&*e)),
+                ..RecordJson::default()
+            },
+            RecordOutcome::Duplicate(e) => RecordJson {
+                duplicate: Some(true),
+                event: Some(wire::EventJson::from(&*e)),
+                ..RecordJson::default()
+            },
+            RecordOutcome::Unwatched => RecordJson {
+                reason: Some("nobody watches this session and it has no parent".into()),
+                ..RecordJson::default()
+            },
+            RecordOutcome::NotRecorded(why) => {
+                RecordJson { failed: Some(true), reason: Some(why), ..RecordJson::default() }
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct UnwatchedJson {
+    unwatched: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DrainJson {
+    system_events: Vec<wire::SystemEventJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusJson {
+    session_key: String,
+    state_version: u64,
+    state_changes: wire::StateChangesJson,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PruneJson {
+    events_by_age: u64,
+    events_by_cap: u64,
+    cursors_expired: Vec<(String, String)>,
 }

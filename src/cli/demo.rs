@@ -1,8 +1,15 @@
 //! `sessionwatch demo`: the whole story through an embedded gateway over HTTP, so a newcomer sees the
 //! real wire shapes.
 
+use super::client::ToolArgs;
 use anyhow::{Context, ensure};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sessionwatch_server::host_protocol::{
+    ActorJson, DrainedJson, InboundRequest, LoginLinkJson, NoFields, ToolCall,
+};
+use sessionwatch_server::wire::SpawnJson;
 use std::process::ExitCode;
 
 struct Http {
@@ -12,12 +19,12 @@ struct Http {
 }
 
 impl Http {
-    async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+    async fn post(&self, path: &str, body: &impl Serialize) -> anyhow::Result<Value> {
         let resp = self
             .client
             .post(format!("{}{path}", self.base))
             .bearer_auth(&self.token)
-            .json(&body)
+            .json(body)
             .send()
             .await?;
         let status = resp.status();
@@ -26,11 +33,53 @@ impl Http {
         Ok(v)
     }
 
-    async fn tool(&self, caller: &str, tool: &str, args: Value) -> anyhow::Result<Value> {
-        let v =
-            self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await?;
+    async fn tool(&self, caller: &str, tool: &str, args: ToolArgs) -> anyhow::Result<Value> {
+        let call = ToolCall { tool: tool.to_string(), args, session_key: Some(caller.to_string()) };
+        let v = self.post("/tools/invoke", &call).await?;
         Ok(v["result"]["details"].clone())
     }
+
+    /// `key` begins its turn, which must hold exactly one notice; answers its text.
+    async fn one_notice(&self, key: &str, show: &impl Fn(&str, &Value)) -> anyhow::Result<String> {
+        let turn = self.post(&format!("/v1/sessions/{}/turns", enc(key)), &NoFields {}).await?;
+        show("turn", &turn);
+        let drained: DrainedJson = read(&turn, "turn")?;
+        let notices = drained.system_events.len();
+        ensure!(notices == 1, "expected exactly one notice, got {notices}");
+        Ok(drained.system_events.into_iter().next().map(|e| e.text).unwrap_or_default())
+    }
+
+    /// A human's turn in `key`'s chat on Telegram.
+    async fn inbound(&self, key: &str, text: String, human: Option<&str>) -> anyhow::Result<Value> {
+        let actor = ActorJson { kind: "human".into(), id: human.map(str::to_string), label: None };
+        let body = InboundRequest {
+            text,
+            channel: Some("telegram".into()),
+            actor: Some(actor),
+            ..Default::default()
+        };
+        self.post(&format!("/v1/sessions/{}/inbound", enc(key)), &body).await
+    }
+}
+
+/// An answer read as what it is.
+fn read<T: DeserializeOwned>(answer: &Value, what: &str) -> anyhow::Result<T> {
+    T::deserialize(answer)
+        .with_context(|| format!("the gateway's {what} answer is not as expected: {answer}"))
+}
+
+/// One step of `demo --json`.
+#[derive(Serialize)]
+struct Step<'a, T> {
+    answer: T,
+    step: &'a str,
+}
+
+/// The last step of `demo --json --open`: where to look.
+#[derive(Serialize)]
+struct DashboardLinks {
+    session: String,
+    url: String,
 }
 
 fn enc(key: &str) -> String {
@@ -48,7 +97,7 @@ pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
     };
     let show = |label: &str, v: &Value| {
         if json_only {
-            println!("{}", json!({ "step": label, "answer": v }));
+            println!("{}", serde_json::to_string(&Step { answer: v, step: label }).unwrap_or_default());
         } else {
             println!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default());
         }
@@ -57,23 +106,19 @@ pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
     let main = "agent:main:main";
     say(&format!("sessionwatch demo: an embedded gateway on {base}, a temporary database.\n"));
     say("1. The manager session agent:main:main spawns a worker (tool sessions_spawn):");
+    let task = Some("Summarise the incident report".to_string());
     let spawned = http
-        .tool(main, "sessions_spawn", json!({ "task": "Summarise the incident report", "label": "worker" }))
+        .tool(main, "sessions_spawn", ToolArgs { task, label: Some("worker".into()), ..ToolArgs::default() })
         .await?;
     show("spawn", &spawned);
-    let child = spawned["childSessionKey"].as_str().context("no childSessionKey")?.to_string();
+    let child = read::<SpawnJson>(&spawned, "sessions_spawn")?.child_session_key;
 
     say(
         "2. A human jumps straight into the worker and types twenty times (POST /v1/sessions/{key}/inbound):",
     );
     let mut last = Value::Null;
     for i in 1..=20 {
-        last = http
-            .post(
-                &format!("/v1/sessions/{}/inbound", enc(&child)),
-                json!({ "text": format!("human message {i}"), "channel": "telegram", "actor": { "type": "human", "id": "alice" } }),
-            )
-            .await?;
+        last = http.inbound(&child, format!("human message {i}"), Some("alice")).await?;
     }
     say("   (the last answer)");
     show("inbound", &last);
@@ -81,19 +126,19 @@ pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
     say(
         "3. The manager begins its next turn (POST /v1/sessions/{key}/turns): exactly one notice, not twenty:",
     );
-    let turn = http.post(&format!("/v1/sessions/{}/turns", enc(main)), json!({})).await?;
-    show("turn", &turn);
-    let notices = turn["systemEvents"].as_array().map_or(0, Vec::len);
-    ensure!(notices == 1, "expected exactly one notice, got {notices}");
-    let text = turn["systemEvents"][0]["text"].as_str().unwrap_or_default().to_string();
+    let text = http.one_notice(main, &show).await?;
     say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
     let since: u64 =
         text.rsplit("changesSince ").next().and_then(|s| s.trim_end_matches('.').parse().ok()).unwrap_or(0);
 
     say(&format!("4. It reconciles before acting (tool session_status, changesSince {since}, limit 5):"));
-    let status = http
-        .tool(main, "session_status", json!({ "sessionKey": child, "changesSince": since, "limit": 5 }))
-        .await?;
+    let args = ToolArgs {
+        session_key: Some(child.clone()),
+        changes_since: Some(since),
+        limit: Some(5),
+        ..ToolArgs::default()
+    };
+    let status = http.tool(main, "session_status", args).await?;
     let mut shown = status.clone();
     if let Some(o) = shown.as_object_mut() {
         o.remove("statusText");
@@ -101,16 +146,8 @@ pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
     show("status", &shown);
 
     say("5. The human writes once more; the manager's next turn holds exactly one notice again:");
-    http.post(
-        &format!("/v1/sessions/{}/inbound", enc(&child)),
-        json!({ "text": "one more thing", "channel": "telegram", "actor": { "type": "human" } }),
-    )
-    .await?;
-    let turn = http.post(&format!("/v1/sessions/{}/turns", enc(main)), json!({})).await?;
-    show("turn", &turn);
-    let notices = turn["systemEvents"].as_array().map_or(0, Vec::len);
-    ensure!(notices == 1, "expected exactly one notice, got {notices}");
-    let text = turn["systemEvents"][0]["text"].as_str().unwrap_or_default();
+    http.inbound(&child, "one more thing".into(), None).await?;
+    let text = http.one_notice(main, &show).await?;
     say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
     say("Done: one coalesced notice per burst, an exact delta on demand.");
 
@@ -119,14 +156,12 @@ pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
         gateway.stop().await?;
         return Ok(ExitCode::SUCCESS);
     }
-    let link = http.post("/v1/ui/login-links", json!({})).await?;
-    let path = link["path"].as_str().context("no login link")?;
+    let link: LoginLinkJson = read(&http.post("/v1/ui/login-links", &NoFields {}).await?, "login link")?;
+    let path = link.path;
     let chat = sessionwatch_server::dashboard::chat_path(&child);
     if json_only {
-        println!(
-            "{}",
-            json!({ "step": "dashboard", "answer": { "url": format!("{base}{path}"), "session": format!("{base}{chat}") } })
-        );
+        let links = DashboardLinks { session: format!("{base}{chat}"), url: format!("{base}{path}") };
+        println!("{}", serde_json::to_string(&Step { answer: links, step: "dashboard" })?);
     } else {
         println!(
             "\nThe demo gateway keeps running. Open its dashboard (a one-time login link):\n\n   {base}{path}\n"

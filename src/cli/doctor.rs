@@ -1,11 +1,13 @@
 //! `sessionwatch doctor`: one row per check of the chain from an agent CLI to the gateway, each with
 //! its fix when it fails. Exit 0 when every check passes (warnings included), 1 otherwise.
 
+use super::client::ToolArgs;
 use super::setup::{self, Paths, service};
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
+use sessionwatch_server::host_protocol::ToolCall;
 use sessionwatch_upstream::hook::HookCli;
 use sessionwatch_upstream::source::Installer;
 use std::path::{Path, PathBuf};
@@ -154,9 +156,11 @@ fn root_cause(e: &dyn std::error::Error) -> String {
 
 /// The gateway answers a read of its store (`sessions_list`): the database is open and readable.
 async fn database_row(http: &reqwest::Client, url: &str, token: Option<&str>) -> Row {
-    let mut req = http
-        .post(format!("{url}/tools/invoke"))
-        .json(&json!({ "tool": "sessions_list", "args": { "limit": 1 } }));
+    let mut req = http.post(format!("{url}/tools/invoke")).json(&ToolCall {
+        tool: "sessions_list".into(),
+        args: ToolArgs { limit: Some(1), ..Default::default() },
+        session_key: None,
+    });
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }
@@ -601,18 +605,25 @@ async fn round_trip(cli: &str, session_start: &str, gateway: &Gateway) -> anyhow
     };
     std::fs::write(&transcript, "")?;
     let cwd = dir.path().to_string_lossy().into_owned();
-    let base = json!({ "session_id": id, "transcript_path": transcript, "cwd": cwd });
-    let mut start = base.clone();
-    start["hook_event_name"] = "SessionStart".into();
-    start["source"] = "startup".into();
+    let base = SyntheticHookInput {
+        session_id: id.clone(),
+        transcript_path: transcript.to_string_lossy().into_owned(),
+        cwd,
+        ..SyntheticHookInput::default()
+    };
+    let start = SyntheticHookInput {
+        hook_event_name: "SessionStart",
+        source: Some("startup"),
+        model: (cli == "codex").then_some("doctor"),
+        ..base.clone()
+    };
     let prompt_event = if cli == "gemini" { "BeforeAgent" } else { "UserPromptSubmit" };
-    let mut prompt = base;
-    prompt["hook_event_name"] = prompt_event.into();
-    prompt["prompt"] = "sessionwatch doctor: a synthetic prompt (this session is deleted right away)".into();
-    if cli == "codex" {
-        prompt["turn_id"] = uuid::Uuid::new_v4().to_string().into();
-        start["model"] = "doctor".into();
-    }
+    let prompt = SyntheticHookInput {
+        hook_event_name: prompt_event,
+        prompt: Some("sessionwatch doctor: a synthetic prompt (this session is deleted right away)"),
+        turn_id: (cli == "codex").then(|| uuid::Uuid::new_v4().to_string()),
+        ..base
+    };
     let prompt_command = session_start.replacen(" hook SessionStart ", &format!(" hook {prompt_event} "), 1);
     for (command, input) in [(session_start, &start), (prompt_command.as_str(), &prompt)] {
         let out = run_hook(command, input, dir.path())?;
@@ -633,7 +644,25 @@ async fn round_trip(cli: &str, session_start: &str, gateway: &Gateway) -> anyhow
     Ok(format!("SessionStart + {prompt_event} recorded {key} (deleted)"))
 }
 
-fn run_hook(command: &str, input: &Value, cwd: &Path) -> anyhow::Result<String> {
+/// What a CLI writes to its hooks' stdin, as much of it as the round trip needs.
+#[derive(Clone, Default, serde::Serialize)]
+struct SyntheticHookInput {
+    session_id: String,
+    transcript_path: String,
+    cwd: String,
+    hook_event_name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'static str>,
+    /// Codex names its turn, and sends `model`, which tells it from Claude Code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'static str>,
+}
+
+fn run_hook(command: &str, input: &SyntheticHookInput, cwd: &Path) -> anyhow::Result<String> {
     use std::io::Write;
     let mut child = Command::new("sh")
         .arg("-c")
@@ -644,7 +673,7 @@ fn run_hook(command: &str, input: &Value, cwd: &Path) -> anyhow::Result<String> 
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run {command}"))?;
-    child.stdin.take().context("stdin")?.write_all(input.to_string().as_bytes())?;
+    child.stdin.take().context("stdin")?.write_all(&serde_json::to_vec(input)?)?;
     let out = child.wait_with_output()?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !stderr.trim().is_empty() {

@@ -8,11 +8,13 @@
 //! (`hook_outage`): the CLIs show it to the user, not to the model (Gemini reads `systemMessage` too; not observed).
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::value::RawValue;
 use sessionwatch_server::discovery::UrlSource;
+use sessionwatch_server::hook_protocol::{HookAnswer, HookRequest};
+use sessionwatch_server::host_protocol::ErrorBodyJson;
 use sessionwatch_server::node_protocol::{HookWorkspace, MAX_HOOK_PATHS};
 use sessionwatch_upstream::hook::{
-    HookCli, HookInput, HookReply, MAX_INPUT_BYTES, parse_input, render_output,
+    HookCli, HookInput, HookReply, MAX_INPUT_BYTES, parse_input, render_output, render_system_message,
 };
 use std::process::ExitCode;
 use std::time::Duration;
@@ -81,7 +83,7 @@ pub async fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
                 )
             {
                 // Shown to the user by the CLIs, never to the model.
-                println!("{}", json!({ "systemMessage": line }));
+                println!("{}", render_system_message(&line));
             }
         }
     }
@@ -90,8 +92,9 @@ pub async fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
 
 /// A hook's input, read and checked, and where to send it.
 struct HookCall {
-    input: sessionwatch_upstream::hook::HookInput,
-    body: Value,
+    input: HookInput,
+    /// The request, its `input` the hook's stdin as it came.
+    body: bytes::Bytes,
     url: String,
     url_source: UrlSource,
     data_dir: std::path::PathBuf,
@@ -155,24 +158,14 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
     let mut stdin = Vec::new();
     tokio::io::stdin().take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut stdin).await?;
     let claude_session = std::env::var("CLAUDE_CODE_SESSION_ID").ok();
+    // The one decode of the input here; the gateway gets the bytes as they came.
     let input = parse_input(&stdin, Some(&args.event), cli, claude_session.as_deref())?;
-    let raw: Value = serde_json::from_slice(&stdin)?;
+    let body = request_body(&input, stdin, args.agent_id.clone(), args.node.clone())?;
     let found = super::resolve_gateway(super::client_context(args.url.clone(), args.data_dir.clone()));
     let token = match &args.token {
         Some(t) => Some(t.clone()),
         None => sessionwatch_server::auth::read_token(&found.data_dir)?,
     };
-    let mut body = json!({ "cli": input.cli.as_str(), "event": input.event.as_str(), "input": raw });
-    if let Some(a) = &args.agent_id {
-        body["agentId"] = a.clone().into();
-    }
-    if let Some(n) = &args.node {
-        body["node"] = n.clone().into();
-        // The cwd is on this machine: the gateway learns its worktree from here.
-        if let Some(w) = node_workspace(&input) {
-            body["workspace"] = serde_json::to_value(w)?;
-        }
-    }
     Ok(HookCall {
         input,
         body,
@@ -183,17 +176,40 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
     })
 }
 
+/// The `POST /v1/hooks` body: the [`HookRequest`] whose `input` is `stdin` byte for byte (checked as
+/// JSON, not decoded again: `input` is what `parse_input` read it as).
+fn request_body(
+    input: &HookInput,
+    stdin: Vec<u8>,
+    agent_id: Option<String>,
+    node: Option<String>,
+) -> anyhow::Result<bytes::Bytes> {
+    let stdin = String::from_utf8(stdin)?;
+    let raw: &RawValue = serde_json::from_str(&stdin)?;
+    // On a node the cwd is on this machine: the gateway learns its worktree from here.
+    let workspace = if node.is_some() { node_workspace(input) } else { None };
+    let request = HookRequest {
+        cli: input.cli.as_str().to_string(),
+        event: input.event.as_str().to_string(),
+        agent_id,
+        node,
+        workspace,
+        input: raw,
+    };
+    Ok(serde_json::to_vec(&request)?.into())
+}
+
 /// Posts the hook to the gateway; answers the output to print, if any.
 async fn forward(call: &HookCall) -> Result<Option<String>, Failure> {
     // No client timeout of its own: the caller bounds the whole hook (stdin, connect, answer) once.
-    let body = serde_json::to_vec(&call.body).map_err(|e| Failure::Rejected(e.to_string()))?;
-    let answer = super::hook_http::post_json(&call.url, "/v1/hooks", call.token.as_deref(), body)
-        .await
-        .map_err(|e| Failure::Unreachable(e.0))?;
+    let answer =
+        super::hook_http::post_json(&call.url, "/v1/hooks", call.token.as_deref(), call.body.clone())
+            .await
+            .map_err(|e| Failure::Unreachable(e.0))?;
     let status = answer.status;
-    let answer: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
     if !status.is_success() {
-        let message = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("no message");
+        let refusal = serde_json::from_slice::<ErrorBodyJson>(&answer.body).ok();
+        let message = refusal.as_ref().map_or("no message", |r| r.error.message.as_str());
         let why = format!("the gateway answered {status}: {message}");
         return Err(match status.as_u16() {
             401 | 403 => Failure::Refused(why),
@@ -201,8 +217,9 @@ async fn forward(call: &HookCall) -> Result<Option<String>, Failure> {
             _ => Failure::Rejected(why),
         });
     }
-    let text = |k: &str| answer.get(k).and_then(Value::as_str).map(str::to_string);
-    let reply = HookReply { context: text("additionalContext"), block: text("block") };
+    // An answer we cannot read says nothing to the model, as an empty one.
+    let answer: HookAnswer = serde_json::from_slice(&answer.body).unwrap_or_default();
+    let reply = HookReply { context: answer.additional_context, block: answer.block };
     Ok(render_output(call.input.cli, call.input.event, &reply))
 }
 
@@ -230,4 +247,39 @@ fn node_workspace(input: &HookInput) -> Option<HookWorkspace> {
     let written = input.written_paths.iter().filter_map(|p| workspace.relative(p, cwd));
     w.paths = written.filter(|p| HookWorkspace::check_path(p).is_ok()).take(MAX_HOOK_PATHS).collect();
     Some(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The gateway gets the hook's stdin as it came (spacing, key order, escapes), not a re-encoding.
+    #[test]
+    fn the_request_carries_stdin_byte_for_byte() {
+        let stdin = "{ \"hook_event_name\":\"Stop\",  \"session_id\" : \"s-1\",\n \"zz\": \"\\u00e9\", \"cwd\": \"/w\" }";
+        let input = parse_input(stdin.as_bytes(), Some("Stop"), Some(HookCli::Claude), None).unwrap();
+        let body = request_body(&input, stdin.as_bytes().to_vec(), Some("ops".into()), None).unwrap();
+        let body = std::str::from_utf8(&body).unwrap();
+        assert_eq!(
+            body,
+            format!("{{\"cli\":\"claude\",\"event\":\"Stop\",\"agentId\":\"ops\",\"input\":{stdin}}}")
+        );
+        let decoded: HookRequest<serde_json::Value> = serde_json::from_str(body).unwrap();
+        assert_eq!(decoded.input["zz"], "\u{e9}");
+    }
+
+    /// The gateway's answer, read by its type: context and block as sent, `null` as nothing to say.
+    #[test]
+    fn the_answer_is_read_by_its_type() {
+        let answer: HookAnswer = serde_json::from_str(
+            r#"{"additionalContext":"notice","block":null,"recorded":true,"sessionKey":"agent:main:claude:s-1"}"#,
+        )
+        .unwrap();
+        assert_eq!(answer.additional_context.as_deref(), Some("notice"));
+        assert_eq!(answer.block, None);
+        let reply = HookReply { context: answer.additional_context, block: answer.block };
+        let out =
+            render_output(HookCli::Claude, sessionwatch_upstream::hook::HookEvent::UserPromptSubmit, &reply);
+        assert!(out.unwrap().contains("\"additionalContext\":\"notice\""));
+    }
 }

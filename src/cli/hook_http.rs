@@ -18,12 +18,7 @@ pub struct Answer {
 pub struct NoAnswer(pub String);
 
 /// POSTs `body` (JSON) to `url` + `path`, bearer `token` if any.
-pub async fn post_json(
-    url: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Vec<u8>,
-) -> Result<Answer, NoAnswer> {
+pub async fn post_json(url: &str, path: &str, token: Option<&str>, body: Bytes) -> Result<Answer, NoAnswer> {
     match url.parse::<hyper::Uri>() {
         Ok(uri) if uri.scheme_str() == Some("http") && uri.host().is_some() => {
             post_plain(&uri, path, token, body).await
@@ -36,7 +31,7 @@ async fn post_plain(
     base: &hyper::Uri,
     path: &str,
     token: Option<&str>,
-    body: Vec<u8>,
+    body: Bytes,
 ) -> Result<Answer, NoAnswer> {
     let host = base.host().unwrap_or_default();
     let port = base.port_u16().unwrap_or(80);
@@ -55,14 +50,14 @@ async fn post_plain(
     if let Some(t) = token {
         request = request.header(AUTHORIZATION, format!("Bearer {t}"));
     }
-    let request = request.body(Full::new(Bytes::from(body))).map_err(|e| NoAnswer(e.to_string()))?;
+    let request = request.body(Full::new(body)).map_err(|e| NoAnswer(e.to_string()))?;
     let response = sender.send_request(request).await.map_err(|e| NoAnswer(e.to_string()))?;
     let status = response.status();
     let body = response.into_body().collect().await.map_err(|e| NoAnswer(e.to_string()))?.to_bytes();
     Ok(Answer { status, body })
 }
 
-async fn post_reqwest(url: &str, path: &str, token: Option<&str>, body: Vec<u8>) -> Result<Answer, NoAnswer> {
+async fn post_reqwest(url: &str, path: &str, token: Option<&str>, body: Bytes) -> Result<Answer, NoAnswer> {
     let http = reqwest::Client::new();
     let mut req = http
         .post(format!("{}{path}", url.trim_end_matches('/')))

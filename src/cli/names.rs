@@ -1,7 +1,7 @@
 //! Sessions by name: a key, a unique session-id prefix or a label, resolved against the gateway's
 //! listing (`GET /v1/sessions`), and the `sessionwatch sessions` table.
 
-use sessionwatch_server::wire::ListedSessionJson;
+use sessionwatch_server::host_protocol::ListedSessionJson;
 use std::fmt;
 
 /// Why a name names no one session.

@@ -3,8 +3,8 @@
 
 use super::client::{Client, Conn, print_answer};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::{Value, json};
-use sessionwatch_upstream::{CatalogEntry, Homes};
+use sessionwatch_server::host_protocol::{CatalogContinueRequest, CatalogJson};
+use sessionwatch_upstream::Homes;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -23,10 +23,6 @@ pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
     pb
 }
 
-fn entry_json(e: &CatalogEntry) -> Value {
-    sessionwatch_server::wire::catalog_entry(e, None)
-}
-
 /// `sessionwatch catalog`: the native sessions on this machine (read-only; no gateway needed).
 pub fn catalog(json_out: bool) -> anyhow::Result<ExitCode> {
     let homes = Homes::from_env();
@@ -37,8 +33,8 @@ pub fn catalog(json_out: bool) -> anyhow::Result<ExitCode> {
     });
     pb.finish_and_clear();
     if json_out {
-        let sessions: Vec<Value> = entries.iter().map(entry_json).collect();
-        println!("{}", json!({ "sessions": sessions }));
+        let sessions = entries.iter().map(|e| sessionwatch_server::wire::catalog_entry(e, None)).collect();
+        println!("{}", serde_json::to_string(&CatalogJson { sessions })?);
         return Ok(ExitCode::SUCCESS);
     }
     if entries.is_empty() {
@@ -65,7 +61,7 @@ pub fn catalog(json_out: bool) -> anyhow::Result<ExitCode> {
 pub async fn catalog_all(conn: Conn) -> anyhow::Result<ExitCode> {
     let json_out = conn.json;
     let c = Client::new(conn)?;
-    let (status, answer) = c.call(reqwest::Method::GET, "/v1/catalog?all=true", None).await?;
+    let (status, answer) = c.call(reqwest::Method::GET, "/v1/catalog?all=true").await?;
     if status != 200 {
         anyhow::bail!("the gateway answered {status}: {answer}");
     }
@@ -101,14 +97,8 @@ pub async fn adopt(
 ) -> anyhow::Result<ExitCode> {
     let raw = conn.json;
     let c = Client::new(conn)?;
-    let mut body = json!({ "catalogId": catalog, "threadId": thread });
-    if let Some(a) = agent {
-        body["agentId"] = a.into();
-    }
-    if let Some(n) = node {
-        body["node"] = n.into();
-    }
-    let (status, answer) = c.call(reqwest::Method::POST, "/v1/catalog/continue", Some(body)).await?;
+    let body = CatalogContinueRequest { catalog_id: catalog, thread_id: thread, agent_id: agent, node };
+    let (status, answer) = c.call_with(reqwest::Method::POST, "/v1/catalog/continue", &body).await?;
     print_answer(&answer, raw);
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
@@ -117,7 +107,7 @@ pub async fn adopt(
 pub async fn monitor_tick(conn: Conn) -> anyhow::Result<ExitCode> {
     let raw = conn.json;
     let c = Client::new(conn)?;
-    let (status, answer) = c.call(reqwest::Method::POST, "/v1/monitor/tick", None).await?;
+    let (status, answer) = c.call(reqwest::Method::POST, "/v1/monitor/tick").await?;
     print_answer(&answer, raw);
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

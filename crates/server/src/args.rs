@@ -1,5 +1,6 @@
-//! Strict argument reading for tools and host calls: wrong types, out-of-range numbers and unknown fields
-//! are `invalid_argument` errors that name the field.
+//! Strict argument reading for the tools (OpenClaw's lenient shapes: an integer as text, one kind as a
+//! list; the host and hook bodies are typed, `request_body`): wrong types and out-of-range numbers are
+//! `invalid_argument` errors that name the field, as are fields `Args::new` was not told of.
 
 use crate::error::{ApiError, ApiResult};
 use serde_json::{Map, Value};
@@ -36,14 +37,6 @@ impl<'a> Args<'a> {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
             Some(_) => Err(ApiError::invalid(format!("{}.{key} must be a string", self.what))),
-        }
-    }
-
-    pub fn str(&self, key: &str) -> ApiResult<&'a str> {
-        match self.opt_str(key)? {
-            Some(s) if !s.trim().is_empty() => Ok(s),
-            Some(_) => Err(ApiError::invalid(format!("{}.{key} must not be empty", self.what))),
-            None => Err(ApiError::invalid(format!("{}.{key} is required", self.what))),
         }
     }
 
@@ -104,14 +97,6 @@ impl<'a> Args<'a> {
                 .collect::<ApiResult<Vec<_>>>()
                 .map(Some),
             Some(_) => Err(ApiError::invalid(format!("{}.{key} must be a list of strings", self.what))),
-        }
-    }
-
-    pub fn opt_object(&self, key: &str) -> ApiResult<Option<&'a Value>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v @ Value::Object(_)) => Ok(Some(v)),
-            Some(_) => Err(ApiError::invalid(format!("{}.{key} must be an object", self.what))),
         }
     }
 }

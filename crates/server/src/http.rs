@@ -1,9 +1,14 @@
 //! HTTP: `POST /tools/invoke`, the host API, the live stream, health and metrics.
 
-use crate::args::Args;
 use crate::error::{ApiError, ApiResult};
 use crate::gateway::{Gateway, InboundTurn, NewSessionRequest};
+use crate::hook_protocol::{HookRequest, ToolUseJson};
+use crate::host_protocol::{
+    ActorJson, AddMessageRequest, CatalogContinueRequest, ClearGoalRequest, CompactionRequest,
+    CreateSessionRequest, InboundRequest, NoFields, RunResultRequest, SetGoalRequest,
+};
 use crate::metrics::HttpMetrics;
+use crate::request_body::{Body, non_empty};
 use crate::sse;
 use crate::wire;
 use axum::body::Bytes;
@@ -227,24 +232,11 @@ pub(crate) fn host_error(e: ApiError) -> Response {
     error_response(e.status(), &e)
 }
 
-pub(crate) fn host_answer(r: ApiResult<Value>) -> Response {
+pub(crate) fn host_answer(r: ApiResult<impl serde::Serialize>) -> Response {
     match r {
         Ok(v) => Json(v).into_response(),
         Err(e) => host_error(e),
     }
-}
-
-/// Parses a JSON body; an empty body reads as `{}`.
-pub(crate) fn json_body(body: &Bytes) -> ApiResult<Value> {
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return Ok(json!({}));
-    }
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("malformed JSON body: {e}")))?;
-    if !v.is_object() {
-        return Err(ApiError::invalid("the body must be a JSON object"));
-    }
-    Ok(v)
 }
 
 /// `POST /tools/invoke` in OpenClaw's wire format (its recorded answers: `tests/fixtures/openclaw-wire/`):
@@ -351,51 +343,36 @@ fn tool_failure(status: StatusCode, kind: &str, message: &str) -> Response {
     (status, Json(wire::error_body(kind, message))).into_response()
 }
 
-fn actor(v: Option<&Value>, default: Actor) -> ApiResult<Actor> {
-    let Some(v) = v else { return Ok(default) };
-    let a = Args::new("actor", v, &["type", "id", "label"])?;
-    let kind = ActorType::parse(a.str("type")?)
+fn actor(a: Option<&ActorJson>, default: Actor) -> ApiResult<Actor> {
+    let Some(a) = a else { return Ok(default) };
+    let kind = ActorType::parse(non_empty("actor.type", &a.kind)?)
         .ok_or_else(|| ApiError::invalid("actor.type must be \"human\", \"agent\" or \"system\""))?;
-    let id = a.opt_str("id")?.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
-    if kind == ActorType::Agent && id.is_none() {
-        return Err(ApiError::invalid("actor.id (the acting session key) is required for an agent"));
-    }
+    let id = a.id.as_deref().map(str::trim).filter(|s| !s.is_empty());
     let id = match (kind, id) {
+        (ActorType::Agent, None) => {
+            return Err(ApiError::invalid("actor.id (the acting session key) is required for an agent"));
+        }
         (ActorType::Agent, Some(id)) => Some(id.to_ascii_lowercase()),
-        (_, id) => id,
+        (_, id) => id.map(str::to_string),
     };
     Ok(Actor { kind, id })
 }
 
-async fn create_session<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+async fn create_session<S: Store>(
+    State(state): State<Shared<S>>,
+    Body(body): Body<CreateSessionRequest>,
+) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new(
-            "body",
-            &v,
-            &[
-                "sessionKey",
-                "agentId",
-                "chatType",
-                "channel",
-                "label",
-                "createdVia",
-                "creator",
-                "visibility",
-                "incognito",
-            ],
-        )?;
-        let creator = a.opt_object("creator")?;
         let req = NewSessionRequest {
-            session_key: a.str("sessionKey")?.to_string(),
-            agent_id: a.opt_str("agentId")?.map(|s| s.trim().to_ascii_lowercase()),
-            chat_type: a.opt_str("chatType")?.map(str::to_string),
-            channel: a.opt_str("channel")?.map(str::to_string),
-            label: a.opt_str("label")?.map(str::to_string),
-            created_via: a.opt_str("createdVia")?.map(str::to_string),
-            creator: creator.map(|c| actor(Some(c), Actor::system())).transpose()?,
-            creator_label: creator.and_then(|c| c.get("label")).and_then(Value::as_str).map(str::to_string),
-            quiet: a.opt_str("visibility")? == Some("draft") || a.opt_bool("incognito")?.unwrap_or(false),
+            session_key: non_empty("body.sessionKey", &body.session_key)?.to_string(),
+            agent_id: body.agent_id.map(|s| s.trim().to_ascii_lowercase()),
+            chat_type: body.chat_type,
+            channel: body.channel,
+            label: body.label,
+            created_via: body.created_via,
+            creator: body.creator.as_ref().map(|c| actor(Some(c), Actor::system())).transpose()?,
+            creator_label: body.creator.and_then(|c| c.label),
+            quiet: body.visibility.as_deref() == Some("draft") || body.incognito.unwrap_or(false),
         };
         if let Some(agent) = &req.agent_id
             && !sessionwatch_core::is_valid_agent_id(agent)
@@ -407,16 +384,18 @@ async fn create_session<S: Store>(State(state): State<Shared<S>>, body: Bytes) -
     host_answer(run.await)
 }
 
-async fn inbound<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>, body: Bytes) -> Response {
+async fn inbound<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+    Body(body): Body<InboundRequest>,
+) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["text", "channel", "actor", "chatType", "runId"])?;
         let turn = InboundTurn {
-            text: a.str("text")?.to_string(),
-            channel: a.opt_str("channel")?.unwrap_or("unknown").to_string(),
-            actor: actor(a.opt_object("actor")?, Actor::human(None))?,
-            chat_type: a.opt_str("chatType")?.map(str::to_string),
-            run_id: a.opt_str("runId")?.map(str::to_string),
+            text: non_empty("body.text", &body.text)?.to_string(),
+            channel: body.channel.unwrap_or_else(|| "unknown".into()),
+            actor: actor(body.actor.as_ref(), Actor::human(None))?,
+            chat_type: body.chat_type,
+            run_id: body.run_id,
         };
         state.gateway.inbound(&key, turn).await.map(|o| wire::inbound(&o))
     };
@@ -426,32 +405,24 @@ async fn inbound<S: Store>(State(state): State<Shared<S>>, Path(key): Path<Strin
 async fn begin_turn<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
-    body: Bytes,
+    Body(NoFields {}): Body<NoFields>,
 ) -> Response {
-    let run = async {
-        let v = json_body(&body)?;
-        Args::new("body", &v, &[])?;
-        state.gateway.begin_turn(&key).await.map(|o| wire::drained(&o))
-    };
-    host_answer(run.await)
+    host_answer(state.gateway.begin_turn(&key).await.map(|o| wire::drained(&o)))
 }
 
 async fn add_message<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
-    body: Bytes,
+    Body(body): Body<AddMessageRequest>,
 ) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["role", "text", "runId"])?;
-        let role = a.str("role")?;
+        let role = non_empty("body.role", &body.role)?;
         if !["assistant", "user", "tool", "system"].contains(&role) {
             return Err(ApiError::invalid("role must be assistant, user, tool or system"));
         }
-        let text = a.opt_str("text")?.ok_or_else(|| ApiError::invalid("body.text is required"))?;
         state
             .gateway
-            .add_message(&key, role, text, a.opt_str("runId")?)
+            .add_message(&key, role, &body.text, body.run_id.as_deref())
             .await
             .map(|o| wire::message_added(&o))
     };
@@ -461,18 +432,14 @@ async fn add_message<S: Store>(
 async fn set_goal<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
-    body: Bytes,
+    Body(body): Body<SetGoalRequest>,
 ) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["objective", "status", "actor"])?;
-        let objective = a.opt_str("objective")?.map(str::to_string);
-        let status = a.opt_str("status")?.map(str::to_string);
-        if objective.is_none() && status.is_none() {
+        if body.objective.is_none() && body.status.is_none() {
             return Err(ApiError::invalid("give objective and/or status (DELETE clears the goal)"));
         }
-        let actor = actor(a.opt_object("actor")?, Actor::system())?;
-        state.gateway.set_goal(&key, objective, status, actor).await.map(|o| wire::goal(&o))
+        let actor = actor(body.actor.as_ref(), Actor::system())?;
+        state.gateway.set_goal(&key, body.objective, body.status, actor).await.map(|o| wire::goal(&o))
     };
     host_answer(run.await)
 }
@@ -480,12 +447,10 @@ async fn set_goal<S: Store>(
 async fn clear_goal<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
-    body: Bytes,
+    Body(body): Body<ClearGoalRequest>,
 ) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["actor"])?;
-        let actor = actor(a.opt_object("actor")?, Actor::system())?;
+        let actor = actor(body.actor.as_ref(), Actor::system())?;
         state.gateway.set_goal(&key, None, None, actor).await.map(|o| wire::goal(&o))
     };
     host_answer(run.await)
@@ -494,14 +459,11 @@ async fn clear_goal<S: Store>(
 async fn compaction<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
-    body: Bytes,
+    Body(body): Body<CompactionRequest>,
 ) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["operationId", "runId"])?;
-        let operation = a.str("operationId")?;
-        let run_id = a.opt_str("runId")?.map(str::to_string);
-        state.gateway.compacted(&key, operation, run_id).await.map(|o| wire::compacted(&o))
+        let operation = non_empty("body.operationId", &body.operation_id)?;
+        state.gateway.compacted(&key, operation, body.run_id).await.map(|o| wire::compacted(&o))
     };
     host_answer(run.await)
 }
@@ -516,14 +478,14 @@ async fn reset<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>
 }
 
 async fn list_sessions<S: Store>(State(state): State<Shared<S>>) -> Response {
-    host_answer(state.gateway.session_listing().await.map(|l| json!(wire::session_listing(&l))))
+    host_answer(state.gateway.session_listing().await.map(|l| wire::session_listing(&l)))
 }
 
 async fn watch_session<S: Store>(
     State(state): State<Shared<S>>,
     Path((target, watcher)): Path<(String, String)>,
 ) -> Response {
-    host_answer(state.gateway.host_watch(&watcher, &target).await.map(|a| json!(wire::watch(&a))))
+    host_answer(state.gateway.host_watch(&watcher, &target).await.map(|a| wire::watch(&a)))
 }
 
 async fn delete_session<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
@@ -533,21 +495,14 @@ async fn delete_session<S: Store>(State(state): State<Shared<S>>, Path(key): Pat
 async fn run_result<S: Store>(
     State(state): State<Shared<S>>,
     Path(run_id): Path<String>,
-    body: Bytes,
+    Body(body): Body<RunResultRequest>,
 ) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["status", "reply", "sessionId"])?;
-        let status = RunStatus::parse(a.str("status")?)
+        let status = RunStatus::parse(non_empty("body.status", &body.status)?)
             .ok_or_else(|| ApiError::invalid("status must be ok, error, timeout or cancelled"))?;
         state
             .gateway
-            .run_result(
-                &run_id,
-                status,
-                a.opt_str("reply")?.map(str::to_string),
-                a.opt_str("sessionId")?.map(str::to_string),
-            )
+            .run_result(&run_id, status, body.reply, body.session_id)
             .await
             .map(|o| wire::run_result(&o))
     };
@@ -561,70 +516,64 @@ async fn catalog<S: Store>(State(state): State<Shared<S>>, uri: axum::http::Uri)
 }
 
 /// `POST /v1/catalog/continue {catalogId, threadId, agentId?}`: adopt one.
-async fn catalog_continue<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+async fn catalog_continue<S: Store>(
+    State(state): State<Shared<S>>,
+    Body(body): Body<CatalogContinueRequest>,
+) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["catalogId", "threadId", "agentId", "node"])?;
-        let (catalog, thread, agent) = (a.str("catalogId")?, a.str("threadId")?, a.opt_str("agentId")?);
-        let node = a.opt_str("node")?;
-        state.gateway.continue_catalog(catalog, thread, agent, node).await.map(|a| wire::adoption(&a))
+        let catalog = non_empty("body.catalogId", &body.catalog_id)?;
+        let thread = non_empty("body.threadId", &body.thread_id)?;
+        state
+            .gateway
+            .continue_catalog(catalog, thread, body.agent_id.as_deref(), body.node.as_deref())
+            .await
+            .map(|a| wire::adoption(&a))
     };
     host_answer(run.await)
 }
 
 /// `POST /v1/monitor/tick`: run one upstream monitor tick now; answers its report.
-async fn monitor_tick<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
-    let run = async {
-        let v = json_body(&body)?;
-        Args::new("body", &v, &[])?;
-        let report = state.gateway.monitor_tick().await;
-        serde_json::to_value(report).map_err(|e| ApiError::Internal(e.to_string()))
-    };
-    host_answer(run.await)
+async fn monitor_tick<S: Store>(
+    State(state): State<Shared<S>>,
+    Body(NoFields {}): Body<NoFields>,
+) -> Response {
+    let report = state.gateway.monitor_tick().await;
+    host_answer(serde_json::to_value(report).map_err(|e| ApiError::Internal(e.to_string())))
 }
 
 /// `POST /v1/hooks`: one Claude Code / Codex / Gemini CLI hook (`sessionwatch hook <event>` forwards its
-/// stdin; the Pi extension posts the same body itself): `{"cli": "claude"|"codex"|"gemini"|"pi", "event":
-/// "<HookEvent>", "agentId"?: "<agent>", "node"?: "<node>", "workspace"?: {<HookWorkspace>}, "input":
-/// {<hook stdin>}}` (`workspace` with `node` only: the worktree the node resolved); or one handler of
-/// OpenCode's sessionwatch plugin: `"cli": "opencode"`, `"event": "chat.message"|"tool.execute.after"`,
-/// `"input"`: what the plugin forwards (`hook::opencode::parse_plugin_call`).
-async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
-    use sessionwatch_upstream::hook::{HookCli, parse_input};
+/// stdin; the Pi extension posts the same body itself), or one handler of OpenCode's sessionwatch plugin
+/// (`"cli": "opencode"`, `"event": "chat.message"|"tool.execute.after"`, `"input"`: what the plugin
+/// forwards, `hook::opencode::parse_plugin_call`). The body is a [`HookRequest`], decoded once: `input`
+/// is mapped from the decoded value, not parsed again; `workspace` (with `node` only) is the worktree the
+/// node resolved.
+async fn hook<S: Store>(State(state): State<Shared<S>>, Body(body): Body<HookRequest<Value>>) -> Response {
+    use sessionwatch_upstream::hook::{HookCli, parse_value};
     use sessionwatch_upstream::source::Installer;
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["cli", "event", "agentId", "node", "workspace", "input"])?;
-        let cli = a.str("cli")?;
+        let cli = non_empty("body.cli", &body.cli)?;
         let cli = HookCli::parse(cli).ok_or_else(|| {
             ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini, opencode or pi"))
         })?;
-        let event = a.str("event")?;
-        let input = v
-            .get("input")
-            .filter(|i| i.is_object())
-            .ok_or_else(|| ApiError::invalid("body.input must be the hook's JSON object"))?;
+        let event = non_empty("body.event", &body.event)?;
+        if !body.input.is_object() {
+            return Err(ApiError::invalid("body.input must be the hook's JSON object"));
+        }
         let input = match cli.source().installer {
             // The plugin forwards OpenCode's own hook arguments, under OpenCode's hook name.
             Installer::OpenCodePlugin => {
-                sessionwatch_upstream::hook::opencode::parse_plugin_call(event, input)
+                sessionwatch_upstream::hook::opencode::parse_plugin_call(event, &body.input)
             }
             Installer::Settings(_) | Installer::PiExtension => {
-                let raw = serde_json::to_vec(input).map_err(|e| ApiError::Internal(e.to_string()))?;
-                parse_input(&raw, Some(event), Some(cli), None)
+                parse_value(&body.input, Some(event), Some(cli), None)
             }
         }
         .map_err(|e| ApiError::invalid(e.to_string()))?;
-        let workspace: Option<crate::node_protocol::HookWorkspace> = match v.get("workspace") {
-            None | Some(Value::Null) => None,
-            Some(w) => Some(
-                serde_json::from_value(w.clone())
-                    .map_err(|e| ApiError::invalid(format!("body.workspace: {e}")))?,
-            ),
-        };
-        let outcome =
-            state.gateway.hook(&input, a.opt_str("agentId")?, a.opt_str("node")?, workspace.as_ref()).await?;
-        Ok(crate::wire::hook_outcome(&outcome))
+        let outcome = state
+            .gateway
+            .hook(&input, body.agent_id.as_deref(), body.node.as_deref(), body.workspace.as_ref())
+            .await?;
+        Ok(crate::wire::hook_answer(&outcome))
     };
     host_answer(run.await)
 }
@@ -632,7 +581,7 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response
 /// `GET /v1/hooks/tool-uses/{id}`: the session whose `PreToolUse` hook announced this MCP tool call.
 async fn tool_use<S: Store>(State(state): State<Shared<S>>, Path(id): Path<String>) -> Response {
     host_answer(match state.gateway.session_of_tool_use(&id) {
-        Some(key) => Ok(json!({ "sessionKey": key })),
+        Some(session_key) => Ok(ToolUseJson { session_key }),
         None => Err(ApiError::NotFound(format!("no hook announced tool use {id:?}"))),
     })
 }

@@ -1,10 +1,10 @@
 //! HTTP for remote nodes: the admin's `/v1/nodes` (bearer token) and the nodes' own `/v1/node/*`
 //! (a node token, which opens nothing else).
 
-use crate::args::Args;
 use crate::error::ApiError;
-use crate::http::{AppState, bearer_of, error_response, host_answer, host_error, json_body};
+use crate::http::{AppState, bearer_of, error_response, host_answer, host_error};
 use crate::node_protocol::{BaselineReport, HeadReport, OutcomeReport, SyncRequest};
+use crate::request_body::{Body, non_empty};
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
@@ -109,11 +109,12 @@ pub async fn list<S: Store>(State(state): State<Shared<S>>) -> Response {
 }
 
 /// `POST /v1/nodes {name}`: issues a node token.
-pub async fn issue<S: Store>(State(state): State<Shared<S>>, body: Bytes) -> Response {
+pub async fn issue<S: Store>(
+    State(state): State<Shared<S>>,
+    Body(body): Body<crate::host_protocol::IssueNodeRequest>,
+) -> Response {
     let run = async {
-        let v = json_body(&body)?;
-        let a = Args::new("body", &v, &["name"])?;
-        let name = a.str("name")?.trim().to_string();
+        let name = non_empty("body.name", &body.name)?.trim().to_string();
         let token = state.gateway.issue_node(&name).await?;
         Ok(crate::wire::node_token(&name, &token))
     };

@@ -12,11 +12,14 @@ pub mod error;
 pub mod gateway;
 pub mod git_watch;
 pub mod guard;
+pub mod hook_protocol;
+pub mod host_protocol;
 pub mod http;
 pub mod http_nodes;
 pub mod mcp;
 pub mod metrics;
 pub mod node_protocol;
+pub mod request_body;
 pub mod sse;
 pub mod wire;
 

@@ -235,6 +235,16 @@ pub fn parse_input(
         return Err(HookError::NotJson(format!("{} bytes is more than a hook sends", stdin.len())));
     }
     let v: Value = serde_json::from_slice(stdin).map_err(|e| HookError::NotJson(e.to_string()))?;
+    parse_value(&v, event_arg, cli, claude_env_session)
+}
+
+/// [`parse_input`] of a hook's input already decoded (the gateway decodes the request it arrives in once).
+pub fn parse_value(
+    v: &Value,
+    event_arg: Option<&str>,
+    cli: Option<HookCli>,
+    claude_env_session: Option<&str>,
+) -> Result<HookInput, HookError> {
     let o = v.as_object().ok_or_else(|| HookError::NotJson("not an object".into()))?;
     let text = |k: &'static str| string_field(o, k);
     let arg_event = match event_arg {
@@ -422,6 +432,12 @@ pub struct HookReply {
     pub context: Option<String>,
     /// `Stop` only: keep the agent going, with this reason.
     pub block: Option<String>,
+}
+
+/// The stdout line that shows `line` to the CLI's user, never to the model (`systemMessage`; all of them
+/// read it).
+pub fn render_system_message(line: &str) -> String {
+    json!({ "systemMessage": line }).to_string()
 }
 
 /// The stdout the CLI expects for `reply`; `None`: print nothing (no noise when there is nothing to say).

@@ -4,7 +4,7 @@
 //! `hooks/list`), so we never guess Codex's hashing.
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -123,6 +123,32 @@ pub fn find_codex(given: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
+/// A JSON-RPC message to `codex app-server` (a notification has no `id`).
+#[derive(serde::Serialize)]
+struct Rpc<P> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    method: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Initialize {
+    client_info: ClientInfo,
+}
+
+#[derive(serde::Serialize)]
+struct ClientInfo {
+    name: &'static str,
+    version: &'static str,
+}
+
+/// `{}`.
+#[derive(serde::Serialize)]
+struct NoParams {}
+
 /// `codex app-server` on stdio: `initialize`, `initialized`, then `hooks/list`.
 pub fn list_hooks(codex: &Path, project_dir: Option<&Path>) -> anyhow::Result<Vec<Value>> {
     let mut cmd = Command::new(codex);
@@ -134,11 +160,17 @@ pub fn list_hooks(codex: &Path, project_dir: Option<&Path>) -> anyhow::Result<Ve
     let result = (|| {
         let mut stdin = child.stdin.take().context("no stdin")?;
         let version = env!("CARGO_PKG_VERSION");
-        for msg in [
-            json!({ "id": 1, "method": "initialize", "params": { "clientInfo": { "name": "sessionwatch", "version": version } } }),
-            json!({ "method": "initialized" }),
-            json!({ "id": 2, "method": "hooks/list", "params": {} }),
-        ] {
+        let client_info = ClientInfo { name: "sessionwatch", version };
+        let messages = [
+            serde_json::to_string(&Rpc {
+                id: Some(1),
+                method: "initialize",
+                params: Some(Initialize { client_info }),
+            })?,
+            serde_json::to_string(&Rpc::<()> { id: None, method: "initialized", params: None })?,
+            serde_json::to_string(&Rpc { id: Some(2), method: "hooks/list", params: Some(NoParams {}) })?,
+        ];
+        for msg in messages {
             writeln!(stdin, "{msg}")?;
         }
         stdin.flush()?;
@@ -157,7 +189,7 @@ pub fn list_hooks(codex: &Path, project_dir: Option<&Path>) -> anyhow::Result<Ve
             let left = deadline.saturating_duration_since(Instant::now());
             let line = rx.recv_timeout(left).context("codex app-server did not answer hooks/list in time")?;
             let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
-            if v.get("id") != Some(&json!(2)) {
+            if v.get("id").and_then(Value::as_u64) != Some(2) {
                 continue;
             }
             if let Some(e) = v.get("error") {

@@ -465,6 +465,29 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
+/// The configuration our OpenCode plugin and Pi extension files carry (one JSON object, no secret: the
+/// token stays in the data dir, read at each call). Fields in alphabetical order, as the files have
+/// always had them, so a reinstall writes the same bytes.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigJson<'a> {
+    agent_id: Option<String>,
+    data_dir: std::borrow::Cow<'a, str>,
+    url: &'a str,
+}
+
+impl<'a> ConfigJson<'a> {
+    fn new(agent_id: Option<String>, data_dir: &'a Path, url: &'a str) -> ConfigJson<'a> {
+        ConfigJson { agent_id, data_dir: data_dir.to_string_lossy(), url }
+    }
+}
+
+impl std::fmt::Display for ConfigJson<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(&serde_json::to_string(self).map_err(|_| std::fmt::Error)?)
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

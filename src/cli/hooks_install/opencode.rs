@@ -7,7 +7,6 @@
 //! data dir or agent); uninstalling removes it (there was no file before: we never replace one).
 
 use anyhow::{Context, bail};
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// The first line of every plugin file we write.
@@ -30,11 +29,8 @@ pub struct PluginConfig {
 /// The plugin file's text. The configuration is one JSON object: no secret is written (the token stays
 /// in the data dir, read at each call).
 pub fn render(config: &PluginConfig) -> String {
-    let value = json!({
-        "dataDir": config.data_dir.to_string_lossy(),
-        "url": config.url,
-        "agentId": config.agent.as_deref().map(str::to_ascii_lowercase),
-    });
+    let agent_id = config.agent.as_deref().map(str::to_ascii_lowercase);
+    let value = super::ConfigJson::new(agent_id, &config.data_dir, &config.url);
     let text = TEMPLATE.replacen("__CONFIG__", &value.to_string(), 1);
     debug_assert!(text.starts_with(MARKER));
     text

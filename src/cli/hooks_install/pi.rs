@@ -32,11 +32,7 @@ pub struct ExtensionConfig {
 
 /// The extension file's text for `config`.
 pub fn render(config: &ExtensionConfig) -> String {
-    let values = serde_json::json!({
-        "agentId": config.agent_id,
-        "dataDir": config.data_dir.to_string_lossy(),
-        "url": config.url,
-    });
+    let values = super::ConfigJson::new(config.agent_id.clone(), &config.data_dir, &config.url);
     TEMPLATE.replacen(CONFIG_PLACEHOLDER, &values.to_string(), 1)
 }
 

@@ -334,25 +334,26 @@ fn gemini_entries_exact_text() {
             "BeforeTool" => "sessionwatch-before-tool",
             _ => "sessionwatch-session-end",
         };
-        let handler = serde_json::json!({ "type": "command", "name": name,
-            "command": format!("/opt/sw/bin/sessionwatch hook {event} --agent gemini"), "timeout": 5000 });
-        let mut group = serde_json::json!({ "hooks": [handler] });
-        if let Some(m) = matcher {
-            group = serde_json::json!({ "matcher": m, "hooks": group["hooks"] });
-        }
-        serde_json::json!([group])
+        let matcher = matcher.map(|m| format!("\"matcher\": \"{m}\", ")).unwrap_or_default();
+        let command = format!("/opt/sw/bin/sessionwatch hook {event} --agent gemini");
+        let text = format!(
+            "[{{{matcher}\"hooks\": [{{\"type\": \"command\", \"name\": \"{name}\", \"command\": \"{command}\", \"timeout\": 5000}}]}}]"
+        );
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
     };
-    assert_eq!(
-        doc,
-        serde_json::json!({ "hooks": {
-            "SessionStart": entry("SessionStart", None),
-            "BeforeAgent": entry("BeforeAgent", None),
-            "BeforeTool": entry("BeforeTool", Some("mcp_.*")),
-            "AfterTool": entry("AfterTool", Some(".*")),
-            "SessionEnd": entry("SessionEnd", None),
-        } }),
-        "{text}"
-    );
+    let mut hooks = serde_json::Map::new();
+    for (event, matcher) in [
+        ("SessionStart", None),
+        ("BeforeAgent", None),
+        ("BeforeTool", Some("mcp_.*")),
+        ("AfterTool", Some(".*")),
+        ("SessionEnd", None),
+    ] {
+        hooks.insert(event.to_string(), entry(event, matcher));
+    }
+    let mut expected = serde_json::Map::new();
+    expected.insert("hooks".into(), hooks.into());
+    assert_eq!(doc, serde_json::Value::Object(expected), "{text}");
     // Key order as written (serde_json's Value would hide it).
     let order: Vec<usize> = ["\"type\":", "\"name\":", "\"command\":", "\"timeout\":"]
         .iter()

@@ -69,7 +69,9 @@ fn finish(text: Option<&str>, root: &CstRootNode) -> String {
 /// What `claude mcp add --scope user sessionwatch -- <exe> mcp` writes (Claude Code 2.1).
 #[cfg(test)]
 pub fn claude_server_value(exe: &str) -> Value {
-    serde_json::json!({ "type": "stdio", "command": exe, "args": ["mcp"], "env": {} })
+    let mut v: Value = serde_json::from_str(r#"{"type": "stdio", "args": ["mcp"], "env": {}}"#).unwrap();
+    v["command"] = exe.into();
+    v
 }
 
 fn claude_server_input(exe: &str) -> CstInputValue {
@@ -85,7 +87,9 @@ fn claude_server_input(exe: &str) -> CstInputValue {
 /// told by `command`).
 #[cfg(test)]
 pub fn gemini_server_value(exe: &str) -> Value {
-    serde_json::json!({ "command": exe, "args": ["mcp"] })
+    let mut v: Value = serde_json::from_str(r#"{"args": ["mcp"]}"#).unwrap();
+    v["command"] = exe.into();
+    v
 }
 
 fn gemini_server_input(exe: &str) -> CstInputValue {
@@ -93,6 +97,11 @@ fn gemini_server_input(exe: &str) -> CstInputValue {
         ("command".into(), exe.into()),
         ("args".into(), CstInputValue::Array(vec!["mcp".into()])),
     ])
+}
+
+/// `["mcp"]`: the arguments our server entry runs with.
+fn is_mcp_args(args: Option<&Value>) -> bool {
+    args.and_then(Value::as_array).is_some_and(|a| a.len() == 1 && a[0] == "mcp")
 }
 
 /// `~/.claude.json`: `mcpServers.sessionwatch` runs `<exe> mcp`.
@@ -116,7 +125,7 @@ fn add_mcp_server(
         Some(Value::Object(servers)) => {
             if let Some(existing) = servers.get(SERVER) {
                 let command = existing.get("command").and_then(Value::as_str).unwrap_or("");
-                if command == exe && existing.get("args") == Some(&serde_json::json!(["mcp"])) {
+                if command == exe && is_mcp_args(existing.get("args")) {
                     return Ok(None);
                 }
                 if !is_sessionwatch_binary(command) {

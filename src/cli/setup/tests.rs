@@ -97,7 +97,7 @@ fn claude_settings_get_the_allow_rule_once() {
     let before = "{\n  \"permissions\": {\n    \"allow\": [\"Bash(ls)\"]\n  },\n  \"model\": \"opus\"\n}\n";
     let after = round_trip(EditKind::ClaudeAllow, Some(before));
     let v: serde_json::Value = serde_json::from_str(&after).unwrap();
-    assert_eq!(v["permissions"]["allow"], serde_json::json!(["Bash(ls)", CLAUDE_ALLOW_RULE]));
+    assert_eq!(v["permissions"]["allow"], serde_json::Value::from(vec!["Bash(ls)", CLAUDE_ALLOW_RULE]));
     round_trip(EditKind::ClaudeAllow, Some("{}"));
     // Already allowed (by the user, with the wildcard spelling): nothing to do.
     let mine = "{\"permissions\": {\"allow\": [\"mcp__sessionwatch__*\"]}}";
@@ -124,7 +124,10 @@ fn undo_after_the_cli_changed_the_file_removes_only_ours() {
     let now = after.replacen("\"theme\": \"dark\"", "\"theme\": \"dark\",\n  \"numStartups\": 3", 1);
     let removed = remove_text(EditKind::ClaudeMcp, &now, EXE, Some(before)).unwrap();
     let v: serde_json::Value = serde_json::from_str(&removed).unwrap();
-    assert_eq!(v, serde_json::json!({ "theme": "dark", "numStartups": 3 }));
+    assert_eq!(
+        v,
+        serde_json::from_str::<serde_json::Value>(r#"{"theme": "dark", "numStartups": 3}"#).unwrap()
+    );
     // A user who repointed our entry since keeps theirs.
     let theirs = now.replace(EXE, "/elsewhere/sessionwatch");
     assert_eq!(remove_text(EditKind::ClaudeMcp, &theirs, EXE, Some(before)).unwrap(), theirs);

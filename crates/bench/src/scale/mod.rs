@@ -100,15 +100,38 @@ fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 
-/// Runs every part in `dir` (database files, fixture homes; several GB at full size) and answers the
-/// figures. `exe` is the `sessionwatch` binary whose `serve` is timed.
-pub async fn run(exe: &Path, dir: &Path, sizes: &Sizes) -> anyhow::Result<Vec<Figure>> {
+/// One part of the run (`--part`), each with its own fixtures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Cold pages in a big log against a small one.
+    Pages,
+    /// A serve process's start-up over many cursors against few.
+    Startup,
+    /// A serve process's peak RSS over many sessions against few.
+    Rss,
+    /// Appends during a big prune against idle ones.
+    Prune,
+    /// The monitor's idle tick against a bare stat().
+    Monitor,
+}
+
+impl Part {
+    pub const ALL: [Part; 5] = [Part::Pages, Part::Startup, Part::Rss, Part::Prune, Part::Monitor];
+}
+
+/// Runs `parts` (in their order) in `dir` (database files, fixture homes; several GB at full size) and
+/// answers the figures. `exe` is the `sessionwatch` binary whose `serve` is timed.
+pub async fn run(exe: &Path, dir: &Path, sizes: &Sizes, parts: &[Part]) -> anyhow::Result<Vec<Figure>> {
     std::fs::create_dir_all(dir)?;
     let mut out = vec![];
-    out.extend(log::changes_since(dir, sizes).await?);
-    out.extend(serve::startup(exe, dir, sizes).await?);
-    out.extend(serve::peak_rss(exe, dir, sizes).await?);
-    out.extend(log::appends_during_prune(dir, sizes).await?);
-    out.extend(monitor::ticks(dir, sizes).await?);
+    for part in parts {
+        out.extend(match part {
+            Part::Pages => log::changes_since(dir, sizes).await?,
+            Part::Startup => serve::startup(exe, dir, sizes).await?,
+            Part::Rss => serve::peak_rss(exe, dir, sizes).await?,
+            Part::Prune => log::appends_during_prune(dir, sizes).await?,
+            Part::Monitor => monitor::ticks(dir, sizes).await?,
+        });
+    }
     Ok(out)
 }

@@ -288,7 +288,7 @@ impl<S: Store> Gateway<S> {
                 tick.deferred += 1;
                 continue;
             };
-            let (Some(catalog), Ok(Some(session))) = (
+            let (Some(catalog), Ok(Some(_))) = (
                 CatalogId::parse(&link.catalog_id),
                 self.kernel.store().get_session(link.session_key.clone(), link.agent_id.clone()).await,
             ) else {
@@ -299,7 +299,7 @@ impl<S: Store> Gateway<S> {
             tick.checked += 1;
             // The version the node classified against: a report from a stale marker does not move it.
             let link = UpstreamLinkRow { updated_at: report.updated_at, ..link };
-            let work = Work { link, catalog, session_id: session.session_id, own: vec![] };
+            let work = Work { link, catalog };
             self.apply(work, report.outcome.into(), &mut tick).await;
         }
         Ok(tick)

@@ -3,6 +3,8 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::gateway::Gateway;
+use crate::hook_protocol::ToolUseJson;
+use crate::host_protocol::{DrainedJson, ToolCall};
 use crate::wire::{SystemEventJson, ToolJson};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
@@ -62,13 +64,6 @@ impl<S: Store> ToolBackend for EmbeddedBackend<S> {
             }
         }
     }
-}
-
-/// The `systemEvents` of a notices answer.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DrainedJson {
-    system_events: Vec<SystemEventJson>,
 }
 
 /// The tools of a gateway reached over HTTP: `POST /tools/invoke` with `sessionKey` = the caller, and
@@ -157,7 +152,7 @@ fn remote_error(status: u16, body: &Value) -> ApiError {
 
 impl ToolBackend for RemoteBackend {
     async fn call(&self, caller: &str, tool: &str, args: &Value) -> ApiResult<ToolJson> {
-        let body = json!({ "tool": tool, "args": args, "sessionKey": caller });
+        let body = ToolCall { tool: tool.to_string(), args, session_key: Some(caller.to_string()) };
         let resp = self.post("/tools/invoke").json(&body).send().await.map_err(|e| self.unreachable(e))?;
         let status = resp.status().as_u16();
         let text = resp.text().await.map_err(|e| self.unreachable(e))?;
@@ -187,8 +182,7 @@ impl ToolBackend for RemoteBackend {
             req = req.bearer_auth(t);
         }
         let resp = req.send().await.ok().filter(|r| r.status().is_success())?;
-        let v: Value = resp.json().await.ok()?;
-        v.get("sessionKey").and_then(Value::as_str).map(str::to_string)
+        resp.json::<ToolUseJson>().await.ok().map(|t| t.session_key)
     }
 
     async fn drain_notices(&self, caller: &str) -> Vec<SystemEventJson> {

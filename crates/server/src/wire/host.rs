@@ -1,106 +1,90 @@
-//! The JSON of the host API's answers.
+//! The host API's answers: each gateway result projected into its `host_protocol` type.
 
-use super::{event, inbox_item, system_event};
+use super::{EventJson, SystemEventJson};
 use crate::gateway::listing::{Listing, WatchAnswer};
 use crate::gateway::results::{
     CompactedOutput, DrainedOutput, GoalOutput, InboundOutput, MessageAdded, ResetOutput, RunResultOutput,
     SessionCreated,
 };
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use crate::host_protocol::{
+    CompactedJson, DeletedJson, DrainedJson, GoalJson, InboundJson, InboxItemJson, ListedSessionJson,
+    MessageAddedJson, ResetJson, RunResultJson, SessionCreatedJson, SessionListingJson, WatchJson,
+};
 use sessionwatch_kernel::WatchOutcome;
+use sessionwatch_store::InboxItem;
 
-pub fn session_created(o: &SessionCreated) -> Value {
+pub fn session_created(o: &SessionCreated) -> SessionCreatedJson {
     let s = &o.session;
-    json!({ "sessionKey": s.session_key, "sessionId": s.session_id, "kind": s.kind, "created": o.created })
+    SessionCreatedJson {
+        created: o.created,
+        kind: s.kind.clone(),
+        session_id: s.session_id.clone(),
+        session_key: s.session_key.clone(),
+    }
 }
 
-pub fn inbound(o: &InboundOutput) -> Value {
-    let mut v =
-        json!({ "sessionKey": o.session_key, "sessionId": o.session_id, "stateVersion": o.state_version });
-    if let Some(e) = &o.event {
-        v["event"] = event(e);
+pub fn inbound(o: &InboundOutput) -> InboundJson {
+    InboundJson {
+        event: o.event.as_ref().map(EventJson::from),
+        session_id: o.session_id.clone(),
+        session_key: o.session_key.clone(),
+        state_version: o.state_version,
     }
-    v
 }
 
 /// `{sessionKey, systemEvents: [{text, contextKey}], inbox?: [...]}`.
-pub fn drained(o: &DrainedOutput) -> Value {
-    let mut v = json!({
-        "sessionKey": o.session_key,
-        "systemEvents": o.system_events.iter().map(system_event).collect::<Vec<_>>(),
-    });
-    if let Some(inbox) = &o.inbox {
-        v["inbox"] = inbox.iter().map(inbox_item).collect::<Vec<_>>().into();
+pub fn drained(o: &DrainedOutput) -> DrainedJson {
+    DrainedJson {
+        inbox: o.inbox.as_ref().map(|inbox| inbox.iter().map(inbox_item).collect()),
+        session_key: o.session_key.clone(),
+        system_events: o.system_events.iter().map(SystemEventJson::from).collect(),
     }
-    v
 }
 
-pub fn message_added(o: &MessageAdded) -> Value {
-    json!({ "sessionKey": o.session_key, "id": o.id })
-}
-
-pub fn goal(o: &GoalOutput) -> Value {
-    let mut v = json!({ "sessionKey": o.session_key, "changed": o.changed, "stateVersion": o.state_version });
-    if let Some(e) = &o.event {
-        v["event"] = event(e);
+pub fn inbox_item(i: &InboxItem) -> InboxItemJson {
+    InboxItemJson {
+        created_at: i.created_at,
+        from_session_key: i.from_session.clone(),
+        run_id: i.run_id.clone(),
+        text: i.text.clone(),
     }
-    v
 }
 
-pub fn compacted(o: &CompactedOutput) -> Value {
-    let mut v = json!({ "sessionKey": o.session_key, "recorded": o.recorded });
-    if let Some(e) = &o.event {
-        v["event"] = event(e);
+pub fn message_added(o: &MessageAdded) -> MessageAddedJson {
+    MessageAddedJson { id: o.id, session_key: o.session_key.clone() }
+}
+
+pub fn goal(o: &GoalOutput) -> GoalJson {
+    GoalJson {
+        changed: o.changed,
+        event: o.event.as_ref().map(EventJson::from),
+        session_key: o.session_key.clone(),
+        state_version: o.state_version,
     }
-    v
 }
 
-pub fn reset(o: &ResetOutput) -> Value {
-    json!({ "sessionKey": o.session_key, "sessionId": o.session_id, "watchesCleared": o.watches_cleared })
+pub fn compacted(o: &CompactedOutput) -> CompactedJson {
+    CompactedJson {
+        event: o.event.as_ref().map(EventJson::from),
+        recorded: o.recorded,
+        session_key: o.session_key.clone(),
+    }
 }
 
-pub fn deleted(session_key: &str) -> Value {
-    json!({ "sessionKey": session_key, "deleted": true })
+pub fn reset(o: &ResetOutput) -> ResetJson {
+    ResetJson {
+        session_id: o.session_id.clone(),
+        session_key: o.session_key.clone(),
+        watches_cleared: o.watches_cleared as u64,
+    }
 }
 
-pub fn run_result(o: &RunResultOutput) -> Value {
-    json!({ "runId": o.run_id, "accepted": o.accepted, "status": o.status })
+pub fn deleted(session_key: &str) -> DeletedJson {
+    DeletedJson { deleted: true, session_key: session_key.to_string() }
 }
 
-/// `GET /v1/sessions`: every session the gateway knows, by name (no message content).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionListingJson {
-    pub sessions: Vec<ListedSessionJson>,
-    /// More sessions exist than one listing answers.
-    pub has_more: bool,
-}
-
-/// One session of [`SessionListingJson`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedSessionJson {
-    pub session_key: String,
-    pub agent_id: String,
-    /// `claude`, `codex`, `opencode`, `pi`, or `gateway` for a session of the host API.
-    pub source: String,
-    /// The native session id (an adopted session's last key segment), else the gateway's session id.
-    pub native_id: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub node: Option<String>,
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub cwd: Option<String>,
-    /// `running`, `waiting` (for its user), `idle`; a gateway session's latest run may also say
-    /// `done`, `failed`, `timeout` or `cancelled`.
-    pub state: String,
-    pub state_version: u64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub parent_session_key: Option<String>,
-    pub updated_at: i64,
+pub fn run_result(o: &RunResultOutput) -> RunResultJson {
+    RunResultJson { accepted: o.accepted, run_id: o.run_id.clone(), status: o.status.clone() }
 }
 
 pub fn session_listing(l: &Listing) -> SessionListingJson {
@@ -125,21 +109,6 @@ pub fn session_listing(l: &Listing) -> SessionListingJson {
             .collect(),
         has_more: l.has_more,
     }
-}
-
-/// `PUT /v1/sessions/{target}/watchers/{watcher}`: `outcome` is `watching` (a new watch, from
-/// `fromStateVersion`), `already-watching`, `upgraded` (an ambient watch became explicit) or `refused`
-/// (with `reason`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WatchJson {
-    pub watcher: String,
-    pub target: String,
-    pub outcome: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub from_state_version: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub reason: Option<String>,
 }
 
 pub fn watch(a: &WatchAnswer) -> WatchJson {

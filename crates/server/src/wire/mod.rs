@@ -1,9 +1,8 @@
 //! JSON wire shapes. Domain types are not `Serialize`; this module projects them.
 
 use crate::gateway::upstream::{Adopted, CatalogListing};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
-use sessionwatch_store::InboxItem;
 
 mod host;
 mod tools;
@@ -18,12 +17,16 @@ pub use tools::{
 /// An error: `{"type", "message"}` (inside `{"ok": false, "error": …}` over HTTP, as MCP structured content
 /// under `error`).
 pub fn error_detail(kind: &str, message: &str) -> Value {
-    json!({ "type": kind, "message": message })
+    to_value(error_json(kind, message))
+}
+
+fn error_json(kind: &str, message: &str) -> crate::host_protocol::ErrorJson {
+    crate::host_protocol::ErrorJson { message: message.to_string(), kind: kind.to_string() }
 }
 
 /// An HTTP error body: `{"ok": false, "error": {"type", "message"}}`.
 pub fn error_body(kind: &str, message: &str) -> Value {
-    json!({ "ok": false, "error": error_detail(kind, message) })
+    to_value(crate::host_protocol::ErrorBodyJson { error: error_json(kind, message), ok: false })
 }
 
 fn to_value(v: impl serde::Serialize) -> Value {
@@ -63,27 +66,14 @@ pub fn watch_outcome(o: &sessionwatch_kernel::WatchOutcome) -> Value {
     v
 }
 
-pub fn inbox_item(i: &InboxItem) -> Value {
-    let mut o = Map::new();
-    o.insert("text".into(), i.text.clone().into());
-    o.insert("createdAt".into(), i.created_at.into());
-    if let Some(r) = &i.run_id {
-        o.insert("runId".into(), r.clone().into());
-    }
-    if let Some(f) = &i.from_session {
-        o.insert("fromSessionKey".into(), f.clone().into());
-    }
-    Value::Object(o)
-}
-
 /// `POST /v1/hooks`: what the hook command prints is rendered from this by the CLI.
-pub fn hook_outcome(o: &crate::gateway::HookOutcome) -> Value {
-    json!({
-        "sessionKey": o.session_key,
-        "additionalContext": o.reply.context,
-        "block": o.reply.block,
-        "recorded": o.recorded,
-    })
+pub fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protocol::HookAnswer {
+    crate::hook_protocol::HookAnswer {
+        additional_context: o.reply.context.clone(),
+        block: o.reply.block.clone(),
+        recorded: o.recorded,
+        session_key: o.session_key.clone(),
+    }
 }
 
 /// `/tools/invoke` success, as OpenClaw answers it: the readable text ([`ToolJson::text_json`]) and the
@@ -117,8 +107,8 @@ pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
 }
 
 /// `POST /v1/ui/login-links`: a one-time login path (relative to the gateway's URL).
-pub fn login_link(path: &str, expires_in_seconds: u64) -> Value {
-    json!({ "path": path, "expiresInSeconds": expires_in_seconds })
+pub fn login_link(path: &str, expires_in_seconds: u64) -> crate::host_protocol::LoginLinkJson {
+    crate::host_protocol::LoginLinkJson { expires_in_seconds, path: path.to_string() }
 }
 
 /// `POST /v1/catalog/continue`: the adopted session (with `node` and `baseline` for a remote one).
@@ -159,12 +149,12 @@ pub fn catalog_entry(e: &sessionwatch_upstream::CatalogEntry, adopted: Option<&s
 }
 
 /// `GET /v1/catalog`: the local sessions, then (with `all=true`) the nodes'.
-pub fn catalog(c: &CatalogListing) -> Value {
+pub fn catalog(c: &CatalogListing) -> crate::host_protocol::CatalogJson {
     let mut sessions: Vec<Value> =
         c.local.iter().map(|(e, adopted)| catalog_entry(e, adopted.as_deref())).collect();
     sessions
         .extend(c.remote.iter().map(|(node, e, adopted)| remote_catalog_entry(node, e, adopted.as_deref())));
-    json!({ "sessions": sessions })
+    crate::host_protocol::CatalogJson { sessions }
 }
 
 /// `GET /v1/nodes`.
@@ -187,8 +177,8 @@ pub fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
 }
 
 /// `POST /v1/nodes`: the new node's token, shown once.
-pub fn node_token(name: &str, token: &str) -> Value {
-    json!({ "name": name, "token": token })
+pub fn node_token(name: &str, token: &str) -> crate::host_protocol::NodeTokenJson {
+    crate::host_protocol::NodeTokenJson { name: name.to_string(), token: token.to_string() }
 }
 
 /// `GET /v1/catalog?all=true`: the nodes' sessions, beside the local ones.

@@ -568,3 +568,37 @@ async fn the_background_monitor_ticks_on_its_own() {
     assert_eq!(notices.len(), 1, "the monitor recorded the turn on its own cadence");
     assert!(notices[0].contains(&format!("\"{key}\"")));
 }
+
+/// Issue 37 (an idle tick costs about a `stat()` per link): a tick reads our own texts (the self-echo
+/// filter) only for a link whose source has new human rows. With the transcript table unreadable, idle
+/// links are still checked; a link with a new human turn is left for the next tick (never counted
+/// without the filter), and counted once the store answers again.
+#[tokio::test]
+async fn a_tick_reads_our_own_texts_only_for_links_with_new_human_rows() {
+    let home = home_with(&[Src::Pi]);
+    let h = harness_at(home.path()).await;
+    let location = PathBuf::from(entry(&h, Src::Pi).await["location"].as_str().unwrap().to_string());
+    let key = adopt(&h, Src::Pi).await["sessionKey"].as_str().unwrap().to_string();
+    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": ECHO, "watch": true })).await;
+    tick(&h).await;
+    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
+    db.execute_batch("ALTER TABLE session_messages RENAME TO messages_away;").unwrap();
+    let idle = tick(&h).await;
+    assert_eq!(
+        (idle["checked"].clone(), idle["noChange"].clone(), idle["deferred"].clone()),
+        (json!(1), json!(1), json!(0)),
+        "{idle}"
+    );
+
+    append_user(Src::Pi, &location, ECHO, 1);
+    append_user(Src::Pi, &location, "typed by the human", 2);
+    let blind = tick(&h).await;
+    assert_eq!((blind["events"].clone(), blind["deferred"].clone()), (json!(0), json!(1)), "{blind}");
+    db.execute_batch("ALTER TABLE messages_away RENAME TO session_messages;").unwrap();
+    let seen = tick(&h).await;
+    assert_eq!(
+        (seen["events"].clone(), seen["humanTurns"].clone()),
+        (json!(1), json!(1)),
+        "our echo is not a human turn: {seen}"
+    );
+}

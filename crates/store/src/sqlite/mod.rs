@@ -443,12 +443,7 @@ impl Store for SqliteStore {
     }
 
     async fn prune(&self, policy: RetentionPolicy, now: Millis) -> Result<PruneReport> {
-        self.write_async_then(
-            Memory::Forgotten,
-            move |c| SqliteStore::prune_op(c, policy, now),
-            |_| Some(TailChange::Clear),
-        )
-        .await
+        self.prune_in_slices(policy, now).await
     }
 
     async fn cursor(&self, watcher: String, target: String) -> Result<Option<Cursor>> {

@@ -89,6 +89,8 @@ fn settle_sql(table: &str, order: &str) -> String {
 
 /// Writes the derived M of every pending cursor whose target moved past its stored M (retention is
 /// about to delete the events it is derived from). Run after a fold: it looks in the log alone.
+/// Writes the derived M of every pending cursor that has events after it (its time moves with it, which
+/// a prune's expiry of untouched cursors reads).
 pub(crate) fn settle_pending(c: &Connection) -> Result<()> {
     let pending: Vec<(String, String, Cursor)> = c
         .prepare(&format!(
@@ -102,6 +104,25 @@ pub(crate) fn settle_pending(c: &Connection) -> Result<()> {
         let settled = settle(c, &watcher, &target, cursor.clone())?;
         if settled != cursor {
             save_cursor(c, &watcher, &target, &settled)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the derived M of every pending cursor on `target` (a prune's, before that target's history
+/// goes: M is read from it).
+pub(crate) fn settle_pending_on(c: &Connection, target: &str) -> Result<()> {
+    let pending: Vec<(String, Cursor)> = c
+        .prepare_cached(&format!(
+            "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
+             WHERE target_session_key = ?1 AND material_sequence > last_seen_sequence"
+        ))?
+        .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (watcher, cursor) in pending {
+        let settled = settle(c, &watcher, target, cursor.clone())?;
+        if settled != cursor {
+            save_cursor(c, &watcher, target, &settled)?;
         }
     }
     Ok(())

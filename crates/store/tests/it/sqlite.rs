@@ -622,3 +622,65 @@ async fn a_transcript_keeps_at_most_a_trim_step_past_the_cap() {
     assert!(most > TRANSCRIPT_CAP, "trimmed in steps, not on every append");
     assert!(most <= TRANSCRIPT_CAP + 64, "at most a step past the cap: {most}");
 }
+
+/// Fills three sessions with `rows` events, interleaved, through concurrent appends.
+async fn fill_three(s: &SqliteStore, rows: usize) -> [&'static str; 3] {
+    use sessionwatch_store::Store;
+    let keys = ["agent:main:subagent:p0", "agent:main:subagent:p1", "agent:main:subagent:p2"];
+    let writers = (0..8).map(|w| async move {
+        for i in (w..rows).step_by(8) {
+            s.append(human(keys[i % 3]), 1_000 + i as i64).await.unwrap();
+        }
+    });
+    futures_util::future::join_all(writers).await;
+    keys
+}
+
+/// A prune much larger than one slice ends as one prune would: each session keeps exactly its newest
+/// rows, its floor the highest pruned sequence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prune_over_many_slices_keeps_exactly_the_newest_rows() {
+    use sessionwatch_core::Limit;
+    use sessionwatch_store::{RetentionPolicy, Store};
+    let (h, _dir) = make();
+    let s = &h.store;
+    let keys = fill_three(s, 4_500).await;
+    let report =
+        s.prune(RetentionPolicy { max_rows: 300, ..RetentionPolicy::default() }, 10_000).await.unwrap();
+    assert_eq!(report.events_by_cap, 4_200);
+    let mut kept = 0;
+    for key in keys {
+        let page = s.changes_since(key.into(), "main".into(), 0, Limit::MAX).await.unwrap();
+        let head = s.head(key.into(), "main".into()).await.unwrap();
+        assert_eq!(head.head, 1_500, "{key}: the head never moves back");
+        assert_eq!(page.earliest_available_sequence, head.floor + 1, "{key}: history is (floor, head]");
+        let seqs: Vec<u64> = page.events.iter().map(|e| e.sequence).collect();
+        assert_eq!(seqs, (head.floor + 1..=1_500).collect::<Vec<_>>(), "{key}: no hole in what is kept");
+        kept += seqs.len();
+    }
+    assert_eq!(kept, 300);
+}
+
+/// A prune is written in slices: appends queued behind one slice are committed before the next, so an
+/// append waits for a slice, not for the whole prune (one write job held the writer for all of it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_are_committed_between_the_slices_of_a_prune() {
+    use sessionwatch_store::{RetentionPolicy, Store};
+    let (h, _dir) = make();
+    let s = h.store.clone();
+    fill_three(&s, 20_000).await;
+    let pruning = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            s.prune(RetentionPolicy { max_rows: 100, ..RetentionPolicy::default() }, 30_000).await
+        })
+    };
+    let mut during = 0;
+    while !pruning.is_finished() {
+        s.append(human("agent:main:subagent:appender"), 30_000).await.unwrap();
+        during += 1;
+    }
+    let report = pruning.await.unwrap().unwrap();
+    assert!(report.events_by_cap >= 19_900, "{report:?}");
+    assert!(during >= 8, "only {during} appends were committed while 20 slices ran");
+}

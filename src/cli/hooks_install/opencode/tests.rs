@@ -29,7 +29,10 @@ fn the_plugin_is_plain_javascript_whose_only_export_is_the_plugin_function() {
         serde_json::from_str(line.trim_start_matches("const SESSIONWATCH = ")).unwrap();
     assert_eq!(
         v,
-        json!({"dataDir": "/home/u/.local/share/sessionwatch", "url": "http://127.0.0.1:7420", "agentId": null})
+        serde_json::from_str::<serde_json::Value>(
+            r#"{"dataDir": "/home/u/.local/share/sessionwatch", "url": "http://127.0.0.1:7420", "agentId": null}"#
+        )
+        .unwrap()
     );
 }
 

@@ -24,8 +24,6 @@ impl Drop for TickGuard<'_> {
 pub(in crate::gateway) struct Work {
     pub link: UpstreamLinkRow,
     pub catalog: CatalogId,
-    pub session_id: String,
-    pub own: Vec<String>,
 }
 
 impl<S: Store> Gateway<S> {
@@ -67,19 +65,67 @@ impl<S: Store> Gateway<S> {
             }
         };
         report.links = links.iter().filter(|l| !nodes::is_node_host(&l.host_id)).count();
-        let work = self.prepare(links, &mut report).await;
+        let work = self.prepare(links, &mut report);
 
-        // Run each catalog's classifiers on the blocking pool, concurrently, each bounded.
-        let mut by_catalog: BTreeMap<CatalogId, Vec<Work>> = BTreeMap::new();
+        // Two passes, so that an idle tick reads nothing from the store per link: the first checks every
+        // link without our own texts (which only lower the count of human turns in new rows); the links
+        // it finds with human turns are checked again, with their own texts, before anything is applied.
+        let mut checked = Vec::with_capacity(work.len());
+        let mut recheck = Vec::new();
+        for (w, outcome) in self.check_all(work, &mut report, |_| Ok(vec![])).await {
+            match outcome {
+                CheckOutcome::Activity { human_turns, .. } if human_turns > 0 => recheck.push(w),
+                _ => checked.push((w, outcome)),
+            }
+        }
+        let mut own_texts = HashMap::new();
+        for w in &recheck {
+            let r = SessionRef { key: w.link.session_key.clone(), agent_id: w.link.agent_id.clone() };
+            own_texts.insert(r.key.clone(), self.own_user_texts(&r).await);
+        }
+        let own = |w: &Work| match own_texts.get(&w.link.session_key) {
+            Some(Ok(texts)) => Ok(texts.clone()),
+            // Without our own texts we could mistake an echo for a human: skip this link.
+            Some(Err(e)) => Err(format!("transcript read failed: {e:?}")),
+            None => Ok(vec![]),
+        };
+        checked.extend(self.check_all(recheck, &mut report, own).await);
+        for (w, outcome) in checked {
+            report.checked += 1;
+            self.apply(w, outcome, &mut report).await;
+        }
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        report
+    }
+
+    /// Runs each catalog's classifiers on the blocking pool, concurrently, each bounded by the source
+    /// timeout; a catalog that times out or fails is reported and its links left for the next tick, as
+    /// is a link `own` has no texts for.
+    async fn check_all(
+        &self,
+        work: Vec<Work>,
+        report: &mut TickReport,
+        own: impl Fn(&Work) -> Result<Vec<String>, String>,
+    ) -> Vec<(Work, CheckOutcome)> {
+        let mut by_catalog: BTreeMap<CatalogId, Vec<(Work, Vec<String>)>> = BTreeMap::new();
         for w in work {
-            by_catalog.entry(w.catalog).or_default().push(w);
+            match own(&w) {
+                Ok(texts) => by_catalog.entry(w.catalog).or_default().push((w, texts)),
+                Err(why) => {
+                    tracing::warn!(session = %w.link.session_key, %why, "upstream link skipped this tick");
+                    report.deferred += 1;
+                }
+            }
         }
         let timeout = self.monitor_source_timeout();
         let tasks = by_catalog.into_iter().map(|(catalog, items)| async move {
-            let jobs: Vec<(String, String, Vec<String>)> = items
-                .iter()
-                .map(|w| (w.link.reference_json.clone(), w.link.marker_json.clone(), w.own.clone()))
-                .collect();
+            let (items, jobs): (Vec<Work>, Vec<(String, String, Vec<String>)>) = items
+                .into_iter()
+                .map(|(w, texts)| {
+                    let job = (w.link.reference_json.clone(), w.link.marker_json.clone(), texts);
+                    (w, job)
+                })
+                .unzip();
             let handle =
                 tokio::task::spawn_blocking(move || sessionwatch_upstream::check_many(catalog, &jobs));
             let outcomes = match tokio::time::timeout(timeout, handle).await {
@@ -95,31 +141,24 @@ impl<S: Store> Gateway<S> {
             };
             (catalog, items, outcomes)
         });
-        let results = futures::future::join_all(tasks).await;
-
-        for (catalog, items, outcomes) in results {
-            let Some(outcomes) = outcomes else {
-                report.timed_out.push(catalog.as_str().to_string());
-                continue;
-            };
-            for (w, outcome) in items.into_iter().zip(outcomes) {
-                report.checked += 1;
-                self.apply(w, outcome, &mut report).await;
+        let mut out = Vec::new();
+        for (catalog, items, outcomes) in futures::future::join_all(tasks).await {
+            match outcomes {
+                Some(outcomes) => out.extend(items.into_iter().zip(outcomes)),
+                None => report.timed_out.push(catalog.as_str().to_string()),
             }
         }
-        report.duration_ms = started.elapsed().as_millis() as u64;
-        report
+        out
     }
 
-    /// Drops ambiguous keys, unknown catalogs and links without a session; loads own texts.
-    async fn prepare(&self, links: Vec<UpstreamLinkRow>, report: &mut TickReport) -> Vec<Work> {
+    /// Drops ambiguous keys, unknown catalogs and remote links (no store read: an idle tick makes none).
+    fn prepare(&self, links: Vec<UpstreamLinkRow>, report: &mut TickReport) -> Vec<Work> {
         let mut agents: HashMap<&str, usize> = HashMap::new();
         for l in &links {
             *agents.entry(l.session_key.as_str()).or_default() += 1;
         }
         let ambiguous: Vec<String> =
             agents.iter().filter(|(_, n)| **n > 1).map(|(k, _)| (*k).to_string()).collect();
-        let store = self.kernel.store();
         let mut out = Vec::new();
         for link in links {
             // A remote node checks its own sources (`sessionwatch node`); the gateway cannot read them.
@@ -140,31 +179,22 @@ impl<S: Store> Gateway<S> {
                 report.deferred += 1;
                 continue;
             };
-            let session = match store.get_session(link.session_key.clone(), link.agent_id.clone()).await {
-                Ok(Some(s)) => s,
-                Ok(None) => {
-                    report.deferred += 1;
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, session = %link.session_key, "upstream link: session read failed");
-                    report.deferred += 1;
-                    continue;
-                }
-            };
-            let r = SessionRef { key: link.session_key.clone(), agent_id: link.agent_id.clone() };
-            let own = match self.own_user_texts(&r).await {
-                Ok(texts) => texts,
-                Err(e) => {
-                    // Without our own texts we could mistake an echo for a human: skip this link.
-                    tracing::warn!(error = %e, session = %link.session_key, "upstream link: transcript read failed");
-                    report.deferred += 1;
-                    continue;
-                }
-            };
-            out.push(Work { link, catalog, session_id: session.session_id, own });
+            out.push(Work { link, catalog });
         }
         out
+    }
+
+    /// The native session id recorded on the events of `link`'s session; `None` (after a warning) when
+    /// the session is gone or cannot be read: the outcome is not applied this tick.
+    async fn session_id_of(&self, link: &UpstreamLinkRow) -> Option<String> {
+        match self.kernel.store().get_session(link.session_key.clone(), link.agent_id.clone()).await {
+            Ok(Some(s)) => Some(s.session_id),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, session = %link.session_key, "upstream link: session read failed");
+                None
+            }
+        }
     }
 
     /// Applies one outcome: record first, then advance; count missing streaks durably.
@@ -208,6 +238,10 @@ impl<S: Store> Gateway<S> {
         };
         let link = &w.link;
         if human_turns > 0 {
+            let Some(session_id) = self.session_id_of(link).await else {
+                report.deferred += 1;
+                return;
+            };
             let source = source_key(&link.host_id, &link.thread_id, &link.reference_json);
             let dedupe = match &turn_id {
                 Some(t) => NewEvent::human_turn_dedupe_key(&link.session_key, t),
@@ -215,7 +249,7 @@ impl<S: Store> Gateway<S> {
             };
             let event = NewEvent::human_message(&link.session_key, &link.agent_id, &link.catalog_id, None)
                 .with_turns(human_turns)
-                .with_session_id(Some(w.session_id.clone()))
+                .with_session_id(Some(session_id))
                 .with_occurred_at(occurred_at_ms)
                 .with_dedupe_key(Some(dedupe));
             let policy = RecordPolicy::human_turn(HumanTurnSource::Adopted, None);
@@ -299,8 +333,12 @@ impl<S: Store> Gateway<S> {
             }
             return;
         }
+        let Some(session_id) = self.session_id_of(link).await else {
+            report.deferred += 1;
+            return;
+        };
         let event = NewEvent::upstream_missing(&link.session_key, &link.agent_id, &link.catalog_id)
-            .with_session_id(Some(w.session_id.clone()))
+            .with_session_id(Some(session_id))
             .with_dedupe_key(Some(format!(
                 "upstream-missing:{}:{source}:{}",
                 link.session_key, link.updated_at
