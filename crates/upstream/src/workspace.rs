@@ -268,9 +268,11 @@ pub fn fold_moves(
         (None, Some(b)) => b.branch.clone(),
         (None, None) => None,
     };
-    let to_branch = match (now, &last.checkout) {
-        (Some(n), _) => n.branch.clone(),
-        (None, Some((_, to))) => named(to),
+    // A checkout's line names where it went: git appends it before it renames HEAD into place, so a
+    // read between the two would find HEAD still on the old branch.
+    let to_branch = match (&last.checkout, now) {
+        (Some((_, to)), _) => named(to),
+        (None, Some(n)) => n.branch.clone(),
         (None, None) => None,
     };
     // A move back and forth within one read (checkout x, checkout main) still says what happened.

@@ -154,6 +154,27 @@ fn two_moves_between_the_same_ids_in_one_second_are_two_moves() {
     assert_ne!(first.dedupe_key, second.dedupe_key);
 }
 
+/// Regression: git appends a checkout's reflog line before it renames HEAD into place; a poll in
+/// between read HEAD on the old branch and reported `branch main → main`.
+#[test]
+fn a_checkout_read_before_head_is_renamed_names_its_target() {
+    let t = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let git_dir = root.join(".git");
+    std::fs::create_dir_all(git_dir.join("logs")).unwrap();
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(git_dir.join("logs/HEAD"), "").unwrap();
+    let mut f = HeadFollower::start(resolve(&root));
+    let id = "1".repeat(40);
+    let line = format!("{id} {id} t <t@t> 1765000000 +0000\tcheckout: moving from main to feature\n");
+    std::fs::write(git_dir.join("logs/HEAD"), line).unwrap(); // HEAD not renamed yet
+    let m = f.poll().expect("the checkout");
+    assert_eq!(
+        (m.moved.from.branch.as_deref(), m.moved.to.branch.as_deref()),
+        (Some("main"), Some("feature"))
+    );
+}
+
 #[test]
 fn reflog_lines_classify_by_their_first_word() {
     let id = |c: char| c.to_string().repeat(40);
