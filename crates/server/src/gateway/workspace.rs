@@ -7,6 +7,8 @@
 //! What lives here: membership (a session joins the workspace of the cwd its hooks report, and leaves it
 //! when they report another), the per-turn coalescing of a session's edits, and the attribution of a
 //! HEAD move to the session whose shell call was running. The git-dir watcher is `workspace_watch.rs`.
+//! A remote node's hook names the worktree it resolved there (its workspace key names the node); the
+//! node follows its git dir and reports the moves (`node_workspaces.rs`).
 //!
 //! Edits are held in memory for the acting session's turn and recorded as one `files_changed` when its
 //! turn ends (`Stop`, `SessionEnd`, its next prompt), when another member reaches a drain point (so that
