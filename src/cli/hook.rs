@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use sessionwatch_server::discovery::UrlSource;
 use sessionwatch_server::hook_protocol::{HookAnswer, HookRequest};
 use sessionwatch_server::host_protocol::ErrorBodyJson;
+use sessionwatch_server::node_protocol::{HookWorkspace, MAX_HOOK_PATHS};
 use sessionwatch_upstream::hook::{
     HookCli, HookInput, HookReply, MAX_INPUT_BYTES, parse_input, render_output, render_system_message,
 };
@@ -185,11 +186,14 @@ fn request_body(
 ) -> anyhow::Result<bytes::Bytes> {
     let stdin = String::from_utf8(stdin)?;
     let raw: &RawValue = serde_json::from_str(&stdin)?;
+    // On a node the cwd is on this machine: the gateway learns its worktree from here.
+    let workspace = if node.is_some() { node_workspace(input) } else { None };
     let request = HookRequest {
         cli: input.cli.as_str().to_string(),
         event: input.event.as_str().to_string(),
         agent_id,
         node,
+        workspace,
         input: raw,
     };
     Ok(serde_json::to_vec(&request)?.into())
@@ -217,6 +221,32 @@ async fn forward(call: &HookCall) -> Result<Option<String>, Failure> {
     let answer: HookAnswer = serde_json::from_slice(&answer.body).unwrap_or_default();
     let reply = HookReply { context: answer.additional_context, block: answer.block };
     Ok(render_output(call.input.cli, call.input.event, &reply))
+}
+
+/// On a remote node: the worktree the hook's cwd lies in (its name, hash, git dir and HEAD position)
+/// and the paths a tool wrote, relative to it. What the gateway would refuse (a path it cannot name
+/// safely) is left out rather than losing the hook.
+fn node_workspace(input: &HookInput) -> Option<HookWorkspace> {
+    use sessionwatch_upstream::workspace::{self as ws, HeadFollower};
+    let cwd = std::path::Path::new(input.cwd.as_deref().filter(|c| !c.is_empty())?);
+    let workspace = ws::resolve(cwd);
+    let git_dir = workspace.git_dir.as_ref().and_then(|g| g.to_str()).map(str::to_string);
+    let mut w = HookWorkspace {
+        name: workspace.name.clone(),
+        hash: workspace.hash.clone(),
+        git_dir,
+        paths: vec![],
+        head: None,
+    };
+    if w.git_dir.is_some() && w.check().is_ok() {
+        w.head = Some(HeadFollower::start(workspace.clone()).position().into());
+    }
+    if w.check().is_err() {
+        return None;
+    }
+    let written = input.written_paths.iter().filter_map(|p| workspace.relative(p, cwd));
+    w.paths = written.filter(|p| HookWorkspace::check_path(p).is_ok()).take(MAX_HOOK_PATHS).collect();
+    Some(w)
 }
 
 #[cfg(test)]

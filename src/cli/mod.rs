@@ -12,6 +12,7 @@ mod hooks_install;
 mod mcp;
 mod names;
 mod node;
+mod node_workspaces;
 mod serve;
 mod setup;
 mod upstream;

@@ -2,8 +2,10 @@
 //! sessions there with the same classifiers as the gateway's own monitor, and reports to a central
 //! gateway with a node token (`sessionwatch nodes add NAME` on the gateway issues one). It keeps no
 //! state: the gateway holds every link and marker, so a restarted node (or gateway) goes on from the
-//! last marker the gateway stored.
+//! last marker the gateway stored. It also follows the git dirs of its sessions' workspaces for the
+//! gateway (`node_workspaces.rs`), reporting HEAD moves as they happen.
 
+use super::node_workspaces::Followers;
 use anyhow::{Context, bail};
 use clap::Args;
 use serde::Serialize;
@@ -73,6 +75,8 @@ struct NodeTick {
     links: usize,
     baselined: usize,
     checked: usize,
+    /// Head reports on followed git dirs.
+    heads: usize,
     applied: serde_json::Value,
 }
 
@@ -100,10 +104,11 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         token,
     };
     let homes = Homes::from_env();
+    let (mut followers, mut moved) = Followers::new();
     loop {
-        match tick(&gateway, &homes, args.name.clone()).await {
+        match tick(&gateway, &homes, args.name.clone(), &mut followers).await {
             Ok(t) => {
-                tracing::info!(catalog = t.catalog, links = t.links, baselined = t.baselined, checked = t.checked, applied = %t.applied, "node tick");
+                tracing::info!(catalog = t.catalog, links = t.links, baselined = t.baselined, checked = t.checked, heads = t.heads, applied = %t.applied, "node tick");
                 if args.once {
                     return Ok(ExitCode::SUCCESS);
                 }
@@ -116,14 +121,52 @@ pub async fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(args.interval_seconds.max(1))) => {}
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+        let next_tick = tokio::time::Instant::now() + Duration::from_secs(args.interval_seconds.max(1));
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next_tick) => break,
+                _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+                // A followed git dir was written: its move is reported now, not at the next tick.
+                Some(key) = moved.recv() => {
+                    if let Err(e) = report_heads(&gateway, &mut followers, Some(&key)).await {
+                        tracing::warn!(error = %format!("{e:#}"), "head report failed; retrying next tick");
+                    }
+                }
+            }
         }
     }
 }
 
-async fn tick(gateway: &Gateway, homes: &Homes, name: Option<String>) -> anyhow::Result<NodeTick> {
+/// Reports what the followed git dirs (`only`: that one) hold that the gateway does not know yet;
+/// answers how many reports it sent.
+async fn report_heads(
+    gateway: &Gateway,
+    followers: &mut Followers,
+    only: Option<&str>,
+) -> anyhow::Result<usize> {
+    let reports = followers.poll(only);
+    if reports.is_empty() {
+        return Ok(0);
+    }
+    match gateway.post::<_, serde_json::Value>("/v1/node/heads", &reports).await {
+        Ok(answer) => {
+            tracing::debug!(reports = reports.len(), %answer, "head reports");
+            followers.reported(&reports);
+            Ok(reports.len())
+        }
+        Err(e) => {
+            followers.forget();
+            Err(e)
+        }
+    }
+}
+
+async fn tick(
+    gateway: &Gateway,
+    homes: &Homes,
+    name: Option<String>,
+    followers: &mut Followers,
+) -> anyhow::Result<NodeTick> {
     let h = homes.clone();
     let entries =
         tokio::task::spawn_blocking(move || sessionwatch_upstream::discover(&h, &mut |_, _| {})).await?;
@@ -138,6 +181,8 @@ async fn tick(gateway: &Gateway, homes: &Homes, name: Option<String>) -> anyhow:
     let mut t = NodeTick { catalog: catalog.len(), ..NodeTick::default() };
     let answer: SyncAnswer = gateway.post("/v1/node/sync", &SyncRequest { name, catalog }).await?;
     t.links = answer.links.len();
+    followers.update(answer.workspaces);
+    t.heads = report_heads(gateway, followers, None).await?;
 
     let baselines = baseline(homes, answer.links.iter().filter(|l| l.baseline).cloned().collect()).await?;
     if !baselines.is_empty() {

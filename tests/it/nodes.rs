@@ -423,3 +423,101 @@ async fn hooks_and_the_node_share_one_session() {
     assert!(host.tick(&s.base));
     assert_eq!(human_turns(&s).await.0, 1, "the node's report of the same turn is the same event");
 }
+
+/// Two sessions hooked on the node work in one git repository there: a human's `git checkout -b` in
+/// it reaches the other session's next prompt as one notice naming the branch, read by the node (its
+/// git dir is the node's) both at a tick (`--once`) and by a running node's watcher.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_on_the_node_reaches_the_sessions_working_there() {
+    const A: &str = "aaaaaaaa-4444-4444-8444-00000000000a";
+    const B: &str = "bbbbbbbb-4444-4444-8444-00000000000b";
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let host = RemoteHost::new(&s, dir.path(), NODE);
+    let repo = std::fs::canonicalize(host.home.path()).unwrap().join("work/app");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("README"), "x").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "first"]);
+    let hook = |session: &str, event: &str, extra: Value| {
+        let mut input = json!({ "session_id": session, "cwd": repo, "hook_event_name": event });
+        input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let out = run_hook(&s.base, &s.token, event, &input);
+        if out.trim().is_empty() {
+            return vec![];
+        }
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let text = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("").to_string();
+        text.lines().filter(|l| l.starts_with("- Session")).map(str::to_string).collect::<Vec<_>>()
+    };
+    let prompt = |session: &str| hook(session, "UserPromptSubmit", json!({ "prompt": "go on" }));
+    for session in [A, B] {
+        hook(session, "SessionStart", json!({ "source": "startup" }));
+        assert!(prompt(session).is_empty());
+    }
+    let branch_notice = |notices: Vec<String>, branch: &str| {
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].contains(&format!("agent:main:workspace@{NODE}:app-")), "{notices:?}");
+        let target = notices[0].split('"').nth(1).unwrap().to_string();
+        (target, changes_since(&notices[0]), branch.to_string())
+    };
+
+    // At a tick: the node reads the git dir from where the hooks found HEAD.
+    assert!(host.tick(&s.base));
+    git(&["checkout", "-q", "-b", "x"]);
+    assert!(prompt(B).is_empty(), "the gateway cannot read the node's git dir");
+    assert!(host.tick(&s.base));
+    for session in [A, B] {
+        let (target, since, branch) = branch_notice(prompt(session), "x");
+        let caller = format!("agent:main:claude@{NODE}:{session}");
+        let st =
+            s.tool(&caller, "session_status", json!({ "sessionKey": target, "changesSince": since })).await;
+        let events = st["stateChanges"]["events"].as_array().unwrap();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["summary"], format!("branch main → {branch}"));
+        assert_eq!(events[0]["actorType"], "human");
+    }
+
+    // A running node's watcher reports the move without waiting for its next tick.
+    let mut node = host
+        .command(&s.base, &["--interval-seconds", "3600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its first tick done (the sync seen, then a moment for its head reports), only the watcher is left.
+    let seen = get(&s, "/v1/nodes").await["nodes"][0]["lastSeenAt"].clone();
+    for _ in 0..100 {
+        if get(&s, "/v1/nodes").await["nodes"][0]["lastSeenAt"] != seen {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    git(&["checkout", "-q", "-b", "y"]);
+    let mut notices = vec![];
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        notices = prompt(B);
+        if !notices.is_empty() {
+            break;
+        }
+    }
+    node.kill().unwrap();
+    node.wait().unwrap();
+    branch_notice(notices, "y");
+}
+
+fn changes_since(notice: &str) -> u64 {
+    notice.rsplit("changesSince ").next().unwrap().trim_end_matches('.').parse().unwrap()
+}

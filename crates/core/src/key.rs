@@ -98,6 +98,27 @@ impl AgentSessionKey {
         AgentSessionKey::build(agent_id, &format!("workspace:{clean}-{}", hash.to_ascii_lowercase()))
     }
 
+    /// The workspace session of a git worktree on remote node `node`:
+    /// `agent:<agentId>:workspace@<node>:<name>-<hash>`. The node is part of the key because the hash is
+    /// over a path on the node's filesystem: the same path on the gateway's machine (or another node's)
+    /// is another worktree.
+    pub fn build_node_workspace(agent_id: &str, node: &str, name: &str, hash: &str) -> String {
+        let local = AgentSessionKey::build_workspace(agent_id, name, hash);
+        let rest = local.strip_prefix(&AgentSessionKey::build(agent_id, "workspace:")).unwrap_or(&local);
+        AgentSessionKey::build(agent_id, &format!("workspace@{node}:{rest}"))
+    }
+
+    /// The remote node a session of this key lives on: the `<node>` of a key [`build_remote`] or
+    /// [`build_node_workspace`] built (`<catalog>@<node>:…`); `None` for a session of this machine.
+    ///
+    /// [`build_remote`]: AgentSessionKey::build_remote
+    /// [`build_node_workspace`]: AgentSessionKey::build_node_workspace
+    pub fn node(&self) -> Option<&str> {
+        let (first, rest) = self.rest().split_once(':')?;
+        let (_, node) = first.split_once('@')?;
+        (!node.is_empty() && !rest.is_empty()).then_some(node)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.key
     }
@@ -201,7 +222,7 @@ pub fn classify_session_kind(key: &str, chat_type: Option<&str>, main_key: &str)
     if rest == main_key || lower == "main" || lower == "global" {
         return SessionKind::Main;
     }
-    if rest.starts_with("workspace:") {
+    if rest.starts_with("workspace:") || rest.starts_with("workspace@") {
         return SessionKind::Workspace;
     }
     let has = |segment: &str| rest.split(':').any(|p| p == segment);
@@ -310,6 +331,8 @@ mod tests {
             ("agent:main:node:n1", None, SessionKind::Node),
             ("global", None, SessionKind::Main),
             ("agent:main:workspace:demo-1a2b3c4d", None, SessionKind::Workspace),
+            ("agent:main:workspace@buildbox:demo-1a2b3c4d", None, SessionKind::Workspace),
+            ("agent:main:claude@buildbox:abc", None, SessionKind::Other),
         ];
         for (key, chat, want) in cases {
             assert_eq!(classify_session_kind(key, chat, "main"), want, "{key}");
@@ -324,5 +347,23 @@ mod tests {
         assert_eq!(AgentSessionKey::build_workspace("main", "::", "ab"), "agent:main:workspace:ws-ab");
         let long = AgentSessionKey::build_workspace("main", &"ab".repeat(60), "ab");
         assert_eq!(long.len(), "agent:main:workspace:".len() + 48 + 3);
+    }
+
+    #[test]
+    fn a_node_s_keys_name_the_node() {
+        let w = AgentSessionKey::build_node_workspace("main", "buildbox", "My Repo", "1A2B3C4D");
+        assert_eq!(w, "agent:main:workspace@buildbox:my-repo-1a2b3c4d");
+        let parsed = AgentSessionKey::parse(&w).unwrap();
+        assert_eq!((parsed.as_str(), parsed.node()), (w.as_str(), Some("buildbox")));
+        let remote = AgentSessionKey::build_remote("main", "claude", "gpu-1", "ABC");
+        assert_eq!(AgentSessionKey::parse(&remote).unwrap().node(), Some("gpu-1"));
+        for local in [
+            AgentSessionKey::build_workspace("main", "r", "ab"),
+            AgentSessionKey::build_adopted("main", "claude", "abc"),
+            "agent:main:main".to_string(),
+            "agent:main:a@b".to_string(),
+        ] {
+            assert_eq!(AgentSessionKey::parse(&local).unwrap().node(), None, "{local}");
+        }
     }
 }

@@ -23,6 +23,31 @@ pub enum HeadMoveKind {
 }
 
 impl HeadMoveKind {
+    pub const ALL: [HeadMoveKind; 6] = [
+        HeadMoveKind::Checkout,
+        HeadMoveKind::Commit,
+        HeadMoveKind::Reset,
+        HeadMoveKind::Rebase,
+        HeadMoveKind::Merge,
+        HeadMoveKind::Other,
+    ];
+
+    /// Its name where a node reports a move (`checkout`, `commit`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeadMoveKind::Checkout => "checkout",
+            HeadMoveKind::Commit => "commit",
+            HeadMoveKind::Reset => "reset",
+            HeadMoveKind::Rebase => "rebase",
+            HeadMoveKind::Merge => "merge",
+            HeadMoveKind::Other => "other",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<HeadMoveKind> {
+        HeadMoveKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     /// Of several moves seen at once (a rebase writes many lines), the one that says most.
     fn weight(self) -> u8 {
         match self {
@@ -203,6 +228,14 @@ mod tests {
         assert_eq!(at(Some("main"), "1a2b3c4").label(), "main@1a2b3c4");
         assert_eq!(at(Some("main"), "").label(), "main");
         assert_eq!(at(None, "1a2b3c4").label(), "1a2b3c4");
+    }
+
+    #[test]
+    fn move_kinds_read_back() {
+        for k in HeadMoveKind::ALL {
+            assert_eq!(HeadMoveKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(HeadMoveKind::parse("Checkout"), None);
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub struct HookRequest<I> {
     /// The remote node this hook runs on, if any.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub node: Option<String>,
+    /// With `node`: the worktree the hook's cwd lies in, resolved on the node (the gateway cannot read
+    /// the node's files).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub workspace: Option<crate::node_protocol::HookWorkspace>,
     /// Absent reads as `null`, which the handler refuses with the same words as any other non-object.
     #[serde(default)]
     pub input: I,
@@ -68,7 +72,7 @@ mod tests {
             |body: &str| decode::<HookRequest<serde_json::Value>>(body.as_bytes()).unwrap_err().to_string();
         assert_eq!(
             refusal(r#"{"cli":"claude","event":"Stop","input":{},"x":1}"#),
-            r#"body: unknown field "x" (allowed: cli, event, agentId, node, input)"#
+            r#"body: unknown field "x" (allowed: cli, event, agentId, node, workspace, input)"#
         );
         assert_eq!(refusal(r#"{"event":"Stop","input":{}}"#), "body.cli is required");
         assert_eq!(refusal(r#"{"cli":5,"event":"Stop"}"#), "body.cli must be a string");

@@ -99,6 +99,7 @@ pub fn app_with_shutdown<S: Store>(
         .route("/v1/node/sync", post(crate::http_nodes::sync::<S>))
         .route("/v1/node/baselines", post(crate::http_nodes::baselines::<S>))
         .route("/v1/node/outcomes", post(crate::http_nodes::outcomes::<S>))
+        .route("/v1/node/heads", post(crate::http_nodes::heads::<S>))
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::http_nodes::require_node::<S>));
     Router::new()
         .route("/healthz", get(|| async { Json(json!({ "ok": true })) }))
@@ -544,7 +545,8 @@ async fn monitor_tick<S: Store>(
 /// stdin; the Pi extension posts the same body itself), or one handler of OpenCode's sessionwatch plugin
 /// (`"cli": "opencode"`, `"event": "chat.message"|"tool.execute.after"`, `"input"`: what the plugin
 /// forwards, `hook::opencode::parse_plugin_call`). The body is a [`HookRequest`], decoded once: `input`
-/// is mapped from the decoded value, not parsed again.
+/// is mapped from the decoded value, not parsed again; `workspace` (with `node` only) is the worktree the
+/// node resolved.
 async fn hook<S: Store>(State(state): State<Shared<S>>, Body(body): Body<HookRequest<Value>>) -> Response {
     use sessionwatch_upstream::hook::{HookCli, parse_value};
     use sessionwatch_upstream::source::Installer;
@@ -567,7 +569,10 @@ async fn hook<S: Store>(State(state): State<Shared<S>>, Body(body): Body<HookReq
             }
         }
         .map_err(|e| ApiError::invalid(e.to_string()))?;
-        let outcome = state.gateway.hook(&input, body.agent_id.as_deref(), body.node.as_deref()).await?;
+        let outcome = state
+            .gateway
+            .hook(&input, body.agent_id.as_deref(), body.node.as_deref(), body.workspace.as_ref())
+            .await?;
         Ok(crate::wire::hook_answer(&outcome))
     };
     host_answer(run.await)

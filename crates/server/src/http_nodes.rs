@@ -3,7 +3,7 @@
 
 use crate::error::ApiError;
 use crate::http::{AppState, bearer_of, error_response, host_answer, host_error};
-use crate::node_protocol::{BaselineReport, OutcomeReport, SyncRequest};
+use crate::node_protocol::{BaselineReport, HeadReport, OutcomeReport, SyncRequest};
 use crate::request_body::{Body, non_empty};
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
@@ -85,6 +85,20 @@ pub async fn outcomes<S: Store>(
         let reports: Vec<OutcomeReport> = typed(&body)?;
         let tick = state.gateway.node_outcomes(&node, reports).await?;
         serde_json::to_value(tick).map_err(|e| ApiError::Internal(e.to_string()))
+    };
+    host_answer(run.await)
+}
+
+/// `POST /v1/node/heads`: HEAD moves in the git dirs the node follows for the gateway.
+pub async fn heads<S: Store>(
+    State(state): State<Shared<S>>,
+    Extension(NodeName(node)): Extension<NodeName>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let reports: Vec<HeadReport> = typed(&body)?;
+        let answer = state.gateway.node_heads(&node, reports).await?;
+        serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))
     };
     host_answer(run.await)
 }

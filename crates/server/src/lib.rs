@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod embedded;
 pub mod error;
 pub mod gateway;
+pub mod git_watch;
 pub mod guard;
 pub mod hook_protocol;
 pub mod host_protocol;

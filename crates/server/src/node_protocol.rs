@@ -3,6 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+mod workspaces;
+pub use workspaces::{
+    FollowedWorkspace, HeadReport, HeadReportAnswer, HookWorkspace, MAX_HEAD_REPORTS, MAX_HOOK_PATHS,
+    RemoteHead, RemoteHeadMove, RemoteHeadPosition,
+};
+
 /// `POST /v1/node/sync`: the node's catalog; the answer is the work for this tick.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -28,6 +34,9 @@ pub struct SyncAnswer {
     /// The node's name, as its token says.
     pub node: String,
     pub links: Vec<NodeLink>,
+    /// The git dirs on the node whose HEAD moves the gateway wants (absent from an older gateway).
+    #[serde(default)]
+    pub workspaces: Vec<FollowedWorkspace>,
 }
 
 /// A link whose source lives on the node.

@@ -68,6 +68,30 @@ pub fn resolve(cwd: &Path) -> Workspace {
     Workspace { hash: short_hash(&cwd), name: dir_name(&cwd), top: cwd, git_dir: None, common_dir: None }
 }
 
+/// The workspace of a git dir named by its path (a remote node follows the git dirs its hooks
+/// resolved): `None` unless `git_dir` is an absolute, canonical path holding a `HEAD` file. Only HEAD,
+/// the refs and the reflog are ever read from it; `top` is the directory holding it.
+pub fn of_git_dir(git_dir: &Path) -> Option<Workspace> {
+    if !git_dir.is_absolute() || std::fs::canonicalize(git_dir).ok()? != git_dir {
+        return None;
+    }
+    if !std::fs::metadata(git_dir.join("HEAD")).ok()?.is_file() {
+        return None;
+    }
+    let common_dir = std::fs::read_to_string(git_dir.join("commondir"))
+        .ok()
+        .and_then(|c| std::fs::canonicalize(git_dir.join(c.trim())).ok())
+        .unwrap_or_else(|| git_dir.to_path_buf());
+    let top = git_dir.parent().unwrap_or(git_dir).to_path_buf();
+    Some(Workspace {
+        name: dir_name(&top),
+        hash: short_hash(git_dir),
+        top,
+        git_dir: Some(git_dir.to_path_buf()),
+        common_dir: Some(common_dir),
+    })
+}
+
 fn short_hash(p: &Path) -> String {
     let digest = Sha256::digest(p.as_os_str().as_encoded_bytes());
     digest.iter().take(4).map(|b| format!("{b:02x}")).collect()
@@ -244,9 +268,11 @@ pub fn fold_moves(
         (None, Some(b)) => b.branch.clone(),
         (None, None) => None,
     };
-    let to_branch = match (now, &last.checkout) {
-        (Some(n), _) => n.branch.clone(),
-        (None, Some((_, to))) => named(to),
+    // A checkout's line names where it went: git appends it before it renames HEAD into place, so a
+    // read between the two would find HEAD still on the old branch.
+    let to_branch = match (&last.checkout, now) {
+        (Some((_, to)), _) => named(to),
+        (None, Some(n)) => n.branch.clone(),
         (None, None) => None,
     };
     // A move back and forth within one read (checkout x, checkout main) still says what happened.
@@ -261,8 +287,15 @@ pub fn fold_moves(
 #[derive(Debug)]
 pub struct HeadFollower {
     workspace: Workspace,
-    offset: u64,
-    head: Option<HeadAt>,
+    position: HeadPosition,
+}
+
+/// How far a [`HeadFollower`] has read: the reflog's length and HEAD as last seen. A remote node's
+/// follower resumes from the position the gateway keeps, so a node holds no state of its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeadPosition {
+    pub reflog_offset: u64,
+    pub head: Option<HeadAt>,
 }
 
 /// A move, with the dedupe key naming its last reflog entry (or the new HEAD).
@@ -270,18 +303,31 @@ pub struct HeadFollower {
 pub struct ObservedMove {
     pub moved: HeadMove,
     pub dedupe_key: String,
+    /// When git wrote the move's last reflog line (its committer time, whole seconds), in ms since the
+    /// epoch; `None` without a reflog.
+    pub moved_at_ms: Option<i64>,
 }
 
 impl HeadFollower {
     /// Starts at the present: what happened before is not a change.
     pub fn start(workspace: Workspace) -> HeadFollower {
-        let offset = workspace.reflog_path().and_then(|p| std::fs::metadata(p).ok()).map_or(0, |m| m.len());
+        let reflog_offset =
+            workspace.reflog_path().and_then(|p| std::fs::metadata(p).ok()).map_or(0, |m| m.len());
         let head = workspace.head();
-        HeadFollower { workspace, offset, head }
+        HeadFollower { workspace, position: HeadPosition { reflog_offset, head } }
+    }
+
+    /// Goes on from `position` (what happened since is reported by the next poll).
+    pub fn resume(workspace: Workspace, position: HeadPosition) -> HeadFollower {
+        HeadFollower { workspace, position }
     }
 
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
+    }
+
+    pub fn position(&self) -> &HeadPosition {
+        &self.position
     }
 
     /// The move since the last poll, if HEAD moved. A reflog that shrank (expired, rewritten) restarts
@@ -293,23 +339,35 @@ impl HeadFollower {
         let moved = match std::fs::File::open(&path) {
             Ok(mut f) => {
                 let len = f.metadata().ok()?.len();
-                if len < self.offset {
-                    self.offset = len;
+                let offset = &mut self.position.reflog_offset;
+                if len < *offset {
+                    *offset = len;
                 }
                 let mut buf = Vec::new();
-                f.seek(SeekFrom::Start(self.offset)).ok()?;
-                f.take(len - self.offset).read_to_end(&mut buf).ok()?;
+                f.seek(SeekFrom::Start(*offset)).ok()?;
+                f.take(len - *offset).read_to_end(&mut buf).ok()?;
                 let (entries, used) = parse_reflog(&buf);
-                self.offset += used as u64;
-                fold_moves(&entries, self.head.as_ref(), now.as_ref()).map(|m| {
+                *offset += used as u64;
+                fold_moves(&entries, self.position.head.as_ref(), now.as_ref()).map(|m| {
                     let last = entries.last().expect("a move has entries");
-                    let key =
-                        format!("head-moved:{}:{}:{}:{}", self.workspace.hash, last.old, last.new, last.when);
-                    ObservedMove { moved: m, dedupe_key: key }
+                    // The entry's end in the reflog tells apart two moves between the same ids in
+                    // one second (`checkout -b a`, then `checkout -b b`); two readers of one reflog
+                    // still name one move alike.
+                    let key = format!(
+                        "head-moved:{}:{}:{}:{}:{}",
+                        self.workspace.hash, offset, last.old, last.new, last.when
+                    );
+                    let moved_at_ms = last
+                        .when
+                        .split(' ')
+                        .next()
+                        .and_then(|t| t.parse::<i64>().ok())
+                        .map(|secs| secs.saturating_mul(1000));
+                    ObservedMove { moved: m, dedupe_key: key, moved_at_ms }
                 })
             }
             // No reflog (core.logAllRefUpdates off): HEAD itself, compared with what was seen.
-            Err(_) => match (&self.head, &now) {
+            Err(_) => match (&self.position.head, &now) {
                 (Some(before), Some(after)) if before != after => {
                     let kind = if before.branch != after.branch {
                         HeadMoveKind::Checkout
@@ -321,13 +379,14 @@ impl HeadFollower {
                     Some(ObservedMove {
                         moved: HeadMove { kind, from: before.clone(), to: after.clone() },
                         dedupe_key: key,
+                        moved_at_ms: None,
                     })
                 }
                 _ => None,
             },
         };
         if now.is_some() {
-            self.head = now;
+            self.position.head = now;
         }
         moved
     }

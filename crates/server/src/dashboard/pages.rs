@@ -68,6 +68,18 @@ pub fn not_found(logged_in: bool, what: &str) -> Markup {
     )
 }
 
+/// What a workspace event changed: the paths written, or where HEAD went (empty for other events).
+fn what_changed(p: &sessionwatch_core::Payload) -> Markup {
+    html! {
+        @if !p.paths.is_empty() {
+            " " span.paths { @for (i, path) in p.paths.iter().enumerate() { @if i > 0 { ", " } code { (path) } } }
+        }
+        @if let (Some(from), Some(to)) = (&p.from, &p.to) {
+            " " span.head { code { (from) } " → " code { (to) } }
+        }
+    }
+}
+
 fn session_link(key: &str) -> Markup {
     html! { a.key href=(chat_path(key)) title=(key) { (key) } }
 }
@@ -266,6 +278,13 @@ pub fn session(v: &SessionView, logged_in: bool) -> Markup {
                 div { dt { "State version" } dd #state-version { (v.head.head) } }
                 div { dt { "History kept from" } dd { "#" (v.head.floor + 1) } }
             }
+            @if let Some(members) = &v.members {
+                section #members {
+                    h2 { "Members (" (members.len()) ")" }
+                    @if members.is_empty() { p.empty { "No session works in this worktree now." } }
+                    ul { @for m in members { li { (session_link(m)) } } }
+                }
+            }
             section #pending {
                 h2 { "Pending notices (" (v.pending.len()) ")" }
                 @if v.pending.is_empty() { p.empty { "None: this session has seen every change it watches." } }
@@ -306,6 +325,7 @@ pub fn session(v: &SessionView, logged_in: bool) -> Markup {
                                 @if let Some(id) = &e.actor.id { " " code { (id) } } }
                             " " span.kind { (e.kind.as_str()) }
                             " " span.summary { (e.summary) }
+                            (what_changed(&e.payload))
                         }
                     }
                     @if let Some(floor) = v.timeline.pruned_through {

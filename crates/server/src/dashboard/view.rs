@@ -109,6 +109,8 @@ pub struct SessionView {
     pub pending: Vec<PendingNotice>,
     pub link: Option<UpstreamLinkRow>,
     pub reconcile: Option<Reconcile>,
+    /// A workspace session: the sessions working in its worktree now.
+    pub members: Option<Vec<String>>,
 }
 
 fn counts<S: Store>(gateway: &Gateway<S>) -> Counts {
@@ -231,7 +233,10 @@ pub async fn session<S: Store>(
         }
         None => None,
     };
-    Ok(SessionView { key: k, row, head, timeline, watchers, targets, pending, link, reconcile })
+    let is_workspace =
+        row.as_ref().is_some_and(|r| r.kind == sessionwatch_core::SessionKind::Workspace.as_str());
+    let members = is_workspace.then(|| gateway.workspace_members(&k));
+    Ok(SessionView { key: k, row, head, timeline, watchers, targets, pending, link, reconcile, members })
 }
 
 /// The key a `/chat/<agent>/<rest>` path names: the notice writes `rest` with `:` as `/`.

@@ -17,6 +17,7 @@
 
 use super::{Gateway, SessionRef, SessionSpec};
 use crate::error::{ApiError, ApiResult};
+use crate::node_protocol::HookWorkspace;
 use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, QueuedEvent, RunStatus, is_valid_agent_id};
 use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_store::Store;
@@ -43,12 +44,14 @@ const STOP_HEADER: &str = "sessionwatch: before you finish, sessions you depend 
 impl<S: Store> Gateway<S> {
     /// Handles one hook of a Claude Code, Codex or Gemini session run by `agent` (default `main`), on this
     /// gateway's machine or, with `node`, on that remote node (then the session is the node's, the
-    /// one its monitor reports on, so hooks and node speak of one session).
+    /// one its monitor reports on, so hooks and node speak of one session, and `workspace` is the
+    /// worktree its cwd lies in, as the node resolved it).
     pub async fn hook(
         self: &Arc<Self>,
         input: &HookInput,
         agent: Option<&str>,
         node: Option<&str>,
+        workspace: Option<&HookWorkspace>,
     ) -> ApiResult<HookOutcome> {
         let agent =
             agent.map(|a| a.trim().to_ascii_lowercase()).unwrap_or_else(|| super::DEFAULT_AGENT.into());
@@ -59,6 +62,7 @@ impl<S: Store> Gateway<S> {
         if node.is_some_and(|n| !super::nodes::is_valid_node_name(n)) {
             return Err(ApiError::invalid(format!("node {node:?} is not a node name")));
         }
+        let workspace = node_workspace(node, workspace)?;
         let r = self.adopted_ref(&agent, catalog, &input.session_id, node)?;
         let mut outcome =
             HookOutcome { session_key: r.key.clone(), reply: HookReply::default(), recorded: false };
@@ -68,9 +72,11 @@ impl<S: Store> Gateway<S> {
             // only), its prompts are the agent's; the parent's turn gets the notices.
             return Ok(outcome);
         }
-        if node.is_none() {
-            // Before the drain, so this turn's notice includes what the other members just did.
-            self.workspace_hook(&r, input).await;
+        // Before the drain, so this turn's notice includes what the other members just did. A node's
+        // cwd is on the node: only the workspace the node resolved can be joined (an older node's hook
+        // sends none).
+        if node.is_none() || workspace.is_some() {
+            self.workspace_hook(&r, input, workspace).await;
         }
         match input.event {
             HookEvent::SessionStart => {
@@ -308,6 +314,21 @@ impl<S: Store> Gateway<S> {
             Ok(_) | Err(ApiError::NotFound(_)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The worktree a node's hook names, checked (only a node's hook names one: a local cwd is resolved here).
+fn node_workspace<'a>(
+    node: Option<&'a str>,
+    workspace: Option<&'a HookWorkspace>,
+) -> ApiResult<Option<(&'a str, &'a HookWorkspace)>> {
+    match (node, workspace) {
+        (Some(n), Some(w)) => {
+            w.check().map_err(ApiError::invalid)?;
+            Ok(Some((n, w)))
+        }
+        (None, Some(_)) => Err(ApiError::invalid("workspace: only a node's hook names its workspace")),
+        (_, None) => Ok(None),
     }
 }
 

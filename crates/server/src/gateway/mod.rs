@@ -5,6 +5,7 @@ mod home;
 mod hooks;
 mod host;
 pub mod listing;
+mod node_workspaces;
 pub mod nodes;
 mod notices;
 pub mod results;

@@ -212,7 +212,7 @@ impl<S: Store> Gateway<S> {
                 watched: is_watched,
             });
         }
-        Ok(SyncAnswer { node: node.to_string(), links })
+        Ok(SyncAnswer { node: node.to_string(), links, workspaces: self.node_followed_workspaces(node) })
     }
 
     /// The link a node reports on, which must live on that node (checked for every report before

@@ -28,6 +28,8 @@ pub struct StatusOutput {
 #[derive(Clone, Debug)]
 pub struct ListOutput {
     pub sessions: Vec<(SessionRow, u64, SessionActivity)>,
+    /// Workspace sessions (by key): their members now, sorted.
+    pub members: std::collections::HashMap<String, Vec<String>>,
     pub has_more: bool,
     pub limit: u32,
 }

@@ -165,6 +165,11 @@ impl<S: Store> Gateway<S> {
         let (versions, activity) =
             tokio::join!(self.kernel.state_versions(ids.clone()), self.store.session_activity(ids));
         let (versions, mut activity) = (versions?, activity?);
+        let members = rows
+            .iter()
+            .filter(|r| r.kind == sessionwatch_core::SessionKind::Workspace.as_str())
+            .map(|r| (r.session_key.clone(), self.workspace_members(&r.session_key)))
+            .collect();
         let sessions = rows
             .into_iter()
             .map(|r| {
@@ -174,7 +179,7 @@ impl<S: Store> Gateway<S> {
                 (r, v, a)
             })
             .collect();
-        Ok(ToolOutput::List(ListOutput { sessions, has_more, limit }))
+        Ok(ToolOutput::List(ListOutput { sessions, members, has_more, limit }))
     }
 
     async fn sessions_history(

@@ -151,6 +151,9 @@ pub struct SessionRowJson {
     pub pinned: bool,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub parent_session_key: Option<String>,
+    /// A workspace session's members (the sessions working in its worktree now); absent on other rows.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub members: Option<Vec<String>>,
 }
 
 impl SessionRowJson {
@@ -169,6 +172,7 @@ impl SessionRowJson {
             archived: false,
             pinned: false,
             parent_session_key: s.spawned_by.clone(),
+            members: None,
         }
     }
 }
@@ -478,8 +482,14 @@ fn status(s: &StatusOutput) -> StatusJson {
 }
 
 fn list(l: &ListOutput) -> ListJson {
-    let sessions: Vec<SessionRowJson> =
-        l.sessions.iter().map(|(r, v, a)| SessionRowJson::of(r, *v, a)).collect();
+    let sessions: Vec<SessionRowJson> = l
+        .sessions
+        .iter()
+        .map(|(r, v, a)| SessionRowJson {
+            members: l.members.get(&r.session_key).cloned(),
+            ..SessionRowJson::of(r, *v, a)
+        })
+        .collect();
     ListJson {
         count: sessions.len(),
         sessions,

@@ -70,6 +70,21 @@ async fn leaving_the_worktree_or_unwatching_ends_the_watch() {
     let page = page.text().await.unwrap();
     assert_eq!(page.matches("<td>workspace</td>").count(), 2, "both members: {page}");
     assert!(page.contains(&format!("1 file changed by {}", key(A))), "{page}");
+    let members = page
+        .split("<section id=\"members\">")
+        .nth(1)
+        .expect("a members section")
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(
+        members.contains("Members (2)") && members.contains(&key(A)) && members.contains(&key(B)),
+        "{members}"
+    );
+    assert!(page.contains("<span class=\"paths\"><code>w.rs</code></span>"), "what A changed: {page}");
+    let a_page =
+        h.client.get(format!("{}{}", h.base, chat_path(&key(A)))).bearer_auth(TOKEN).send().await.unwrap();
+    assert!(!a_page.text().await.unwrap().contains("id=\"members\""), "only a workspace has members");
     assert_eq!(prompt(&h, B, &app).await, 1);
 
     // B moves to another repository: its watch on `app` ends, so A's edit there is not B's business.

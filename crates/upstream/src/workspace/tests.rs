@@ -103,6 +103,78 @@ fn the_follower_reports_each_move_once_without_the_commit_message() {
     );
 }
 
+/// A remote node follows a git dir by its path, from the position the gateway kept: a fresh follower
+/// resumed there reports what happened since, once, with the reflog's time.
+#[test]
+fn a_follower_resumed_from_a_kept_position_reports_what_happened_since() {
+    let (_t, root) = repo();
+    let ws = resolve(&root);
+    let git_dir = ws.git_dir.clone().unwrap();
+    let by_path = of_git_dir(&git_dir).expect("a git dir");
+    assert_eq!((by_path.hash.as_str(), by_path.name.as_str()), (ws.hash.as_str(), "my-repo"));
+    assert_eq!(of_git_dir(&root), None, "a worktree's top is not a git dir");
+    assert_eq!(of_git_dir(Path::new("relative/.git")), None);
+    assert_eq!(of_git_dir(&root.join("src/../.git")), None, "only the canonical spelling");
+
+    let kept = HeadFollower::start(by_path.clone()).position().clone();
+    git(&root, &["checkout", "-q", "-b", "feature"]);
+    let mut resumed = HeadFollower::resume(by_path, kept.clone());
+    let m = resumed.poll().expect("the move since the kept position");
+    assert_eq!(m.moved.to.branch.as_deref(), Some("feature"));
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    assert!(m.moved_at_ms.is_some_and(|t| (now_ms - t).abs() < 60_000), "{m:?}");
+    assert_ne!(resumed.position(), &kept);
+    assert_eq!(resumed.poll(), None, "once");
+}
+
+/// Regression: two checkouts of new branches at one commit within one second have the same ids and
+/// time in the reflog; read by two polls, they were one dedupe key, so the second move was dropped.
+#[test]
+fn two_moves_between_the_same_ids_in_one_second_are_two_moves() {
+    let t = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let git_dir = root.join(".git");
+    std::fs::create_dir_all(git_dir.join("logs")).unwrap();
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(git_dir.join("logs/HEAD"), "").unwrap();
+    let mut f = HeadFollower::start(resolve(&root));
+    let id = "1".repeat(40);
+    let append = |to: &str| {
+        use std::io::Write;
+        std::fs::write(git_dir.join("HEAD"), format!("ref: refs/heads/{to}\n")).unwrap();
+        let mut log = std::fs::OpenOptions::new().append(true).open(git_dir.join("logs/HEAD")).unwrap();
+        writeln!(log, "{id} {id} t <t@t> 1765000000 +0000\tcheckout: moving from main to {to}").unwrap();
+    };
+    append("a");
+    let first = f.poll().expect("checkout -b a");
+    append("b");
+    let second = f.poll().expect("checkout -b b");
+    assert_eq!(second.moved.to.branch.as_deref(), Some("b"));
+    assert_ne!(first.dedupe_key, second.dedupe_key);
+}
+
+/// Regression: git appends a checkout's reflog line before it renames HEAD into place; a poll in
+/// between read HEAD on the old branch and reported `branch main → main`.
+#[test]
+fn a_checkout_read_before_head_is_renamed_names_its_target() {
+    let t = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let git_dir = root.join(".git");
+    std::fs::create_dir_all(git_dir.join("logs")).unwrap();
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(git_dir.join("logs/HEAD"), "").unwrap();
+    let mut f = HeadFollower::start(resolve(&root));
+    let id = "1".repeat(40);
+    let line = format!("{id} {id} t <t@t> 1765000000 +0000\tcheckout: moving from main to feature\n");
+    std::fs::write(git_dir.join("logs/HEAD"), line).unwrap(); // HEAD not renamed yet
+    let m = f.poll().expect("the checkout");
+    assert_eq!(
+        (m.moved.from.branch.as_deref(), m.moved.to.branch.as_deref()),
+        (Some("main"), Some("feature"))
+    );
+}
+
 #[test]
 fn reflog_lines_classify_by_their_first_word() {
     let id = |c: char| c.to_string().repeat(40);
