@@ -91,6 +91,16 @@ impl Harness {
         self.gateway.set_homes(sessionwatch_upstream::Homes::with_home(home));
     }
 
+    /// A temporary HOME the gateway's catalog and monitor read, with the directory `under` made in it
+    /// (where a CLI keeps its transcripts); answers the home and that directory.
+    pub fn temp_home(&self, under: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join(under);
+        std::fs::create_dir_all(&made).unwrap();
+        self.set_home(dir.path());
+        (dir, made)
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> Reply {
         self.request(reqwest::Method::POST, path, Some(body)).await
     }
@@ -135,6 +145,39 @@ impl Harness {
             .filter(|e| e["contextKey"].as_str().unwrap().starts_with("session-state:"))
             .map(|e| e["text"].as_str().unwrap().to_string())
             .collect()
+    }
+
+    /// A hook call of `cli` that must succeed; answers the hook's answer.
+    pub async fn hook(&self, cli: &str, event: &str, input: Value) -> Value {
+        let r = self.post("/v1/hooks", json!({ "cli": cli, "event": event, "input": input })).await;
+        assert_eq!(r.status, 200, "{event}: {}", r.body);
+        r.body
+    }
+
+    /// A monitor tick that must succeed; answers its report.
+    pub async fn tick(&self) -> Value {
+        let t = self.post("/v1/monitor/tick", json!({})).await;
+        assert_eq!(t.status, 200, "{}", t.body);
+        t.body
+    }
+
+    /// `watcher` sends `message` to `target` and watches it.
+    pub async fn send_and_watch(&self, watcher: &str, target: &str, message: &str) {
+        let args = json!({ "sessionKey": target, "message": message, "watch": true });
+        assert_eq!(self.tool(watcher, "sessions_send", args).await["watched"], true);
+    }
+
+    /// The human turns the log holds for `session_key` (staged ones included), read from the database file.
+    pub fn human_events(&self, session_key: &str) -> usize {
+        let db = rusqlite::Connection::open(self.dir.path().join("sessionwatch.db")).unwrap();
+        db.query_row(
+            "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
+             SELECT kind, session_key FROM session_state_events_staged) \
+             WHERE session_key = ?1 AND kind = 'human_direct_message'",
+            [session_key],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap() as usize
     }
 
     pub async fn spawn_child(&self, parent: &str) -> String {
@@ -183,6 +226,21 @@ impl Harness {
         });
         let _ = tokio::time::timeout(Duration::from_secs(5), ready_rx).await;
         rx
+    }
+}
+
+/// `input` with the fields of `extra` added (a hook's common fields and its event's own).
+pub fn merged(mut input: Value, extra: Value) -> Value {
+    input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    input
+}
+
+/// Appends `rows` to the file at `path`, one a line, creating it (as a CLI writes its transcript).
+pub fn append_rows<R: std::fmt::Display>(path: &std::path::Path, rows: impl IntoIterator<Item = R>) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    for row in rows {
+        writeln!(f, "{row}").unwrap();
     }
 }
 
