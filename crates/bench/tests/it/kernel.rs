@@ -40,7 +40,7 @@ pub fn kernel_figure_names(backend: &str, after_reads: &[&str], last: &[&str]) -
 
 /// Checks that the figures are `names`, in order, each a positive number with a unit; answers a lookup
 /// of a figure's value by name.
-pub fn check_figures(figures: &[Figure], names: &[String]) -> impl Fn(&str) -> f64 {
+pub fn check_figures<'a>(figures: &'a [Figure], names: &[String]) -> impl Fn(&str) -> f64 + use<'a> {
     let got: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(got, names);
     for f in figures {
