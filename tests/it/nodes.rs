@@ -220,7 +220,7 @@ async fn a_human_on_the_node_is_reported_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_turn_burst_is_reported_completely() {
-    let (dir, s, host) = a_gateway_watching_a_node_session().await;
+    let (_dir, s, host) = a_gateway_watching_a_node_session().await;
     host.type_turns(1, 500);
     for _ in 0..3 {
         assert!(host.tick(&s.base));
@@ -231,7 +231,7 @@ async fn a_500_turn_burst_is_reported_completely() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_delete_is_one_upstream_missing_after_three_checks() {
-    let (dir, s, host) = a_gateway_watching_a_node_session().await;
+    let (_dir, s, host) = a_gateway_watching_a_node_session().await;
     // An unreachable node is no evidence: ticks that never reach the gateway count for nothing.
     for _ in 0..3 {
         assert!(!host.tick("http://127.0.0.1:9"), "the gateway is not there");
@@ -284,12 +284,14 @@ async fn killing_the_gateway_or_the_node_loses_and_duplicates_nothing() {
     let host = RemoteHost::new(&s, dir.path(), NODE);
     adopt_and_watch(&s, &host).await;
 
-    let mut node = host
-        .command(&base, &["--interval-seconds", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let start_node = || {
+        host.command(&base, &["--interval-seconds", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut node = start_node();
     let mut typed = 0;
     let mut seed = 0x5eed_u64;
     let mut next = |n: u64| {
@@ -308,12 +310,7 @@ async fn killing_the_gateway_or_the_node_loses_and_duplicates_nothing() {
         } else {
             node.kill().unwrap();
             node.wait().unwrap();
-            node = host
-                .command(&base, &["--interval-seconds", "1"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            node = start_node();
         }
     }
     // Catch up: at most a few ticks.
