@@ -2,12 +2,22 @@
 
 use crate::common::{Env, human_turn, notices};
 use sessionwatch_core::{NewEvent, Provenance, RecordPolicy};
-use sessionwatch_kernel::Signal;
+use sessionwatch_kernel::{Kernel, Signal};
+use sessionwatch_store::SqliteStore;
+use tokio::sync::broadcast;
 
 const TARGET: &str = "agent:main:telegram:group:g1";
 const MAIN: &str = "agent:main:main";
 const SUB: &str = "agent:main:subagent:s1";
 const AMBIENT: &str = "agent:ops:main";
+
+/// A started kernel in which `MAIN` watches `TARGET`, and its signals from then on.
+async fn main_watching_target(env: &Env) -> (Kernel<SqliteStore>, broadcast::Receiver<Signal>) {
+    let k = env.start().await;
+    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
+    let signals = k.subscribe();
+    (k, signals)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_rapid_changes_one_line_one_wake() {
@@ -69,9 +79,7 @@ fn wakes_of(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> usize {
 #[tokio::test(start_paused = true)]
 async fn a_change_inside_the_window_gets_one_trailing_wake() {
     let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
-    let mut signals = k.subscribe();
+    let (k, mut signals) = main_watching_target(&env).await;
     human_turn(&k, TARGET).await;
     assert_eq!(wakes_of(&mut signals), 1, "the first change wakes at once");
     k.drain(MAIN).await;
@@ -96,9 +104,7 @@ async fn a_change_inside_the_window_gets_one_trailing_wake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_and_acknowledgements_are_signalled() {
     let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
-    let mut signals = k.subscribe();
+    let (k, mut signals) = main_watching_target(&env).await;
     human_turn(&k, TARGET).await;
     human_turn(&k, TARGET).await;
     assert_eq!(k.drain(MAIN).await.len(), 1);
@@ -122,9 +128,7 @@ async fn appends_and_acknowledgements_are_signalled() {
 #[tokio::test(start_paused = true)]
 async fn a_pending_watcher_is_reminded_once_per_window() {
     let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
-    let mut signals = k.subscribe();
+    let (k, mut signals) = main_watching_target(&env).await;
     let change = |actor: Option<&str>| {
         let mut e = NewEvent::human_message(TARGET, "main", "telegram", None);
         if let Some(a) = actor {
