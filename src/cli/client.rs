@@ -331,37 +331,39 @@ impl Client {
     }
 }
 
-/// The tools' arguments as the CLI gives them (`gateway/tool_spec.rs` defines them all); an absent
-/// option is left out, so the tool applies its default.
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct ToolArgs {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) session_key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) changes_since: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) limit: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) kinds: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) active_minutes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) include_tools: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) timeout_seconds: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) watch: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) task: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) agent_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) run_timeout_seconds: Option<u64>,
+/// A struct whose fields are all `Option`s that serde leaves out when `None` (each field gets
+/// `skip_serializing_if`).
+macro_rules! optional_fields {
+    ($(#[$m:meta])* $vis:vis struct $name:ident {
+        $($(#[$fm:meta])* $fvis:vis $field:ident: Option<$ty:ty>,)*
+    }) => {
+        $(#[$m])*
+        $vis struct $name {
+            $($(#[$fm])* #[serde(skip_serializing_if = "Option::is_none")] $fvis $field: Option<$ty>,)*
+        }
+    };
+}
+
+optional_fields! {
+    /// The tools' arguments as the CLI gives them (`gateway/tool_spec.rs` defines them all); an absent
+    /// option is left out, so the tool applies its default.
+    #[derive(Serialize, Default)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct ToolArgs {
+        pub(super) session_key: Option<String>,
+        pub(super) changes_since: Option<u64>,
+        pub(super) limit: Option<u32>,
+        pub(super) kinds: Option<Vec<String>>,
+        pub(super) active_minutes: Option<u64>,
+        pub(super) include_tools: Option<bool>,
+        pub(super) message: Option<String>,
+        pub(super) timeout_seconds: Option<u64>,
+        pub(super) watch: Option<bool>,
+        pub(super) task: Option<String>,
+        pub(super) label: Option<String>,
+        pub(super) agent_id: Option<String>,
+        pub(super) run_timeout_seconds: Option<u64>,
+    }
 }
 
 impl ClientCommand {

@@ -42,20 +42,14 @@ print(r["stateVersion"])'
 # --- the TUIs, through tmux
 
 tui_open() { # name cli session: the CLI's TUI resumed on session, in tmux session <name>, drawn and settled
-  local name="$1" cli="$2" session="$3" cmd prev="" cur stable=0 i
+  local name="$1" cli="$2" session="$3" cmd
   case "$cli" in
     claude) cmd="$(printf '%q --resume %q' "$CLAUDE_BIN" "$session")" ;;
     codex) cmd="$(printf '%q resume %q' "$CODEX_BIN" "$session")" ;;
   esac
   tmx new-session -d -s "$name" -x 200 -y 50 -c "$project" "env TERM=xterm-256color $cmd; sleep 600" || return 1
-  for i in $(seq 1 60); do # drawn, then the same screen for 1.5 s
-    sleep 0.5
-    cur="$(tmx capture-pane -p -t "$name" 2>/dev/null)" || return 1
-    if [ -n "${cur//[[:space:]]/}" ] && [ "$cur" = "$prev" ]; then stable=$((stable + 1)); else stable=0; fi
-    prev="$cur"
-    [ "$stable" -ge 3 ] && [ "$i" -ge 4 ] && return 0
-  done
-  echo "tui_open $name: the TUI did not settle" >&2
+  tui_settled "$name" && return 0
+  echo "tui_open $name: the TUI did not start or settle" >&2
   return 1
 }
 tui_close() { # name

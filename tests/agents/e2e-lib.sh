@@ -120,6 +120,17 @@ start_services() { # the fake model and the gateway
 }
 
 failed=0
+tui_settled() { # name -> true once tmux session <name> has drawn its screen and kept it for 1.5 s (at most 30 s; needs tmx)
+  local prev="" cur stable=0 i
+  for i in $(seq 1 60); do
+    sleep 0.5
+    cur="$(tmx capture-pane -p -t "$1" 2>/dev/null)" || return 1
+    if [ -n "${cur//[[:space:]]/}" ] && [ "$cur" = "$prev" ]; then stable=$((stable + 1)); else stable=0; fi
+    prev="$cur"
+    [ "$stable" -ge 3 ] && [ "$i" -ge 4 ] && return 0
+  done
+  return 1
+}
 check() { # name command...
   local name="$1"; shift
   if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failed=1; fi

@@ -36,18 +36,9 @@ work="$(mktemp -d)"
 trap 'tmux -S "$work/tmux.sock" kill-server 2>/dev/null; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
   [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 [ -z "${KEEP:-}" ] || echo "work dir (kept): $work"
-export HOME="$work/home" TMPDIR="$work/home/tmp"
-mkdir -p "$TMPDIR" "$HOME/.gemini"
+. "$here/gemini/offline-env.sh"
 export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state"
 unset SESSIONWATCH_URL SESSIONWATCH_TOKEN SESSIONWATCH_HOME
-project="$HOME/work/demo"
-mkdir -p "$project"
-(cd "$project" && git init -q -b main && echo "# demo" > README.md && git add README.md &&
-  git -c user.name=demo -c user.email=demo@example.invalid commit -q -m demo)
-url="http://127.0.0.1:18081"
-export GOOGLE_GEMINI_BASE_URL="$url" GEMINI_API_KEY="fake-gemini-key" GEMINI_CLI_HOME="$HOME" NO_COLOR=1
-export HTTPS_PROXY="$url" HTTP_PROXY="$url" ALL_PROXY="$url" https_proxy="$url" http_proxy="$url" all_proxy="$url"
-export NO_PROXY="127.0.0.1,localhost" no_proxy="127.0.0.1,localhost"
 # Retention off: its clean-up may delete a session's files when another session starts (docs/upstream.md).
 cat > "$HOME/.gemini/settings.json" <<'EOF'
 {

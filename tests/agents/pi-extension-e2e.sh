@@ -82,17 +82,10 @@ sys.exit(0 if tools and json.dumps(sys.argv[2])[1:-1] in json.dumps(tools[-1], e
 EOF
 }
 tui_open() { # name session: Pi's TUI on that session, drawn and settled
-  local name="$1" prev="" cur stable=0 i
+  local name="$1"
   tmx new-session -d -s "$name" -x 160 -y 50 -c "$project" \
     "env TERM=xterm-256color SESSIONWATCH_PI_DEBUG=$work/pi-extension.jsonl $(printf '%q %q --session %q' "$NODE" "$PI_JS" "$2"); sleep 600" || return 1
-  for i in $(seq 1 60); do
-    sleep 0.5
-    cur="$(tmx capture-pane -p -t "$name" 2>/dev/null)" || return 1
-    if [ -n "${cur//[[:space:]]/}" ] && [ "$cur" = "$prev" ]; then stable=$((stable + 1)); else stable=0; fi
-    prev="$cur"
-    [ "$stable" -ge 3 ] && [ "$i" -ge 4 ] && return 0
-  done
-  return 1
+  tui_settled "$name"
 }
 tui_type() { # name text: types a prompt and waits for the model request that holds it, and its reply
   local from; from="$(requests)"

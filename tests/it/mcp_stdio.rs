@@ -5,16 +5,14 @@
 #[path = "../../crates/server/tests/it/mcp_story.rs"]
 mod mcp_story;
 
+use crate::support::InProcess;
+
 use mcp_story::{MAIN, call, ok, story, structured, tool_error};
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
-use sessionwatch_core::SystemClock;
-use sessionwatch_server::{AppState, Config, Gateway};
-use sessionwatch_store::{SqliteOptions, SqliteStore};
 use std::path::Path;
-use std::sync::Arc;
 
 pub const TOKEN: &str = "stdio-test-token";
 pub const BIN: &str = env!("CARGO_BIN_EXE_sessionwatch");
@@ -35,30 +33,19 @@ pub async fn mcp_child(home: &Path, args: &[&str]) -> RunningService<RoleClient,
 /// A gateway on port 0 in this process, with a bearer token.
 pub struct TestGateway {
     pub url: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    running: InProcess,
     _dir: tempfile::TempDir,
 }
 
 pub async fn start_gateway() -> TestGateway {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("sw.db"), SqliteOptions::default()).unwrap();
-    let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
-    let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-    let state = Arc::new(AppState::new(gateway, Some(TOKEN.into())));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(sessionwatch_server::run(listener, state, async move {
-        let _ = stopped.await;
-    }));
-    TestGateway { url, stop, server, _dir: dir }
+    let running = InProcess::start_default(dir.path(), TOKEN).await;
+    TestGateway { url: running.base.clone(), running, _dir: dir }
 }
 
 impl TestGateway {
-    pub async fn stop(self) {
-        let _ = self.stop.send(());
-        self.server.await.unwrap().unwrap();
+    pub async fn stop(mut self) {
+        self.running.stop().await;
     }
 }
 

@@ -130,6 +130,15 @@ async fn watch_and_baseline(s: &Server, host: &RemoteHost) {
 }
 
 /// Adopts the node's session through the gateway and has the manager watch it.
+/// A gateway (its data dir, the server) and a node ([`NODE`]) whose session it adopted and watches.
+async fn a_gateway_watching_a_node_session() -> (tempfile::TempDir, Server, RemoteHost) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let host = RemoteHost::new(&s, dir.path(), NODE);
+    adopt_and_watch(&s, &host).await;
+    (dir, s, host)
+}
+
 async fn adopt_and_watch(s: &Server, host: &RemoteHost) {
     assert!(host.tick(&s.base), "the node reports its catalog");
     let catalog = get(s, "/v1/catalog?all=true").await;
@@ -155,10 +164,7 @@ async fn adopt_and_watch(s: &Server, host: &RemoteHost) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_human_on_the_node_is_reported_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
-    let host = RemoteHost::new(&s, dir.path(), NODE);
-    adopt_and_watch(&s, &host).await;
+    let (dir, s, host) = a_gateway_watching_a_node_session().await;
     assert_eq!(human_turns(&s).await, (0, 0), "history before the adoption never notifies");
 
     // Our own message echoed into the transcript is not a human.
@@ -214,10 +220,7 @@ async fn a_human_on_the_node_is_reported_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_turn_burst_is_reported_completely() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
-    let host = RemoteHost::new(&s, dir.path(), NODE);
-    adopt_and_watch(&s, &host).await;
+    let (_dir, s, host) = a_gateway_watching_a_node_session().await;
     host.type_turns(1, 500);
     for _ in 0..3 {
         assert!(host.tick(&s.base));
@@ -228,10 +231,7 @@ async fn a_500_turn_burst_is_reported_completely() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_delete_is_one_upstream_missing_after_three_checks() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
-    let host = RemoteHost::new(&s, dir.path(), NODE);
-    adopt_and_watch(&s, &host).await;
+    let (_dir, s, host) = a_gateway_watching_a_node_session().await;
     // An unreachable node is no evidence: ticks that never reach the gateway count for nothing.
     for _ in 0..3 {
         assert!(!host.tick("http://127.0.0.1:9"), "the gateway is not there");
@@ -284,12 +284,14 @@ async fn killing_the_gateway_or_the_node_loses_and_duplicates_nothing() {
     let host = RemoteHost::new(&s, dir.path(), NODE);
     adopt_and_watch(&s, &host).await;
 
-    let mut node = host
-        .command(&base, &["--interval-seconds", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let start_node = || {
+        host.command(&base, &["--interval-seconds", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut node = start_node();
     let mut typed = 0;
     let mut seed = 0x5eed_u64;
     let mut next = |n: u64| {
@@ -308,12 +310,7 @@ async fn killing_the_gateway_or_the_node_loses_and_duplicates_nothing() {
         } else {
             node.kill().unwrap();
             node.wait().unwrap();
-            node = host
-                .command(&base, &["--interval-seconds", "1"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            node = start_node();
         }
     }
     // Catch up: at most a few ticks.

@@ -48,6 +48,14 @@ impl TestDatabase {
     }
 }
 
+/// Two gateways on the database: their data dirs, A and B.
+fn two_gateways(db: &TestDatabase) -> ([tempfile::TempDir; 2], Server, Server) {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let a = Server::start_with(dirs[0].path(), &["--database", &db.url]);
+    let b = Server::start_with(dirs[1].path(), &["--database", &db.url]);
+    (dirs, a, b)
+}
+
 async fn human_turn(server: &Server, key: &str, text: &str) {
     let (status, body) = server
         .post(
@@ -61,15 +69,10 @@ async fn human_turn(server: &Server, key: &str, text: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_human_turn_on_gateway_a_wakes_the_watcher_hosted_on_b() {
     let Some(db) = TestDatabase::create().await else { return };
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = Server::start_with(dir_a.path(), &["--database", &db.url]);
-    let b = Server::start_with(dir_b.path(), &["--database", &db.url]);
+    let (dirs, a, b) = two_gateways(&db);
 
     // The manager lives on B: it spawns the child there and follows its stream there.
-    let child = b.tool(MAIN, "sessions_spawn", json!({ "task": "work" })).await["childSessionKey"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let child = b.spawn_child(MAIN).await;
     let mut stream = b.stream(MAIN).await;
 
     let started = Instant::now();
@@ -97,7 +100,7 @@ async fn a_human_turn_on_gateway_a_wakes_the_watcher_hosted_on_b() {
     // Kill B with a pending notice; it comes back exactly once on restart.
     human_turn(&a, &child, "while B is down").await;
     b.kill();
-    let b = Server::start_with(dir_b.path(), &["--database", &db.url]);
+    let b = Server::start_with(dirs[1].path(), &["--database", &db.url]);
     assert_eq!(b.turn(MAIN).await.len(), 1, "restored after SIGKILL");
     assert!(b.turn(MAIN).await.is_empty(), "exactly once");
     drop(a);
@@ -135,13 +138,8 @@ async fn wait_until_queued(server: &Server, at_least: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notice_is_delivered_once_when_the_watchers_turns_move_between_gateways() {
     let Some(db) = TestDatabase::create().await else { return };
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = Server::start_with(dir_a.path(), &["--database", &db.url]);
-    let b = Server::start_with(dir_b.path(), &["--database", &db.url]);
-    let child = a.tool(MAIN, "sessions_spawn", json!({ "task": "work" })).await["childSessionKey"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (_dirs, a, b) = two_gateways(&db);
+    let child = a.spawn_child(MAIN).await;
     assert!(a.turn(MAIN).await.is_empty(), "the watcher is hosted on A");
 
     // Moving turns: A holds the notice in memory, B delivers it, A must not deliver it again.

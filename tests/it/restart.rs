@@ -9,8 +9,7 @@ const MAIN: &str = "agent:main:main";
 async fn pending_notice_survives_sigkill_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let spawned = server.tool(MAIN, "sessions_spawn", json!({ "task": "work" })).await;
-    let child = spawned["childSessionKey"].as_str().unwrap().to_string();
+    let child = server.spawn_child(MAIN).await;
     for i in 0..3 {
         let (status, _) = server
             .post(

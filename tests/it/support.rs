@@ -1,5 +1,10 @@
 //! Start `sessionwatch serve` as a child process and talk to it.
 
+#[path = "../../crates/server/tests/it/in_process.rs"]
+#[allow(dead_code)] // shared with the server's tests, which use all of it
+mod in_process;
+
+pub use in_process::{InProcess, follow_stream, session_state_notices};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -38,6 +43,12 @@ impl Server {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// Spawns a child of `parent`; answers its key.
+    pub async fn spawn_child(&self, parent: &str) -> String {
+        let spawned = self.tool(parent, "sessions_spawn", json!({ "task": "work" })).await;
+        spawned["childSessionKey"].as_str().unwrap().to_string()
+    }
+
     pub async fn tool(&self, caller: &str, tool: &str, args: Value) -> Value {
         let (status, body) =
             self.post("/tools/invoke", json!({ "tool": tool, "args": args, "sessionKey": caller })).await;
@@ -50,13 +61,7 @@ impl Server {
         let (status, body) =
             self.post(&format!("/v1/sessions/{}/turns", key.replace(':', "%3A")), json!({})).await;
         assert_eq!(status, 200, "{body}");
-        body["systemEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["contextKey"].as_str().unwrap().starts_with("session-state:"))
-            .map(|e| e["text"].as_str().unwrap().to_string())
-            .collect()
+        session_state_notices(&body)
     }
 }
 
@@ -98,46 +103,13 @@ impl Server {
 
     /// Follows the live stream of `key`; answers once the subscription is live.
     pub async fn stream(&self, key: &str) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
-        use futures::StreamExt;
         let resp = reqwest::Client::new()
             .get(format!("{}/v1/stream?sessionKey={}", self.base, key.replace(':', "%3A")))
             .bearer_auth(&self.token)
             .send()
             .await
             .unwrap();
-        assert_eq!(resp.status(), 200);
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let mut body = resp.bytes_stream();
-            let mut buf = String::new();
-            let mut ready = Some(ready_tx);
-            while let Some(Ok(chunk)) = body.next().await {
-                buf.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(i) = buf.find("\n\n") {
-                    let block: String = buf.drain(..i + 2).collect();
-                    if block.starts_with(':') {
-                        if let Some(r) = ready.take() {
-                            let _ = r.send(());
-                        }
-                        continue;
-                    }
-                    let event =
-                        block.lines().find_map(|l| l.strip_prefix("event:")).unwrap_or("").trim().to_string();
-                    let data = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("data:"))
-                        .unwrap_or("null")
-                        .trim()
-                        .to_string();
-                    if tx.send((event, serde_json::from_str(&data).unwrap_or(Value::Null))).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), ready_rx).await;
-        rx
+        follow_stream(resp).await
     }
 }
 

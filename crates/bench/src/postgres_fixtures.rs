@@ -10,7 +10,6 @@ use futures::future::try_join_all;
 use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::Millis;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
@@ -24,15 +23,7 @@ fn i(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// A schema name nobody else uses: `prefix` + pid + time + counter.
-pub fn unique_schema_name(prefix: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64 & 0xffff_ffff_ffff);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}_{}_{nanos:x}_{n}", std::process::id())
-}
+pub use sessionwatch_store::postgres::unique_schema_name;
 
 /// A bare connection to the database at `url` (no TLS: the benches run on loopback), its search path
 /// `schema` when given; its driver runs on a task of its own. Notifications are dropped.

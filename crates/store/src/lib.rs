@@ -7,6 +7,7 @@
 mod error;
 mod payload;
 pub mod postgres;
+mod rows;
 pub mod sqlite;
 mod tail;
 mod types;

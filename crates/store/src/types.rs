@@ -353,6 +353,26 @@ pub enum LinkUpsert {
     Rebaselined,
 }
 
+impl LinkUpsert {
+    /// What writing `link` over `existing` (its session's stored link, if any) does: the stored link is
+    /// kept while it names the same upstream session the same way.
+    pub(crate) fn of(existing: Option<&UpstreamLinkRow>, link: &UpstreamLinkRow) -> LinkUpsert {
+        match existing {
+            None => LinkUpsert::Created,
+            Some(old)
+                if old.catalog_id == link.catalog_id
+                    && old.host_id == link.host_id
+                    && old.thread_id == link.thread_id
+                    && old.upstream_kind == link.upstream_kind
+                    && old.reference_json == link.reference_json =>
+            {
+                LinkUpsert::Kept
+            }
+            Some(_) => LinkUpsert::Rebaselined,
+        }
+    }
+}
+
 /// A remote node (`sessionwatch node`) the gateway issued a token to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRow {

@@ -239,14 +239,7 @@ pub fn entry_for(path: &Path) -> Option<CatalogEntry> {
         }
         true
     });
-    Some(CatalogEntry {
-        catalog_id: CatalogId::Claude,
-        thread_id: id,
-        title: title.or(first_prompt),
-        cwd,
-        updated_at_ms: crate::mtime_ms(path),
-        location: path.to_string_lossy().into_owned(),
-    })
+    Some(CatalogEntry::of_file(CatalogId::Claude, id, title.or(first_prompt), cwd, path))
 }
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
@@ -267,14 +260,9 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
 /// Adopts the transcript a hook names. It may not exist yet (a session's first `SessionStart`): then
 /// the baseline is its start, so every turn written later is classified.
 pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
-    let entry = entry_for(file).filter(|_| file.is_file()).unwrap_or_else(|| CatalogEntry {
-        catalog_id: CatalogId::Claude,
-        thread_id: thread_id.to_string(),
-        title: None,
-        cwd: None,
-        updated_at_ms: 0,
-        location: file.to_string_lossy().into_owned(),
-    });
+    let entry = entry_for(file)
+        .filter(|_| file.is_file())
+        .unwrap_or_else(|| CatalogEntry::unwritten(CatalogId::Claude, thread_id, file));
     link_file(CatalogEntry { thread_id: thread_id.to_string(), ..entry }, file)
 }
 
@@ -336,8 +324,8 @@ pub static SOURCE: crate::source::Source = crate::source::Source {
     hook: crate::source::HookSpec {
         cli: crate::hook::HookCli::Claude,
         aliases: &["claude-code"],
-        installed: &crate::hook::CLAUDE_EVENTS,
-        accepted: &crate::hook::CLAUDE_EVENTS,
+        installed: crate::hook::CLAUDE_EVENTS,
+        accepted: crate::hook::CLAUDE_EVENTS,
         turn_id_field: Some("prompt_id"),
     },
     installer: crate::source::Installer::Settings(crate::source::SettingsHooks {

@@ -333,14 +333,8 @@ pub fn entry_for(path: &Path, names: &HashMap<String, String>) -> Option<Catalog
     if subagent {
         return None;
     }
-    Some(CatalogEntry {
-        catalog_id: CatalogId::Codex,
-        title: names.get(&id).and_then(|n| crate::title_of(n)).or(first_prompt),
-        thread_id: id,
-        cwd,
-        updated_at_ms: crate::mtime_ms(path),
-        location: path.to_string_lossy().into_owned(),
-    })
+    let title = names.get(&id).and_then(|n| crate::title_of(n)).or(first_prompt);
+    Some(CatalogEntry::of_file(CatalogId::Codex, id, title, cwd, path))
 }
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
@@ -363,14 +357,9 @@ pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamErro
         .find(|a| a.file_name().is_some_and(|n| n == "sessions"))
         .and_then(Path::parent)
         .map(Path::to_path_buf);
-    let entry = entry_for(file, &HashMap::new()).filter(|_| file.is_file()).unwrap_or_else(|| CatalogEntry {
-        catalog_id: CatalogId::Codex,
-        thread_id: thread_id.to_string(),
-        title: None,
-        cwd: None,
-        updated_at_ms: 0,
-        location: file.to_string_lossy().into_owned(),
-    });
+    let entry = entry_for(file, &HashMap::new())
+        .filter(|_| file.is_file())
+        .unwrap_or_else(|| CatalogEntry::unwritten(CatalogId::Codex, thread_id, file));
     link_file(
         CatalogEntry { thread_id: thread_id.to_string(), ..entry },
         file.to_path_buf(),
@@ -502,7 +491,7 @@ pub static SOURCE: crate::source::Source = crate::source::Source {
         aliases: &[],
         // No `SessionEnd` (and the sub-agent events fire only with `multi_agent_v2`); accepted all the same.
         installed: crate::hook::CLAUDE_EVENTS.split_at(7).0,
-        accepted: &crate::hook::CLAUDE_EVENTS,
+        accepted: crate::hook::CLAUDE_EVENTS,
         turn_id_field: Some("turn_id"),
     },
     installer: crate::source::Installer::Settings(crate::source::SettingsHooks {

@@ -216,14 +216,7 @@ pub fn entry_for(path: &Path) -> Option<CatalogEntry> {
     });
     let project_dir = path.parent()?.parent()?;
     let cwd = std::fs::read_to_string(project_dir.join(".project_root")).ok().map(|s| s.trim().to_string());
-    Some(CatalogEntry {
-        catalog_id: CatalogId::Gemini,
-        thread_id: id,
-        title: title.or(first),
-        cwd,
-        updated_at_ms: crate::mtime_ms(path),
-        location: path.to_string_lossy().into_owned(),
-    })
+    Some(CatalogEntry::of_file(CatalogId::Gemini, id, title.or(first), cwd, path))
 }
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {
@@ -239,14 +232,9 @@ pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> 
 pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
     let siblings = file.parent().map(crate::read_dir_sorted).unwrap_or_default();
     let own = session_file(&siblings, thread_id).unwrap_or_else(|| file.to_path_buf());
-    let entry = entry_for(&own).filter(|_| own.is_file()).unwrap_or_else(|| CatalogEntry {
-        catalog_id: CatalogId::Gemini,
-        thread_id: thread_id.to_string(),
-        title: None,
-        cwd: None,
-        updated_at_ms: 0,
-        location: own.to_string_lossy().into_owned(),
-    });
+    let entry = entry_for(&own)
+        .filter(|_| own.is_file())
+        .unwrap_or_else(|| CatalogEntry::unwritten(CatalogId::Gemini, thread_id, &own));
     link_file(CatalogEntry { thread_id: thread_id.to_string(), ..entry }, &own)
 }
 

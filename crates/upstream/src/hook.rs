@@ -80,17 +80,9 @@ pub(crate) fn string_field(
     }
 }
 
-/// Claude Code's events (Codex's too, but for `SessionEnd`, which it does not install).
-pub const CLAUDE_EVENTS: [HookEvent; 8] = [
-    HookEvent::SessionStart,
-    HookEvent::UserPromptSubmit,
-    HookEvent::PreToolUse,
-    HookEvent::PostToolUse,
-    HookEvent::Stop,
-    HookEvent::SubagentStart,
-    HookEvent::SubagentStop,
-    HookEvent::SessionEnd,
-];
+/// Claude Code's events (Codex's too, but for `SessionEnd`, which it does not install): the first eight
+/// of [`HookEvent::ALL`].
+pub const CLAUDE_EVENTS: &[HookEvent] = HookEvent::ALL.split_at(8).0;
 
 /// The hook events sessionwatch acts on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -114,7 +106,8 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
-    /// Every event sessionwatch accepts; which ones a CLI gets installed is [`HookCli::events`].
+    /// Every event sessionwatch accepts, Claude Code's first ([`CLAUDE_EVENTS`]); which ones a CLI gets
+    /// installed is [`HookCli::events`].
     pub const ALL: [HookEvent; 11] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,

@@ -170,6 +170,38 @@ pub struct CatalogEntry {
     pub location: String,
 }
 
+impl CatalogEntry {
+    /// The entry of a session kept in its own file `path` (the JSONL sources): updated when the file was.
+    pub fn of_file(
+        catalog_id: CatalogId,
+        thread_id: String,
+        title: Option<String>,
+        cwd: Option<String>,
+        path: &Path,
+    ) -> CatalogEntry {
+        CatalogEntry {
+            catalog_id,
+            thread_id,
+            title,
+            cwd,
+            updated_at_ms: mtime_ms(path),
+            location: path.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// The entry of a session whose file `path` is not written yet (a hook named it first).
+    pub fn unwritten(catalog_id: CatalogId, thread_id: &str, path: &Path) -> CatalogEntry {
+        CatalogEntry {
+            catalog_id,
+            thread_id: thread_id.to_string(),
+            title: None,
+            cwd: None,
+            updated_at_ms: 0,
+            location: path.to_string_lossy().into_owned(),
+        }
+    }
+}
+
 /// What we store for an adopted session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamLink {

@@ -542,28 +542,29 @@ fn read_session(
     res
 }
 
+/// The session columns a catalog entry is read from ([`entry_of_row`]).
+const ENTRY_COLUMNS: &str = "SELECT id, title, directory, time_updated FROM session";
+
+/// The catalog entry of a row of [`ENTRY_COLUMNS`] in the database `db`.
+fn entry_of_row(r: &rusqlite::Row<'_>, db: &Path) -> rusqlite::Result<CatalogEntry> {
+    Ok(CatalogEntry {
+        catalog_id: CatalogId::OpenCode,
+        thread_id: r.get(0)?,
+        title: r.get::<_, Option<String>>(1)?.and_then(|t| crate::title_of(&t)),
+        cwd: r.get(2)?,
+        updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+        location: db.to_string_lossy().into_owned(),
+    })
+}
+
 /// Catalog entries (top-level sessions only; child sessions carry agent-written prompts).
 pub fn list_sessions(db: &Path) -> Result<Vec<CatalogEntry>, UpstreamError> {
     let err = |e: rusqlite::Error| UpstreamError::Sqlite { path: db.to_path_buf(), message: e.to_string() };
     let conn = open_ro(db).map_err(err)?;
     let mut stmt = conn
-        .prepare(
-            "SELECT id, title, directory, time_updated FROM session \
-             WHERE parent_id IS NULL ORDER BY time_updated DESC",
-        )
+        .prepare(&format!("{ENTRY_COLUMNS} WHERE parent_id IS NULL ORDER BY time_updated DESC"))
         .map_err(err)?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok(CatalogEntry {
-                catalog_id: CatalogId::OpenCode,
-                thread_id: r.get(0)?,
-                title: r.get::<_, Option<String>>(1)?.and_then(|t| crate::title_of(&t)),
-                cwd: r.get(2)?,
-                updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                location: db.to_string_lossy().into_owned(),
-            })
-        })
-        .map_err(err)?;
+    let rows = stmt.query_map([], |r| entry_of_row(r, db)).map_err(err)?;
     rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
 }
 
@@ -585,16 +586,7 @@ pub fn adopt_db(db: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
     let seqs = indicators(&conn, &[thread_id.to_string()]).map_err(err)?;
     let seq = *seqs.get(thread_id).ok_or_else(not_found)?;
     let entry: CatalogEntry = conn
-        .query_row("SELECT id, title, directory, time_updated FROM session WHERE id = ?1", [thread_id], |r| {
-            Ok(CatalogEntry {
-                catalog_id: CatalogId::OpenCode,
-                thread_id: r.get(0)?,
-                title: r.get::<_, Option<String>>(1)?.and_then(|t| crate::title_of(&t)),
-                cwd: r.get(2)?,
-                updated_at_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                location: db.to_string_lossy().into_owned(),
-            })
-        })
+        .query_row(&format!("{ENTRY_COLUMNS} WHERE id = ?1"), [thread_id], |r| entry_of_row(r, &db))
         .map_err(err)?;
     let own = OwnTexts::default();
     let marker = match v2_rows(&conn, thread_id, 0, &own).map_err(err)? {

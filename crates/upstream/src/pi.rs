@@ -163,14 +163,7 @@ pub fn entry_for(path: &Path) -> Option<CatalogEntry> {
         }
         true
     });
-    Some(CatalogEntry {
-        catalog_id: CatalogId::Pi,
-        thread_id: id,
-        title: title.or(first),
-        cwd,
-        updated_at_ms: crate::mtime_ms(path),
-        location: path.to_string_lossy().into_owned(),
-    })
+    Some(CatalogEntry::of_file(CatalogId::Pi, id, title.or(first), cwd, path))
 }
 
 pub fn adopt(homes: &Homes, thread_id: &str) -> Result<Adoption, UpstreamError> {

@@ -29,16 +29,7 @@ fi
 
 work="$(mktemp -d)"
 trap 'tmux -S "$work/tmux.sock" kill-server 2>/dev/null; kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-export HOME="$work/home" TMPDIR="$work/home/tmp"
-mkdir -p "$TMPDIR" "$HOME/.gemini"
-project="$HOME/work/demo"
-mkdir -p "$project"
-(cd "$project" && git init -q -b main && echo "# demo" > README.md && git add README.md &&
-  git -c user.name=demo -c user.email=demo@example.invalid commit -q -m demo)
-url="http://127.0.0.1:18081"
-export GOOGLE_GEMINI_BASE_URL="$url" GEMINI_API_KEY="fake-gemini-key" GEMINI_CLI_HOME="$HOME" NO_COLOR=1
-export HTTPS_PROXY="$url" HTTP_PROXY="$url" ALL_PROXY="$url" https_proxy="$url" http_proxy="$url" all_proxy="$url"
-export NO_PROXY="127.0.0.1,localhost" no_proxy="127.0.0.1,localhost"
+. "$here/offline-env.sh"
 export SW_STUB_LOG="$work/hook-stub.jsonl"
 python3 - "$HOME/.gemini/settings.json" "$here/hook_stub.py" <<'PY'
 import json, sys

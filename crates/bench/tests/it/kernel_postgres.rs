@@ -2,6 +2,7 @@
 //! runs against the test server (`SESSIONWATCH_TEST_PG_URL`); `SKIPPED` without one unless
 //! `SESSIONWATCH_REQUIRE_PG=1`.
 
+use crate::kernel::{check_figures, kernel_figure_names};
 use sessionwatch_store::postgres::testing::TestSchema;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,47 +25,23 @@ async fn quick_kernel_bench_on_postgres_reports_every_figure() {
     let figures = sessionwatch_bench::kernel::run_kernel_bench_postgres(schema.url(), true)
         .await
         .expect("the PostgreSQL kernel bench runs");
-    let names: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "append_single_session_sequential_per_s",
-            "append_single_session_per_s",
-            "append_100_sessions_per_s",
-            "append_16_writers_per_s",
-            "raw_postgres_batched_16_per_s",
-            "append_16_writers_vs_raw_batched_16_ratio",
-            "append_16_writers_per_commit",
-            "append_16_writers_sustained_per_s",
-            "append_1_watcher_per_s",
-            "append_100_watchers_per_s",
-            "append_100_watchers_vs_1_ratio",
-            "changes_since_200_p50_us",
-            "changes_since_200_p99_us",
-            "changes_since_200_recent_p50_us",
-            "changes_since_200_cold_p50_us",
+    let names = kernel_figure_names(
+        "postgres",
+        &[
             "raw_postgres_select_p50_us",
             "durable_head_read_p50_us",
             "changes_since_200_recent_vs_raw_select_ratio",
             "changes_since_200_recent_vs_head_read_ratio",
-            "prune_62k_to_50k_ms",
-            "sweep_100k_cursors_ms",
-            "raw_postgres_commit_per_s",
-            "append_vs_raw_ratio",
-            "append_sequential_vs_raw_ratio",
-            "peak_rss_mb",
+        ],
+        &[
             "cross_gateway_notice_p50_ms",
             "cross_gateway_notice_p99_ms",
             "raw_postgres_notify_p50_ms",
             "raw_postgres_notify_p99_ms",
             "cross_gateway_notice_p99_vs_notify_p99_ratio",
-        ]
+        ],
     );
-    for f in &figures {
-        assert!(f.value.is_finite() && f.value > 0.0, "{} = {} {}", f.name, f.value, f.unit);
-        assert!(!f.unit.is_empty());
-    }
-    let value = |n: &str| figures.iter().find(|f| f.name == n).unwrap().value;
+    let value = check_figures(&figures, &names);
     assert!(value("changes_since_200_p50_us") <= value("changes_since_200_p99_us"));
     assert!(value("cross_gateway_notice_p50_ms") <= value("cross_gateway_notice_p99_ms"));
     assert_eq!(

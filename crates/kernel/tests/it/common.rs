@@ -1,7 +1,10 @@
 //! Shared fixtures: a database in a temp dir, a manual clock, and a kernel that can be restarted.
 
-use sessionwatch_core::{ManualClock, Millis, QueuedEvent, context_key, notice_text};
-use sessionwatch_kernel::{Kernel, KernelConfig};
+use sessionwatch_core::{
+    HumanTurnSource, Limit, ManualClock, Millis, NewEvent, QueuedEvent, RecordPolicy, context_key,
+    notice_text,
+};
+use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_store::{RetentionPolicy, SqliteOptions, SqliteStore};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,4 +61,28 @@ pub fn notices(events: &[QueuedEvent]) -> Vec<(String, u64)> {
             (n.target.as_str().to_string(), n.since)
         })
         .collect()
+}
+
+/// A person's message into `target` (agent `main`, from Telegram), recorded as the gateway records a
+/// human turn.
+pub async fn human_turn(k: &Kernel<SqliteStore>, target: &str) -> RecordOutcome {
+    k.record(
+        NewEvent::human_message(target, "main", "telegram", None),
+        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+    )
+    .await
+}
+
+/// The sequences of every event of `key` (agent `main`) the log answers, read page by page from 0.
+pub async fn all_sequences(k: &Kernel<SqliteStore>, key: &str) -> Vec<u64> {
+    let mut seqs = vec![];
+    let mut since = 0;
+    loop {
+        let page = k.changes_since(key, "main", since, Limit::MAX).await.expect("page");
+        seqs.extend(page.events.iter().map(|e| e.sequence));
+        since = page.next_since(since);
+        if !page.truncated {
+            return seqs;
+        }
+    }
 }

@@ -5,8 +5,9 @@
 //! `SW_CRASH_CHILD_DB` set (without it, that test returns at once). This works under `cargo test` and
 //! `cargo nextest`, which both run the same libtest harness binary.
 
+use crate::common::all_sequences;
 use sessionwatch_core::RecordPolicy;
-use sessionwatch_core::{Limit, NewEvent, Provenance, SystemClock};
+use sessionwatch_core::{NewEvent, Provenance, SystemClock};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_store::{SqliteOptions, SqliteStore};
 use std::collections::BTreeMap;
@@ -149,18 +150,8 @@ fn sigkill_mid_append_loses_no_acknowledged_append() {
                     head.head
                 );
                 assert_eq!(head.floor, 0);
-                let mut seqs = vec![];
-                let mut since = 0;
-                loop {
-                    let page = k.changes_since(key, "main", since, Limit::MAX).await.expect("page");
-                    seqs.extend(page.events.iter().map(|e| e.sequence));
-                    since = page.next_since(since);
-                    if !page.truncated {
-                        break;
-                    }
-                }
                 assert_eq!(
-                    seqs,
+                    all_sequences(&k, key).await,
                     (1..=head.head).collect::<Vec<_>>(),
                     "round {round}: {key} is contiguous 1..head"
                 );

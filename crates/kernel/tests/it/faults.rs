@@ -1,6 +1,6 @@
 //! Storage faults: a full disk and damaged database files.
 
-use crate::common::{Env, NOW, STORE};
+use crate::common::{Env, NOW, STORE, all_sequences};
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{Limit, ManualClock, NewEvent};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
@@ -46,17 +46,7 @@ async fn disk_full_fails_the_append_but_not_the_store() {
     assert!(matches!(k.record(event(0), RecordPolicy::always()).await, RecordOutcome::NotRecorded(_)));
     assert_eq!(k.head(T, "main").await.expect("head").head, recorded);
     // Reads still work and see exactly 1..=head.
-    let mut seqs = vec![];
-    let mut since = 0;
-    loop {
-        let page = k.changes_since(T, "main", since, Limit::MAX).await.expect("page");
-        seqs.extend(page.events.iter().map(|e| e.sequence));
-        since = page.next_since(since);
-        if !page.truncated {
-            break;
-        }
-    }
-    assert_eq!(seqs, (1..=recorded).collect::<Vec<_>>());
+    assert_eq!(all_sequences(&k, T).await, (1..=recorded).collect::<Vec<_>>());
     drop(k);
 
     // Still full after a restart with the same limit.
@@ -324,18 +314,13 @@ async fn a_failed_read_is_an_error_not_an_empty_page() {
 /// cursor pending, and the first drain after the store recovers delivers it exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_claim_delivers_nothing_and_keeps_the_notice() {
-    use crate::common::notices;
-    use sessionwatch_core::{HumanTurnSource, Provenance, QueuedEvent};
+    use crate::common::{human_turn, notices};
+    use sessionwatch_core::{Provenance, QueuedEvent};
     const W: &str = "agent:main:main";
     let env = Env::new();
     let k = env.start().await;
     assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
-    let human = || {
-        k.record(
-            NewEvent::human_message(T, "main", "telegram", None),
-            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-        )
-    };
+    let human = || human_turn(&k, T);
     human().await;
     let other = QueuedEvent::other("Home created", "home:test");
     assert!(k.enqueue(W, other, false));

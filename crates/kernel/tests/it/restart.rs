@@ -1,11 +1,8 @@
 //! Restart recovery: the in-memory queue is rebuilt from the durable cursors, exactly once per pending
 //! notice.
 
-use crate::common::{Env, notices};
-use sessionwatch_core::HumanTurnSource;
-use sessionwatch_core::NewEvent;
+use crate::common::{Env, human_turn, notices};
 use sessionwatch_core::Provenance;
-use sessionwatch_core::RecordPolicy;
 use sessionwatch_kernel::RecordOutcome;
 
 const W: &str = "agent:main:main";
@@ -16,14 +13,7 @@ async fn pending_notice_survives_a_restart_exactly_once() {
     let env = Env::new();
     let k = env.start().await;
     assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
-    assert!(matches!(
-        k.record(
-            NewEvent::human_message(T, "main", "telegram", None),
-            RecordPolicy::human_turn(HumanTurnSource::Gateway, None)
-        )
-        .await,
-        RecordOutcome::Recorded(_)
-    ));
+    assert!(matches!(human_turn(&k, T).await, RecordOutcome::Recorded(_)));
     let before = k.peek(W);
     assert_eq!(notices(&before), vec![(T.to_string(), 0)]);
     drop(k);
@@ -47,11 +37,7 @@ async fn restart_without_draining_keeps_one_notice_and_covers_later_work() {
     let k = env.start().await;
     k.register_watch(W, T, Provenance::Explicit).await;
     for _ in 0..3 {
-        k.record(
-            NewEvent::human_message(T, "main", "telegram", None),
-            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-        )
-        .await;
+        human_turn(&k, T).await;
     }
     drop(k);
     // Several restarts in a row: still exactly one line, still `changesSince 0`.
@@ -62,11 +48,7 @@ async fn restart_without_draining_keeps_one_notice_and_covers_later_work() {
     }
     let k = env.start().await;
     // More work after the restart joins the same line.
-    k.record(
-        NewEvent::human_message(T, "main", "telegram", None),
-        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-    )
-    .await;
+    human_turn(&k, T).await;
     assert_eq!(notices(&k.peek(W)), vec![(T.to_string(), 0)]);
     // One drain covers all four changes, then quiet.
     assert_eq!(notices(&k.drain(W).await), vec![(T.to_string(), 0)]);

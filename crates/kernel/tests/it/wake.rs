@@ -1,16 +1,23 @@
 //! Coalescing: twenty rapid changes are one line per watcher, and one wake for a main-session watcher only.
 
-use crate::common::{Env, notices};
-use sessionwatch_core::HumanTurnSource;
-use sessionwatch_core::NewEvent;
-use sessionwatch_core::Provenance;
-use sessionwatch_core::RecordPolicy;
-use sessionwatch_kernel::Signal;
+use crate::common::{Env, human_turn, notices};
+use sessionwatch_core::{NewEvent, Provenance, RecordPolicy};
+use sessionwatch_kernel::{Kernel, Signal};
+use sessionwatch_store::SqliteStore;
+use tokio::sync::broadcast;
 
 const TARGET: &str = "agent:main:telegram:group:g1";
 const MAIN: &str = "agent:main:main";
 const SUB: &str = "agent:main:subagent:s1";
 const AMBIENT: &str = "agent:ops:main";
+
+/// A started kernel in which `MAIN` watches `TARGET`, and its signals from then on.
+async fn main_watching_target(env: &Env) -> (Kernel<SqliteStore>, broadcast::Receiver<Signal>) {
+    let k = env.start().await;
+    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
+    let signals = k.subscribe();
+    (k, signals)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_rapid_changes_one_line_one_wake() {
@@ -22,11 +29,7 @@ async fn twenty_rapid_changes_one_line_one_wake() {
     let mut signals = k.subscribe();
     for _ in 0..20 {
         env.clock.advance(100);
-        k.record(
-            NewEvent::human_message(TARGET, "main", "telegram", None),
-            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-        )
-        .await;
+        human_turn(&k, TARGET).await;
     }
     for w in [MAIN, SUB, AMBIENT] {
         assert_eq!(notices(&k.peek(w)), vec![(TARGET.to_string(), 0)], "one line in {w}'s queue");
@@ -51,11 +54,7 @@ async fn twenty_rapid_changes_one_line_one_wake() {
 
     // Once the 20 s window has passed, the next change wakes the main session again.
     env.clock.advance(20_000);
-    k.record(
-        NewEvent::human_message(TARGET, "main", "telegram", None),
-        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-    )
-    .await;
+    human_turn(&k, TARGET).await;
     let mut wakes = vec![];
     while let Ok(s) = signals.try_recv() {
         if let Signal::Wake { session, .. } = s {
@@ -80,23 +79,13 @@ fn wakes_of(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> usize {
 #[tokio::test(start_paused = true)]
 async fn a_change_inside_the_window_gets_one_trailing_wake() {
     let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
-    let mut signals = k.subscribe();
-    k.record(
-        NewEvent::human_message(TARGET, "main", "telegram", None),
-        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-    )
-    .await;
+    let (k, mut signals) = main_watching_target(&env).await;
+    human_turn(&k, TARGET).await;
     assert_eq!(wakes_of(&mut signals), 1, "the first change wakes at once");
     k.drain(MAIN).await;
     env.clock.advance(1_000);
     for _ in 0..5 {
-        k.record(
-            NewEvent::human_message(TARGET, "main", "telegram", None),
-            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-        )
-        .await;
+        human_turn(&k, TARGET).await;
     }
     assert_eq!(wakes_of(&mut signals), 0, "inside the window: coalesced");
     tokio::time::sleep(std::time::Duration::from_secs(21)).await;
@@ -104,11 +93,7 @@ async fn a_change_inside_the_window_gets_one_trailing_wake() {
 
     // Drained (and every reopen drained too) before the window ends: no trailing wake.
     k.drain(MAIN).await;
-    k.record(
-        NewEvent::human_message(TARGET, "main", "telegram", None),
-        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-    )
-    .await;
+    human_turn(&k, TARGET).await;
     while !k.drain(MAIN).await.is_empty() {}
     tokio::time::sleep(std::time::Duration::from_secs(21)).await;
     assert_eq!(wakes_of(&mut signals), 0, "nothing left to wake for");
@@ -119,19 +104,9 @@ async fn a_change_inside_the_window_gets_one_trailing_wake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_and_acknowledgements_are_signalled() {
     let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
-    let mut signals = k.subscribe();
-    k.record(
-        NewEvent::human_message(TARGET, "main", "telegram", None),
-        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-    )
-    .await;
-    k.record(
-        NewEvent::human_message(TARGET, "main", "telegram", None),
-        RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-    )
-    .await;
+    let (k, mut signals) = main_watching_target(&env).await;
+    human_turn(&k, TARGET).await;
+    human_turn(&k, TARGET).await;
     assert_eq!(k.drain(MAIN).await.len(), 1);
     let mut seen = vec![];
     while let Ok(s) = signals.try_recv() {
@@ -153,9 +128,7 @@ async fn appends_and_acknowledgements_are_signalled() {
 #[tokio::test(start_paused = true)]
 async fn a_pending_watcher_is_reminded_once_per_window() {
     let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(MAIN, TARGET, Provenance::Explicit).await.is_watching());
-    let mut signals = k.subscribe();
+    let (k, mut signals) = main_watching_target(&env).await;
     let change = |actor: Option<&str>| {
         let mut e = NewEvent::human_message(TARGET, "main", "telegram", None);
         if let Some(a) = actor {

@@ -27,10 +27,7 @@ struct GeminiHome {
 
 impl GeminiHome {
     fn new(h: &Harness) -> GeminiHome {
-        let dir = tempfile::tempdir().unwrap();
-        let chats = dir.path().join(".gemini/tmp/demo/chats");
-        std::fs::create_dir_all(&chats).unwrap();
-        h.set_home(dir.path());
+        let (dir, chats) = h.temp_home(".gemini/tmp/demo/chats");
         let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE)).unwrap();
         let rows = text.lines().map(str::to_string).collect();
         GeminiHome { _dir: dir, chats, rows }
@@ -42,11 +39,7 @@ impl GeminiHome {
 
     /// Appends the worker's fixture rows `range` (1-based, inclusive).
     fn write_worker(&self, from: usize, to: usize) {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(self.file(WORKER)).unwrap();
-        for row in &self.rows[from - 1..to] {
-            writeln!(f, "{row}").unwrap();
-        }
+        append_rows(&self.file(WORKER), &self.rows[from - 1..to]);
     }
 
     /// The manager's file: the fixture's first two rows (header, session context) under its id.
@@ -63,17 +56,14 @@ impl GeminiHome {
 }
 
 async fn hook(h: &Harness, home: &GeminiHome, session: &str, event: &str, extra: Value) -> Value {
-    let mut input = json!({
+    let common = json!({
         "session_id": session,
         "transcript_path": home.file(session),
         "cwd": "/home/u/work/demo",
         "hook_event_name": event,
         "timestamp": "2026-12-06T01:45:20.000Z",
     });
-    input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    let r = h.post("/v1/hooks", json!({ "cli": "gemini", "event": event, "input": input })).await;
-    assert_eq!(r.status, 200, "{event}: {}", r.body);
-    r.body
+    h.hook("gemini", event, merged(common, extra)).await
 }
 
 async fn before_agent(h: &Harness, home: &GeminiHome, session: &str, prompt: &str) -> Value {
@@ -87,20 +77,7 @@ async fn after_tool(h: &Harness, home: &GeminiHome, session: &str) -> Value {
 }
 
 fn human_events(h: &Harness, session: &str) -> usize {
-    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
-    db.query_row(
-        "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
-         SELECT kind, session_key FROM session_state_events_staged) \
-         WHERE session_key = ?1 AND kind = 'human_direct_message'",
-        [key(session)],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap() as usize
-}
-
-async fn tick(h: &Harness) {
-    let t = h.post("/v1/monitor/tick", json!({})).await;
-    assert_eq!(t.status, 200, "{}", t.body);
+    h.human_events(&key(session))
 }
 
 /// Both sessions started (adopted by SessionStart), the manager watching the worker.
@@ -111,14 +88,7 @@ async fn manager_and_worker(h: &Harness, home: &GeminiHome) {
         let started = hook(h, home, s, "SessionStart", json!({ "source": "startup" })).await;
         assert_eq!(started["sessionKey"], key(s));
     }
-    let watched = h
-        .tool(
-            &key(MANAGER),
-            "sessions_send",
-            json!({ "sessionKey": key(WORKER), "message": "take the parser", "watch": true }),
-        )
-        .await;
-    assert_eq!(watched["watched"], true);
+    h.send_and_watch(&key(MANAGER), &key(WORKER), "take the parser").await;
 }
 
 #[tokio::test]
@@ -132,7 +102,7 @@ async fn a_prompt_seen_by_before_agent_and_the_monitor_is_one_human_turn_and_rea
     assert_eq!(typed["recorded"], true, "{typed}");
     assert_eq!(human_events(&h, WORKER), 1);
     home.write_worker(3, 6);
-    tick(&h).await;
+    h.tick().await;
     assert_eq!(human_events(&h, WORKER), 1, "the monitor read the same turn");
 
     // A resume (new header, history replayed) and the third turn, with a tool call.
@@ -140,8 +110,8 @@ async fn a_prompt_seen_by_before_agent_and_the_monitor_is_one_human_turn_and_rea
     let third = before_agent(&h, &home, WORKER, &home.prompt_of(11)).await;
     assert_eq!(third["recorded"], true, "{third}");
     home.write_worker(11, home.rows.len());
-    tick(&h).await;
-    tick(&h).await;
+    h.tick().await;
+    h.tick().await;
     assert_eq!(human_events(&h, WORKER), 2, "two typed turns, each once");
 
     // The manager: SessionStart never carries the notice (a resume would drop that prompt) ...

@@ -22,10 +22,7 @@ struct ClaudeHome {
 
 impl ClaudeHome {
     fn new(h: &Harness) -> ClaudeHome {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join(".claude/projects/-home-u-work-demo");
-        std::fs::create_dir_all(&project).unwrap();
-        h.set_home(dir.path());
+        let (dir, project) = h.temp_home(".claude/projects/-home-u-work-demo");
         ClaudeHome { _dir: dir, project }
     }
 
@@ -35,16 +32,13 @@ impl ClaudeHome {
 
     /// Appends the user row Claude Code writes for a typed prompt.
     fn write_prompt(&self, session: &str, prompt_id: &str, text: &str) {
-        use std::io::Write;
         let row = json!({
             "parentUuid": null, "isSidechain": false, "promptId": prompt_id, "type": "user",
             "message": { "role": "user", "content": text }, "uuid": uuid(), "timestamp": "2026-12-04T02:00:00.000Z",
             "origin": { "kind": "human" }, "promptSource": "typed", "userType": "external",
             "cwd": "/home/u/work/demo", "sessionId": session,
         });
-        let mut f =
-            std::fs::OpenOptions::new().create(true).append(true).open(self.transcript(session)).unwrap();
-        writeln!(f, "{row}").unwrap();
+        append_rows(&self.transcript(session), [row]);
     }
 }
 
@@ -57,25 +51,25 @@ fn rand_u128() -> u128 {
 }
 
 fn input(home: &ClaudeHome, session: &str, event: &str, extra: Value) -> Value {
-    let mut v = json!({
+    let common = json!({
         "session_id": session,
         "transcript_path": home.transcript(session),
         "cwd": "/home/u/work/demo",
         "hook_event_name": event,
     });
-    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    v
+    merged(common, extra)
 }
 
 async fn hook(h: &Harness, home: &ClaudeHome, session: &str, event: &str, extra: Value) -> Value {
-    let r = h
-        .post(
-            "/v1/hooks",
-            json!({ "cli": "claude", "event": event, "input": input(home, session, event, extra) }),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{event}: {}", r.body);
-    r.body
+    h.hook("claude", event, input(home, session, event, extra)).await
+}
+
+/// The input of a Codex hook of `thread` (its rollout at `rollout`).
+fn codex_input(thread: &str, rollout: &Path, event: &str, extra: Value) -> Value {
+    let common = json!({
+        "session_id": thread, "transcript_path": rollout, "cwd": "/home/u/work/demo", "hook_event_name": event,
+    });
+    merged(common, extra)
 }
 
 async fn prompt(h: &Harness, home: &ClaudeHome, session: &str, prompt_id: &str, text: &str) -> Value {
@@ -89,14 +83,7 @@ async fn manager_and_worker(h: &Harness, home: &ClaudeHome) {
         assert_eq!(started["sessionKey"], key(s));
         assert_eq!(started["additionalContext"], Value::Null);
     }
-    let watched = h
-        .tool(
-            &key(MANAGER),
-            "sessions_send",
-            json!({ "sessionKey": key(WORKER), "message": "take the parser", "watch": true }),
-        )
-        .await;
-    assert_eq!(watched["watched"], true);
+    h.send_and_watch(&key(MANAGER), &key(WORKER), "take the parser").await;
 }
 
 /// The kinds of a `session_status` page's events, in order.
@@ -105,19 +92,7 @@ fn event_kinds(status: &Value) -> Vec<&str> {
 }
 
 fn human_events(h: &Harness, session: &str) -> usize {
-    human_events_of(h, &key(session))
-}
-
-fn human_events_of(h: &Harness, session_key: &str) -> usize {
-    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
-    db.query_row(
-        "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
-         SELECT kind, session_key FROM session_state_events_staged) \
-         WHERE session_key = ?1 AND kind = 'human_direct_message'",
-        [session_key],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap() as usize
+    h.human_events(&key(session))
 }
 
 #[tokio::test]
@@ -176,13 +151,12 @@ async fn a_turn_seen_by_the_hook_and_the_file_monitor_is_one_event() {
     manager_and_worker(&h, &home).await;
     prompt(&h, &home, WORKER, "p-1", "one turn").await;
     home.write_prompt(WORKER, "p-1", "one turn");
-    let tick = h.post("/v1/monitor/tick", json!({})).await;
-    assert_eq!(tick.status, 200, "{}", tick.body);
-    assert_eq!(tick.body["links"], 1, "{}", tick.body);
-    assert_eq!(human_events(&h, WORKER), 1, "hook + monitor: {}", tick.body);
+    let tick = h.tick().await;
+    assert_eq!(tick["links"], 1, "{tick}");
+    assert_eq!(human_events(&h, WORKER), 1, "hook + monitor: {tick}");
     // A turn the hook did not see (hooks installed later) is still the monitor's to record.
     home.write_prompt(WORKER, "p-2", "typed while the hook was off");
-    h.post("/v1/monitor/tick", json!({})).await;
+    h.tick().await;
     assert_eq!(human_events(&h, WORKER), 2);
     // And the hook for a turn the monitor already recorded adds nothing.
     assert_eq!(prompt(&h, &home, WORKER, "p-2", "typed while the hook was off").await["recorded"], false);
@@ -341,68 +315,40 @@ async fn a_codex_session_start_before_its_rollout_exists_is_adopted() {
     let codex_home = home._dir.path().join(".codex");
     let rollout = codex_home.join(format!("sessions/2026/12/06/rollout-2026-12-06T09-34-22-{THREAD}.jsonl"));
     let codex_key = format!("agent:main:codex:{THREAD}");
-    let codex = |event: &str, extra: Value| {
-        let mut input = json!({
-            "session_id": THREAD, "transcript_path": rollout, "cwd": "/home/u/work/demo",
-            "hook_event_name": event, "model": "gpt-5.5",
-        });
-        input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        json!({ "cli": "codex", "event": event, "input": input })
+    let codex = |event: &'static str, extra: Value| {
+        let input = codex_input(THREAD, &rollout, event, merged(json!({ "model": "gpt-5.5" }), extra));
+        h.hook("codex", event, input)
     };
-    let started = h.post("/v1/hooks", codex("SessionStart", json!({ "source": "startup" }))).await;
-    assert_eq!(started.status, 200, "{}", started.body);
-    assert_eq!(started.body["sessionKey"], codex_key);
+    let started = codex("SessionStart", json!({ "source": "startup" })).await;
+    assert_eq!(started["sessionKey"], codex_key);
     assert!(!rollout.exists(), "we never write the CLI's files");
     hook(&h, &home, MANAGER, "SessionStart", json!({ "source": "startup" })).await;
-    let watched = h
-        .tool(
-            &key(MANAGER),
-            "sessions_send",
-            json!({ "sessionKey": codex_key, "message": "go", "watch": true }),
-        )
-        .await;
-    assert_eq!(watched["watched"], true);
-    let tick = h.post("/v1/monitor/tick", json!({})).await;
-    assert_eq!(tick.status, 200, "{}", tick.body);
-    assert_eq!(tick.body["missing"], 0, "an unwritten rollout is not a gone one: {}", tick.body);
+    h.send_and_watch(&key(MANAGER), &codex_key, "go").await;
+    let tick = h.tick().await;
+    assert_eq!(tick["missing"], 0, "an unwritten rollout is not a gone one: {tick}");
 
     // The rollout appears, with a copied-in turn from before this session started, then the typed turn.
-    let row = |v: Value| format!("{v}\n");
     let human = |turn: &str, text: &str| {
-        row(json!({ "timestamp": "2026-12-06T09:34:25.911Z", "type": "event_msg", "payload": {
+        json!({ "timestamp": "2026-12-06T09:34:25.911Z", "type": "event_msg", "payload": {
             "type": "item_completed", "thread_id": THREAD, "turn_id": turn,
-            "item": { "type": "UserMessage", "id": uuid(), "content": [{ "type": "text", "text": text }] } } }))
+            "item": { "type": "UserMessage", "id": uuid(), "content": [{ "type": "text", "text": text }] } } })
     };
     let started_turn = |turn: &str| {
-        row(json!({ "timestamp": "2026-12-06T09:34:25.891Z", "type": "event_msg",
-            "payload": { "type": "task_started", "turn_id": turn } }))
+        json!({ "timestamp": "2026-12-06T09:34:25.891Z", "type": "event_msg",
+            "payload": { "type": "task_started", "turn_id": turn } })
     };
     std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
-    let meta = row(json!({ "timestamp": "2026-12-06T09:34:25.890Z", "type": "session_meta",
-        "payload": { "id": THREAD, "cwd": "/home/u/work/demo" } }));
-    std::fs::write(&rollout, format!("{meta}{}{}", started_turn(OLD_TURN), human(OLD_TURN, "history")))
-        .unwrap();
-    let tick = h.post("/v1/monitor/tick", json!({})).await;
-    assert_eq!(tick.status, 200, "{}", tick.body);
-    assert_eq!(human_events_of(&h, &codex_key), 0, "the file's history is no new turn: {}", tick.body);
+    let meta = json!({ "timestamp": "2026-12-06T09:34:25.890Z", "type": "session_meta",
+        "payload": { "id": THREAD, "cwd": "/home/u/work/demo" } });
+    append_rows(&rollout, [meta, started_turn(OLD_TURN), human(OLD_TURN, "history")]);
+    let tick = h.tick().await;
+    assert_eq!(h.human_events(&codex_key), 0, "the file's history is no new turn: {tick}");
 
-    let typed = h
-        .post(
-            "/v1/hooks",
-            codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "typed in the TUI" })),
-        )
-        .await;
-    assert_eq!(typed.status, 200, "{}", typed.body);
-    assert_eq!(typed.body["recorded"], true, "{}", typed.body);
-    let mut f = std::fs::OpenOptions::new().append(true).open(&rollout).unwrap();
-    std::io::Write::write_all(
-        &mut f,
-        format!("{}{}", started_turn(TURN), human(TURN, "typed in the TUI")).as_bytes(),
-    )
-    .unwrap();
-    let tick = h.post("/v1/monitor/tick", json!({})).await;
-    assert_eq!(tick.status, 200, "{}", tick.body);
-    assert_eq!(human_events_of(&h, &codex_key), 1, "hook + monitor, one turn: {}", tick.body);
+    let typed = codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "typed in the TUI" })).await;
+    assert_eq!(typed["recorded"], true, "{typed}");
+    append_rows(&rollout, [started_turn(TURN), human(TURN, "typed in the TUI")]);
+    let tick = h.tick().await;
+    assert_eq!(h.human_events(&codex_key), 1, "hook + monitor, one turn: {tick}");
 }
 
 /// A Codex steer (text typed while the agent works) joins the running turn and carries its `turn_id`:
@@ -419,17 +365,8 @@ async fn a_codex_steer_is_a_turn_of_its_own() {
         .path()
         .join(format!(".codex/sessions/2026/12/06/rollout-2026-12-06T03-34-24-{THREAD}.jsonl"));
     let codex_key = format!("agent:main:codex:{THREAD}");
-    let codex = |event: &str, extra: Value| {
-        let mut input = json!({
-            "session_id": THREAD, "transcript_path": rollout, "cwd": "/home/u/work/demo", "hook_event_name": event,
-        });
-        input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        json!({ "cli": "codex", "event": event, "input": input })
-    };
-    let append = |rows: &[Value]| {
-        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&rollout).unwrap();
-        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    let codex = |event: &'static str, extra: Value| {
+        h.hook("codex", event, codex_input(THREAD, &rollout, event, extra))
     };
     let human = |text: &str| {
         json!({ "timestamp": "2026-12-06T03:34:40.000Z", "type": "event_msg", "payload": {
@@ -437,54 +374,45 @@ async fn a_codex_steer_is_a_turn_of_its_own() {
             "item": { "type": "UserMessage", "id": uuid(), "content": [{ "type": "text", "text": text }] } } })
     };
     std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
-    append(&[json!({ "timestamp": "2026-12-06T03:34:24.000Z", "type": "session_meta",
-        "payload": { "id": THREAD, "cwd": "/home/u/work/demo" } })]);
-    let started = h.post("/v1/hooks", codex("SessionStart", json!({ "source": "startup" }))).await;
-    assert_eq!(started.status, 200, "{}", started.body);
+    append_rows(
+        &rollout,
+        [json!({ "timestamp": "2026-12-06T03:34:24.000Z", "type": "session_meta",
+        "payload": { "id": THREAD, "cwd": "/home/u/work/demo" } })],
+    );
+    codex("SessionStart", json!({ "source": "startup" })).await;
     // The monitor reads sessions someone watches.
     hook(&h, &home, MANAGER, "SessionStart", json!({ "source": "startup" })).await;
-    let watched = h
-        .tool(
-            &key(MANAGER),
-            "sessions_send",
-            json!({ "sessionKey": codex_key, "message": "go", "watch": true }),
-        )
-        .await;
-    assert_eq!(watched["watched"], true);
+    h.send_and_watch(&key(MANAGER), &codex_key, "go").await;
     let tick = || async {
-        let t = h.post("/v1/monitor/tick", json!({})).await;
-        assert_eq!(t.status, 200, "{}", t.body);
-        assert_eq!(t.body["links"], 1, "{}", t.body);
+        let t = h.tick().await;
+        assert_eq!(t["links"], 1, "{t}");
     };
 
     // The prompt, by hook then monitor.
-    let typed = h
-        .post("/v1/hooks", codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "first prompt" })))
-        .await;
-    assert_eq!(typed.body["recorded"], true, "{}", typed.body);
-    append(&[
-        json!({ "timestamp": "2026-12-06T03:34:39.000Z", "type": "event_msg",
-        "payload": { "type": "task_started", "turn_id": TURN } }),
-        human("first prompt"),
-    ]);
+    let typed = codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "first prompt" })).await;
+    assert_eq!(typed["recorded"], true, "{typed}");
+    append_rows(
+        &rollout,
+        [
+            json!({ "timestamp": "2026-12-06T03:34:39.000Z", "type": "event_msg",
+            "payload": { "type": "task_started", "turn_id": TURN } }),
+            human("first prompt"),
+        ],
+    );
     tick().await;
-    assert_eq!(human_events_of(&h, &codex_key), 1);
+    assert_eq!(h.human_events(&codex_key), 1);
     // A steer into the same turn, by hook then monitor: one more.
-    let steer = h
-        .post("/v1/hooks", codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "steer it" })))
-        .await;
-    assert_eq!(steer.body["recorded"], true, "the steer is no duplicate of the prompt: {}", steer.body);
-    append(&[human("steer it")]);
+    let steer = codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "steer it" })).await;
+    assert_eq!(steer["recorded"], true, "the steer is no duplicate of the prompt: {steer}");
+    append_rows(&rollout, [human("steer it")]);
     tick().await;
-    assert_eq!(human_events_of(&h, &codex_key), 2);
+    assert_eq!(h.human_events(&codex_key), 2);
     // A second steer that only the monitor sees, in a later tick: one more.
-    append(&[human("and another")]);
+    append_rows(&rollout, [human("and another")]);
     tick().await;
-    assert_eq!(human_events_of(&h, &codex_key), 3);
+    assert_eq!(h.human_events(&codex_key), 3);
     // Its hook arriving late records nothing new.
-    let late = h
-        .post("/v1/hooks", codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "and  another" })))
-        .await;
-    assert_eq!(late.body["recorded"], false, "{}", late.body);
-    assert_eq!(human_events_of(&h, &codex_key), 3);
+    let late = codex("UserPromptSubmit", json!({ "turn_id": TURN, "prompt": "and  another" })).await;
+    assert_eq!(late["recorded"], false, "{late}");
+    assert_eq!(h.human_events(&codex_key), 3);
 }

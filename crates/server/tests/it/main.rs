@@ -5,6 +5,7 @@ mod dashboard;
 mod delivery;
 mod gemini_hooks;
 mod hooks;
+mod in_process;
 mod mcp;
 mod mcp_sessions;
 mod mcp_story;

@@ -1,6 +1,7 @@
 //! MCP over streamable HTTP (`/mcp`), driven by rmcp's own client against the real server on port 0.
 //! The story itself is in `mcp_story.rs`, shared with the stdio test of the `sessionwatch` binary.
 
+use crate::in_process::InProcess;
 use crate::mcp_story::{MAIN, call, ok, story, structured, tool_error};
 use http::{HeaderName, HeaderValue};
 use rmcp::service::RunningService;
@@ -9,35 +10,23 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use sessionwatch_core::SystemClock;
-use sessionwatch_server::{AppState, Config, Gateway};
-use sessionwatch_store::{SqliteOptions, SqliteStore};
+use sessionwatch_server::Config;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "mcp-test-token";
 
 struct TestGateway {
     url: String,
-    stop: Option<oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    running: InProcess,
     _dir: tempfile::TempDir,
 }
 
 impl TestGateway {
     async fn start() -> TestGateway {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path().join("sw.db"), SqliteOptions::default()).unwrap();
-        let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
-        let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-        let state = Arc::new(AppState::new(gateway, Some(TOKEN.into())));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let server = tokio::spawn(sessionwatch_server::run(listener, state, async move {
-            let _ = stopped.await;
-        }));
-        TestGateway { url, stop: Some(stop), server: Some(server), _dir: dir }
+        let running = InProcess::start_default(dir.path(), TOKEN).await;
+        TestGateway { url: running.base.clone(), running, _dir: dir }
     }
 
     async fn client(&self, session: Option<&str>) -> RunningService<RoleClient, ()> {
@@ -64,14 +53,9 @@ impl TestGateway {
         assert!(resp.status().is_success(), "inbound: {}", resp.status());
     }
 
+    /// The server stops promptly with MCP clients connected.
     async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        let server = self.server.take().unwrap();
-        tokio::time::timeout(std::time::Duration::from_secs(10), server)
-            .await
-            .expect("the server stops promptly with MCP clients connected")
-            .unwrap()
-            .unwrap();
+        self.running.stop().await;
     }
 }
 
@@ -130,14 +114,10 @@ async fn mcp_endpoint_requires_the_token_and_a_loopback_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_extra_hosts_only_when_configured() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("sw.db"), SqliteOptions::default()).unwrap();
     let mut config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
     config.set("gateway.mcpAllowedHosts", "gw.example").unwrap();
-    let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
-    let state = Arc::new(AppState::new(gateway, None));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let server = tokio::spawn(sessionwatch_server::run(listener, state, std::future::pending()));
+    let running = InProcess::start(&dir.path().join("sw.db"), config, Arc::new(SystemClock), None).await;
+    let url = format!("{}/mcp", running.base);
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
     let http = reqwest::Client::new();
@@ -152,7 +132,6 @@ async fn mcp_extra_hosts_only_when_configured() {
             .unwrap();
         assert_eq!(resp.status().is_success(), allowed, "{host}: {}", resp.status());
     }
-    server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,12 +69,6 @@ fn common(db: &OpenCodeDb, session: &str, argv: &[&str]) -> Value {
     json!({ "sessionID": session, "argv": argv, "directory": "/home/u/work/demo", "db": db.path })
 }
 
-async fn post(h: &Harness, event: &str, input: Value) -> Value {
-    let r = h.post("/v1/hooks", json!({ "cli": "opencode", "event": event, "input": input })).await;
-    assert_eq!(r.status, 200, "{event}: {}", r.body);
-    r.body
-}
-
 async fn chat(
     h: &Harness,
     db: &OpenCodeDb,
@@ -87,26 +81,18 @@ async fn chat(
     input["message"] =
         json!({ "id": message, "role": "user", "sessionID": session, "time": { "created": 2000 } });
     input["parts"] = json!([{ "id": format!("prt_{message}"), "type": "text", "text": text }]);
-    post(h, "chat.message", input).await
+    h.hook("opencode", "chat.message", input).await
 }
 
 async fn tool(h: &Harness, db: &OpenCodeDb, session: &str) -> Value {
     let mut input = common(db, session, &RUN);
     input["tool"] = json!("bash");
     input["callID"] = json!("call_1");
-    post(h, "tool.execute.after", input).await
+    h.hook("opencode", "tool.execute.after", input).await
 }
 
 fn human_events(h: &Harness, session: &str) -> usize {
-    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
-    db.query_row(
-        "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
-         SELECT kind, session_key FROM session_state_events_staged) \
-         WHERE session_key = ?1 AND kind = 'human_direct_message'",
-        [key(session)],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap() as usize
+    h.human_events(&key(session))
 }
 
 /// The OpenCode database the session's upstream link reads.
@@ -137,20 +123,13 @@ async fn the_plugin_adopts_records_tui_prompts_once_and_delivers_notices() {
         Some(db.path.to_str().unwrap()),
         "linked like catalog continue"
     );
-    let watched = h
-        .tool(
-            &key(MANAGER),
-            "sessions_send",
-            json!({ "sessionKey": key(WORKER), "message": "take the parser", "watch": true }),
-        )
-        .await;
-    assert_eq!(watched["watched"], true);
+    h.send_and_watch(&key(MANAGER), &key(WORKER), "take the parser").await;
 
     // Typed into the worker's TUI: one human turn at once, and the monitor reading the stored message adds none.
     let typed = chat(&h, &db, WORKER, &TUI, "msg_worker_2", "use the new grammar").await;
     assert_eq!(typed["recorded"], true);
     db.store_turn(WORKER, "msg_worker_2", "use the new grammar");
-    h.post("/v1/monitor/tick", json!({})).await;
+    h.tick().await;
     assert_eq!(human_events(&h, WORKER), 1, "hook + monitor: one event");
     // Our own delivered text typed into the TUI is no human turn.
     assert_eq!(chat(&h, &db, WORKER, &TUI, "msg_worker_3", "take the parser").await["recorded"], false);
@@ -173,7 +152,7 @@ async fn a_sub_agents_session_is_left_alone() {
     input["messageID"] = json!("msg_parent_task");
     input["message"] = json!({ "id": "msg_child_1", "role": "user" });
     input["parts"] = json!([{ "type": "text", "text": "Find the parser" }]);
-    let r = post(&h, "chat.message", input).await;
+    let r = h.hook("opencode", "chat.message", input).await;
     assert_eq!(r["recorded"], false);
     let sessions = h.request(reqwest::Method::GET, "/v1/sessions", None).await.body;
     assert!(!sessions.to_string().contains("ses_child"), "not adopted: {sessions}");

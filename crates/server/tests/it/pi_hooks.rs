@@ -25,10 +25,7 @@ struct PiHome {
 
 impl PiHome {
     fn new(h: &Harness) -> PiHome {
-        let dir = tempfile::tempdir().unwrap();
-        let sessions = dir.path().join(".pi/agent/sessions/--home-user-work-demo--");
-        std::fs::create_dir_all(&sessions).unwrap();
-        h.set_home(dir.path());
+        let (dir, sessions) = h.temp_home(".pi/agent/sessions/--home-user-work-demo--");
         PiHome { _dir: dir, sessions }
     }
 
@@ -48,11 +45,7 @@ impl PiHome {
 
     /// Appends the session's fixture rows `from..=to` (1-based).
     fn write(&self, session: &str, from: usize, to: usize) {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(self.file(session)).unwrap();
-        for row in &PiHome::rows(session)[from - 1..to] {
-            writeln!(f, "{row}").unwrap();
-        }
+        append_rows(&self.file(session), &PiHome::rows(session)[from - 1..to]);
     }
 }
 
@@ -70,10 +63,7 @@ async fn hook(h: &Harness, home: &PiHome, session: &str, event: &str, extra: Val
     if home.file(session).exists() {
         input["transcript_path"] = json!(home.file(session));
     }
-    input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    let r = h.post("/v1/hooks", json!({ "cli": "pi", "event": event, "input": input })).await;
-    assert_eq!(r.status, 200, "{event}: {}", r.body);
-    r.body
+    h.hook("pi", event, merged(input, extra)).await
 }
 
 async fn typed(h: &Harness, home: &PiHome, session: &str, row: usize) -> Value {
@@ -82,27 +72,14 @@ async fn typed(h: &Harness, home: &PiHome, session: &str, row: usize) -> Value {
 }
 
 fn human_events(h: &Harness, session: &str) -> usize {
-    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
-    db.query_row(
-        "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
-         SELECT kind, session_key FROM session_state_events_staged) \
-         WHERE session_key = ?1 AND kind = 'human_direct_message'",
-        [key(session)],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap() as usize
-}
-
-async fn tick(h: &Harness) {
-    let t = h.post("/v1/monitor/tick", json!({})).await;
-    assert_eq!(t.status, 200, "{}", t.body);
+    h.human_events(&key(session))
 }
 
 /// Appends rows `from..=to` one at a time, with a tick after each.
 async fn replay(h: &Harness, home: &PiHome, session: &str, from: usize, to: usize) {
     for n in from..=to {
         home.write(session, n, n);
-        tick(h).await;
+        h.tick().await;
     }
 }
 
@@ -112,8 +89,7 @@ async fn watch_worker(h: &Harness, home: &PiHome) {
         home.write(MANAGER, 1, 5);
         hook(h, home, MANAGER, "SessionStart", json!({})).await;
     }
-    let args = json!({ "sessionKey": key(WORKER), "message": "take the parser", "watch": true });
-    assert_eq!(h.tool(&key(MANAGER), "sessions_send", args).await["watched"], true);
+    h.send_and_watch(&key(MANAGER), &key(WORKER), "take the parser").await;
 }
 
 #[tokio::test]
@@ -131,9 +107,9 @@ async fn a_prompt_seen_by_the_extension_and_the_monitor_is_one_human_turn_whiche
     replay(&h, &home, WORKER, 1, 5).await;
     hook(&h, &home, WORKER, "SessionStart", json!({})).await; // agent_end: linked now
     watch_worker(&h, &home).await; // the monitor reads watched sessions
-    tick(&h).await;
+    h.tick().await;
     assert_eq!(human_events(&h, WORKER), 1);
-    let links = h.post("/v1/monitor/tick", json!({})).await.body;
+    let links = h.tick().await;
     assert_eq!(links["links"], 1, "the worker's file is linked: {links}");
 
     // Turn two: the extension first (message_start), then the row, a tick after each row.

@@ -1,13 +1,13 @@
 //! A real gateway on 127.0.0.1:0 with a temporary SQLite database, and an HTTP client for it.
 
-use futures::StreamExt;
+pub use crate::in_process::{InProcess, follow_stream, session_state_notices};
 use serde_json::{Value, json};
 use sessionwatch_core::{Clock, ManualClock, SystemClock};
-use sessionwatch_server::{AppState, Config, Gateway};
-use sessionwatch_store::{SqliteOptions, SqliteStore};
+use sessionwatch_server::{Config, Gateway};
+use sessionwatch_store::SqliteStore;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 pub const TOKEN: &str = "test-token-0123456789";
 
@@ -16,8 +16,7 @@ pub struct Harness {
     pub client: reqwest::Client,
     pub gateway: Arc<Gateway<SqliteStore>>,
     pub dir: tempfile::TempDir,
-    stop: Option<oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    running: InProcess,
 }
 
 pub struct Reply {
@@ -51,26 +50,23 @@ impl Harness {
         clock: Option<Arc<ManualClock>>,
         token: Option<&str>,
     ) -> Harness {
-        let store = SqliteStore::open(dir.path().join("sessionwatch.db"), SqliteOptions::default()).unwrap();
         let c: Arc<dyn Clock> = match &clock {
             Some(c) => c.clone(),
             None => Arc::new(SystemClock),
         };
-        let gateway = Gateway::start(store, config, c).await;
-        let state = Arc::new(AppState::new(gateway.clone(), token.map(str::to_string)));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let server = tokio::spawn(sessionwatch_server::run(listener, state, async {
-            let _ = stopped.await;
-        }));
-        Harness { base, client: reqwest::Client::new(), gateway, dir, stop: Some(stop), server: Some(server) }
+        let running = InProcess::start(&dir.path().join("sessionwatch.db"), config, c, token).await;
+        Harness {
+            base: running.base.clone(),
+            client: reqwest::Client::new(),
+            gateway: running.gateway.clone(),
+            dir,
+            running,
+        }
     }
 
     /// Stops the server gracefully and hands back the data dir (for a restart on the same database).
     pub async fn stop(mut self) -> tempfile::TempDir {
-        let _ = self.stop.take().unwrap().send(());
-        self.server.take().unwrap().await.unwrap().unwrap();
+        self.running.stop().await;
         let dir = tempfile::tempdir().unwrap();
         std::mem::replace(&mut self.dir, dir)
     }
@@ -89,6 +85,16 @@ impl Harness {
     /// Points the gateway's upstream catalog and monitor at a (temporary) HOME.
     pub fn set_home(&self, home: &std::path::Path) {
         self.gateway.set_homes(sessionwatch_upstream::Homes::with_home(home));
+    }
+
+    /// A temporary HOME the gateway's catalog and monitor read, with the directory `under` made in it
+    /// (where a CLI keeps its transcripts); answers the home and that directory.
+    pub fn temp_home(&self, under: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join(under);
+        std::fs::create_dir_all(&made).unwrap();
+        self.set_home(dir.path());
+        (dir, made)
     }
 
     pub async fn post(&self, path: &str, body: Value) -> Reply {
@@ -128,13 +134,40 @@ impl Harness {
     pub async fn turn(&self, key: &str) -> Vec<String> {
         let r = self.post(&format!("/v1/sessions/{}/turns", enc(key)), json!({})).await;
         assert_eq!(r.status, 200, "{}", r.body);
-        r.body["systemEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["contextKey"].as_str().unwrap().starts_with("session-state:"))
-            .map(|e| e["text"].as_str().unwrap().to_string())
-            .collect()
+        session_state_notices(&r.body)
+    }
+
+    /// A hook call of `cli` that must succeed; answers the hook's answer.
+    pub async fn hook(&self, cli: &str, event: &str, input: Value) -> Value {
+        let r = self.post("/v1/hooks", json!({ "cli": cli, "event": event, "input": input })).await;
+        assert_eq!(r.status, 200, "{event}: {}", r.body);
+        r.body
+    }
+
+    /// A monitor tick that must succeed; answers its report.
+    pub async fn tick(&self) -> Value {
+        let t = self.post("/v1/monitor/tick", json!({})).await;
+        assert_eq!(t.status, 200, "{}", t.body);
+        t.body
+    }
+
+    /// `watcher` sends `message` to `target` and watches it.
+    pub async fn send_and_watch(&self, watcher: &str, target: &str, message: &str) {
+        let args = json!({ "sessionKey": target, "message": message, "watch": true });
+        assert_eq!(self.tool(watcher, "sessions_send", args).await["watched"], true);
+    }
+
+    /// The human turns the log holds for `session_key` (staged ones included), read from the database file.
+    pub fn human_events(&self, session_key: &str) -> usize {
+        let db = rusqlite::Connection::open(self.dir.path().join("sessionwatch.db")).unwrap();
+        db.query_row(
+            "SELECT COUNT(*) FROM (SELECT kind, session_key FROM session_state_events UNION ALL \
+             SELECT kind, session_key FROM session_state_events_staged) \
+             WHERE session_key = ?1 AND kind = 'human_direct_message'",
+            [session_key],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap() as usize
     }
 
     pub async fn spawn_child(&self, parent: &str) -> String {
@@ -149,40 +182,22 @@ impl Harness {
             None => "/v1/stream".into(),
         };
         let resp = self.client.get(format!("{}{path}", self.base)).bearer_auth(TOKEN).send().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (ready_tx, ready_rx) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let mut body = resp.bytes_stream();
-            let mut buf = String::new();
-            let mut ready = Some(ready_tx);
-            while let Some(Ok(chunk)) = body.next().await {
-                buf.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(i) = buf.find("\n\n") {
-                    let block: String = buf.drain(..i + 2).collect();
-                    if block.starts_with(':') {
-                        if let Some(r) = ready.take() {
-                            let _ = r.send(());
-                        }
-                        continue;
-                    }
-                    let mut event = String::new();
-                    let mut data = String::new();
-                    for line in block.lines() {
-                        if let Some(e) = line.strip_prefix("event:") {
-                            event = e.trim().to_string();
-                        } else if let Some(d) = line.strip_prefix("data:") {
-                            data.push_str(d.trim());
-                        }
-                    }
-                    if tx.send((event, serde_json::from_str(&data).unwrap_or(Value::Null))).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        let _ = tokio::time::timeout(Duration::from_secs(5), ready_rx).await;
-        rx
+        follow_stream(resp).await
+    }
+}
+
+/// `input` with the fields of `extra` added (a hook's common fields and its event's own).
+pub fn merged(mut input: Value, extra: Value) -> Value {
+    input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    input
+}
+
+/// Appends `rows` to the file at `path`, one a line, creating it (as a CLI writes its transcript).
+pub fn append_rows<R: std::fmt::Display>(path: &std::path::Path, rows: impl IntoIterator<Item = R>) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    for row in rows {
+        writeln!(f, "{row}").unwrap();
     }
 }
 

@@ -1,29 +1,14 @@
 //! Upstream links of adopted sessions.
 
 use super::{PostgresStore, execute, query, query_opt};
+use crate::rows::{LINK_COLUMNS, link_columns_of_l, link_from_row};
 use crate::{LinkUpsert, Result, UpstreamLinkRow};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::Millis;
 use tokio_postgres::Row;
 
-const LINK_COLUMNS: &str = "session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json, \
-     last_marker_json, last_scanned_at, missing_streak, created_at, updated_at";
-
 fn link_from_row(r: &Row) -> Result<UpstreamLinkRow> {
-    Ok(UpstreamLinkRow {
-        session_key: r.try_get(0)?,
-        agent_id: r.try_get(1)?,
-        catalog_id: r.try_get(2)?,
-        host_id: r.try_get(3)?,
-        thread_id: r.try_get(4)?,
-        upstream_kind: r.try_get(5)?,
-        reference_json: r.try_get(6)?,
-        marker_json: r.try_get(7)?,
-        last_scanned_at: r.try_get(8)?,
-        missing_streak: r.try_get::<_, i64>(9)?.clamp(0, u32::MAX as i64) as u32,
-        created_at: r.try_get(10)?,
-        updated_at: r.try_get(11)?,
-    })
+    Ok(link_from_row!(r, try_get))
 }
 
 pub(crate) async fn load_link<C: GenericClient + Sync>(
@@ -50,19 +35,10 @@ impl PostgresStore {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let existing = load_link(&tx, &link.session_key, &link.agent_id, true).await?;
-        let outcome = match &existing {
-            None => LinkUpsert::Created,
-            Some(old)
-                if old.catalog_id == link.catalog_id
-                    && old.host_id == link.host_id
-                    && old.thread_id == link.thread_id
-                    && old.upstream_kind == link.upstream_kind
-                    && old.reference_json == link.reference_json =>
-            {
-                return Ok(LinkUpsert::Kept);
-            }
-            Some(_) => LinkUpsert::Rebaselined,
-        };
+        let outcome = LinkUpsert::of(existing.as_ref(), link);
+        if outcome == LinkUpsert::Kept {
+            return Ok(outcome);
+        }
         let created_at = existing.as_ref().map_or(link.created_at, |o| o.created_at);
         execute(
             &tx,
@@ -111,7 +87,7 @@ impl PostgresStore {
 
     pub(crate) async fn watched_links_pg(&self) -> Result<Vec<UpstreamLinkRow>> {
         let client = self.client().await?;
-        let cols = LINK_COLUMNS.split(", ").map(|c| format!("l.{c}")).collect::<Vec<_>>().join(", ");
+        let cols = link_columns_of_l();
         query(
             &client,
             &format!(

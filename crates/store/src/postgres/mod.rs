@@ -89,6 +89,16 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
+/// A schema name nobody else uses: `prefix` + pid + time + counter.
+pub fn unique_schema_name(prefix: &str) -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64 & 0xffff_ffff_ffff);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}_{}_{nanos:x}_{n}", std::process::id())
+}
+
 /// Whether `s` is a schema name we accept (a plain lower-case identifier, no quoting needed).
 pub fn valid_schema_name(s: &str) -> bool {
     let mut chars = s.chars();

@@ -1,6 +1,7 @@
 //! Session rows (with the gateway that hosts each), the small transcript and the inbox.
 
 use super::{PostgresStore, execute, query, query_one, query_opt};
+use crate::rows::{MESSAGE_COLUMNS, SESSION_COLUMNS, inbox_from_row, message_from_row, session_from_row};
 use crate::{
     InboxItem, NewMessage, NewSession, Result, SessionActivity, SessionFilter, SessionRow, StoreError,
     TRANSCRIPT_CAP, TranscriptMessage,
@@ -10,28 +11,8 @@ use sessionwatch_core::Millis;
 use std::collections::HashMap;
 use tokio_postgres::Row;
 
-const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
-     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at, cwd, native_state";
-
 fn session_from_row(r: &Row) -> Result<SessionRow> {
-    Ok(SessionRow {
-        session_key: r.try_get(0)?,
-        agent_id: r.try_get(1)?,
-        session_id: r.try_get(2)?,
-        kind: r.try_get(3)?,
-        chat_type: r.try_get(4)?,
-        channel: r.try_get(5)?,
-        label: r.try_get(6)?,
-        spawned_by: r.try_get(7)?,
-        created_via: r.try_get(8)?,
-        goal_objective: r.try_get(9)?,
-        goal_status: r.try_get(10)?,
-        host_id: r.try_get(11)?,
-        created_at: r.try_get(12)?,
-        updated_at: r.try_get(13)?,
-        cwd: r.try_get(14)?,
-        native_state: r.try_get(15)?,
-    })
+    Ok(session_from_row!(r, try_get))
 }
 
 pub(crate) async fn load_session<C: GenericClient + Sync>(
@@ -50,25 +31,11 @@ pub(crate) async fn load_session<C: GenericClient + Sync>(
 }
 
 fn message_from_row(r: &Row) -> Result<TranscriptMessage> {
-    Ok(TranscriptMessage {
-        id: r.try_get(0)?,
-        session_id: r.try_get(1)?,
-        role: r.try_get(2)?,
-        text: r.try_get(3)?,
-        run_id: r.try_get(4)?,
-        from_session: r.try_get(5)?,
-        created_at: r.try_get(6)?,
-    })
+    Ok(message_from_row!(r, try_get))
 }
 
 fn inbox_from_row(r: &Row) -> Result<InboxItem> {
-    Ok(InboxItem {
-        id: r.try_get(0)?,
-        run_id: r.try_get(1)?,
-        from_session: r.try_get(2)?,
-        text: r.try_get(3)?,
-        created_at: r.try_get(4)?,
-    })
+    Ok(inbox_from_row!(r, try_get))
 }
 
 /// Records which gateway hosts the session (when given) and bumps `updated_at`.
@@ -273,8 +240,10 @@ impl PostgresStore {
         let client = self.client().await?;
         let mut out = query(
             &client,
-            "SELECT id, session_id, role, text, run_id, from_session, created_at FROM session_messages \
-             WHERE session_key = $1 AND agent_id = $2 ORDER BY id DESC LIMIT $3",
+            &format!(
+                "SELECT {MESSAGE_COLUMNS} FROM session_messages \
+                 WHERE session_key = $1 AND agent_id = $2 ORDER BY id DESC LIMIT $3"
+            ),
             &[&key, &agent, &(limit as i64)],
         )
         .await?

@@ -8,7 +8,6 @@
 
 use super::{PostgresOptions, PostgresStore};
 use crate::{Result, StoreError};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
@@ -26,15 +25,7 @@ fn required() -> bool {
     std::env::var("SESSIONWATCH_REQUIRE_PG").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
 
-/// A schema name nobody else uses: `prefix` + pid + time + counter.
-pub fn unique_schema_name(prefix: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64 & 0xffff_ffff_ffff);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}_{}_{nanos:x}_{n}", std::process::id())
-}
+pub use super::unique_schema_name;
 
 /// Drops `schema` and everything in it.
 pub async fn drop_schema(url: &str, schema: &str) -> Result<()> {

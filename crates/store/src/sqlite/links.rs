@@ -1,28 +1,13 @@
 //! Upstream links of adopted sessions.
 
 use super::SqliteStore;
+use crate::rows::{LINK_COLUMNS, link_columns_of_l, link_from_row};
 use crate::{LinkUpsert, Result, UpstreamLinkRow};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::Millis;
 
-const LINK_COLUMNS: &str = "session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json, \
-     last_marker_json, last_scanned_at, missing_streak, created_at, updated_at";
-
 fn link_from_row(r: &Row<'_>) -> rusqlite::Result<UpstreamLinkRow> {
-    Ok(UpstreamLinkRow {
-        session_key: r.get(0)?,
-        agent_id: r.get(1)?,
-        catalog_id: r.get(2)?,
-        host_id: r.get(3)?,
-        thread_id: r.get(4)?,
-        upstream_kind: r.get(5)?,
-        reference_json: r.get(6)?,
-        marker_json: r.get(7)?,
-        last_scanned_at: r.get(8)?,
-        missing_streak: r.get::<_, i64>(9)?.clamp(0, u32::MAX as i64) as u32,
-        created_at: r.get(10)?,
-        updated_at: r.get(11)?,
-    })
+    Ok(link_from_row!(r, get))
 }
 
 fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
@@ -36,19 +21,10 @@ fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLi
 impl SqliteStore {
     pub(crate) fn upsert_link_op(tx: &Connection, link: &UpstreamLinkRow) -> Result<LinkUpsert> {
         let existing = load_link(tx, &link.session_key, &link.agent_id)?;
-        let outcome = match &existing {
-            None => LinkUpsert::Created,
-            Some(old)
-                if old.catalog_id == link.catalog_id
-                    && old.host_id == link.host_id
-                    && old.thread_id == link.thread_id
-                    && old.upstream_kind == link.upstream_kind
-                    && old.reference_json == link.reference_json =>
-            {
-                return Ok(LinkUpsert::Kept);
-            }
-            Some(_) => LinkUpsert::Rebaselined,
-        };
+        let outcome = LinkUpsert::of(existing.as_ref(), link);
+        if outcome == LinkUpsert::Kept {
+            return Ok(outcome);
+        }
         tx.execute(
             &format!(
                 "INSERT OR REPLACE INTO session_upstream_links ({LINK_COLUMNS}) \
@@ -76,7 +52,7 @@ impl SqliteStore {
 
     pub(crate) fn watched_links_sync(&self) -> Result<Vec<UpstreamLinkRow>> {
         self.read(|c| {
-            let cols = LINK_COLUMNS.split(", ").map(|c| format!("l.{c}")).collect::<Vec<_>>().join(", ");
+            let cols = link_columns_of_l();
             Ok(c.prepare_cached(&format!(
                 "SELECT {cols} FROM session_upstream_links l WHERE EXISTS \
                  (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key) \

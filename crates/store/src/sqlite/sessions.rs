@@ -1,6 +1,7 @@
 //! Session rows, the small transcript and the inbox, beside the log.
 
 use super::SqliteStore;
+use crate::rows::{MESSAGE_COLUMNS, SESSION_COLUMNS, inbox_from_row, message_from_row, session_from_row};
 use crate::{
     InboxItem, NewMessage, NewSession, Result, SessionActivity, SessionFilter, SessionRow, TRANSCRIPT_CAP,
     TranscriptMessage,
@@ -9,28 +10,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::Millis;
 use std::collections::HashMap;
 
-const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
-     spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at, cwd, native_state";
-
 fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
-    Ok(SessionRow {
-        session_key: r.get(0)?,
-        agent_id: r.get(1)?,
-        session_id: r.get(2)?,
-        kind: r.get(3)?,
-        chat_type: r.get(4)?,
-        channel: r.get(5)?,
-        label: r.get(6)?,
-        spawned_by: r.get(7)?,
-        created_via: r.get(8)?,
-        goal_objective: r.get(9)?,
-        goal_status: r.get(10)?,
-        host_id: r.get(11)?,
-        created_at: r.get(12)?,
-        updated_at: r.get(13)?,
-        cwd: r.get(14)?,
-        native_state: r.get(15)?,
-    })
+    Ok(session_from_row!(r, get))
 }
 
 pub(crate) fn load_session(c: &Connection, key: &str, agent: &str) -> Result<Option<SessionRow>> {
@@ -211,21 +192,13 @@ impl SqliteStore {
     pub(crate) fn messages_sync(&self, key: &str, agent: &str, limit: u32) -> Result<Vec<TranscriptMessage>> {
         self.read(|c| {
             let mut out: Vec<TranscriptMessage> = c
-                .prepare_cached(
-                    "SELECT id, session_id, role, text, run_id, from_session, created_at FROM session_messages \
-                     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY id DESC LIMIT ?3",
-                )?
+                .prepare_cached(&format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM session_messages \
+                     WHERE session_key = ?1 AND agent_id = ?2 ORDER BY id DESC LIMIT ?3"
+                ))?
                 // Never past the cap, whatever the trim's slack keeps for now.
                 .query_map(params![key, agent, (limit as i64).min(TRANSCRIPT_CAP)], |r| {
-                    Ok(TranscriptMessage {
-                        id: r.get(0)?,
-                        session_id: r.get(1)?,
-                        role: r.get(2)?,
-                        text: r.get(3)?,
-                        run_id: r.get(4)?,
-                        from_session: r.get(5)?,
-                        created_at: r.get(6)?,
-                    })
+                    Ok(message_from_row!(r, get))
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             out.reverse();
@@ -345,11 +318,5 @@ impl TranscriptLengths {
 
 /// An inbox row read as `id, run_id, from_session, text, created_at`.
 fn inbox_item(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxItem> {
-    Ok(InboxItem {
-        id: r.get(0)?,
-        run_id: r.get(1)?,
-        from_session: r.get(2)?,
-        text: r.get(3)?,
-        created_at: r.get(4)?,
-    })
+    Ok(inbox_from_row!(r, get))
 }

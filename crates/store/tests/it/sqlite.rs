@@ -487,26 +487,14 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
     let lnm = |c: sessionwatch_core::Cursor| (c.last_seen, c.notified, c.material);
     assert_eq!(lnm(s.cursor(watchers[0].clone(), target.into()).await.unwrap().unwrap()), (0, 1, 20));
     assert_eq!(lnm(s.cursor(watchers[1].clone(), target.into()).await.unwrap().unwrap()), (0, 1, 21));
-    let ack = s
-        .acknowledge(
-            AgentSessionKey::parse(&watchers[1]).unwrap(),
-            vec![AgentSessionKey::parse(target).unwrap()],
-            "store".into(),
-            20,
-        )
-        .await
-        .unwrap();
+    let acknowledge = |watcher: &str| {
+        let watcher = AgentSessionKey::parse(watcher).unwrap();
+        s.acknowledge(watcher, vec![AgentSessionKey::parse(target).unwrap()], "store".into(), 20)
+    };
+    let ack = acknowledge(&watchers[1]).await.unwrap();
     assert_eq!(ack.delivered.iter().map(|n| n.since).collect::<Vec<_>>(), vec![0]);
     assert_eq!(lnm(s.cursor(watchers[1].clone(), target.into()).await.unwrap().unwrap()), (21, 21, 21));
-    let own = s
-        .acknowledge(
-            AgentSessionKey::parse(&watchers[0]).unwrap(),
-            vec![AgentSessionKey::parse(target).unwrap()],
-            "store".into(),
-            20,
-        )
-        .await
-        .unwrap();
+    let own = acknowledge(&watchers[0]).await.unwrap();
     assert_eq!(own.delivered.iter().map(|n| n.since).collect::<Vec<_>>(), vec![0]);
     assert_eq!(
         lnm(s.cursor(watchers[0].clone(), target.into()).await.unwrap().unwrap()),

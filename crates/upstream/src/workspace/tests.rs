@@ -2,6 +2,22 @@ use super::*;
 use serde_json::json;
 use std::process::Command;
 
+/// A work tree whose `.git` is only HEAD (on `main`) and an empty reflog, written by hand: the tests
+/// write the reflog lines git would. Answers the temp dir and the git dir.
+fn bare_git_dir_on_main() -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let git_dir = std::fs::canonicalize(t.path()).unwrap().join(".git");
+    std::fs::create_dir_all(git_dir.join("logs")).unwrap();
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(git_dir.join("logs/HEAD"), "").unwrap();
+    (t, git_dir)
+}
+
+/// The branches a move went from and to.
+fn branches(moved: &HeadMove) -> (Option<&str>, Option<&str>) {
+    (moved.from.branch.as_deref(), moved.to.branch.as_deref())
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
@@ -97,10 +113,7 @@ fn the_follower_reports_each_move_once_without_the_commit_message() {
     git(&root, &["checkout", "-q", "main"]);
     git(&root, &["checkout", "-q", "feature"]);
     let both = f.poll().expect("two checkouts read at once are one move");
-    assert_eq!(
-        (both.moved.from.branch.as_deref(), both.moved.to.branch.as_deref()),
-        (Some("feature"), Some("feature"))
-    );
+    assert_eq!(branches(&both.moved), (Some("feature"), Some("feature")));
 }
 
 /// A remote node follows a git dir by its path, from the position the gateway kept: a fresh follower
@@ -132,13 +145,8 @@ fn a_follower_resumed_from_a_kept_position_reports_what_happened_since() {
 /// time in the reflog; read by two polls, they were one dedupe key, so the second move was dropped.
 #[test]
 fn two_moves_between_the_same_ids_in_one_second_are_two_moves() {
-    let t = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(t.path()).unwrap();
-    let git_dir = root.join(".git");
-    std::fs::create_dir_all(git_dir.join("logs")).unwrap();
-    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-    std::fs::write(git_dir.join("logs/HEAD"), "").unwrap();
-    let mut f = HeadFollower::start(resolve(&root));
+    let (_t, git_dir) = bare_git_dir_on_main();
+    let mut f = HeadFollower::start(resolve(git_dir.parent().unwrap()));
     let id = "1".repeat(40);
     let append = |to: &str| {
         use std::io::Write;
@@ -158,21 +166,13 @@ fn two_moves_between_the_same_ids_in_one_second_are_two_moves() {
 /// between read HEAD on the old branch and reported `branch main → main`.
 #[test]
 fn a_checkout_read_before_head_is_renamed_names_its_target() {
-    let t = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(t.path()).unwrap();
-    let git_dir = root.join(".git");
-    std::fs::create_dir_all(git_dir.join("logs")).unwrap();
-    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-    std::fs::write(git_dir.join("logs/HEAD"), "").unwrap();
-    let mut f = HeadFollower::start(resolve(&root));
+    let (_t, git_dir) = bare_git_dir_on_main();
+    let mut f = HeadFollower::start(resolve(git_dir.parent().unwrap()));
     let id = "1".repeat(40);
     let line = format!("{id} {id} t <t@t> 1765000000 +0000\tcheckout: moving from main to feature\n");
     std::fs::write(git_dir.join("logs/HEAD"), line).unwrap(); // HEAD not renamed yet
     let m = f.poll().expect("the checkout");
-    assert_eq!(
-        (m.moved.from.branch.as_deref(), m.moved.to.branch.as_deref()),
-        (Some("main"), Some("feature"))
-    );
+    assert_eq!(branches(&m.moved), (Some("main"), Some("feature")));
 }
 
 #[test]

@@ -48,6 +48,36 @@ pub fn file_ref(path: &Path) -> String {
     serde_json::json!({ "filePath": path.to_string_lossy() }).to_string()
 }
 
+/// A JSONL file written again, piece by piece, into an empty copy of the same name in a temp dir.
+pub struct Rewrite {
+    /// The original's bytes.
+    pub bytes: Vec<u8>,
+    pub copy: PathBuf,
+    /// The copy's upstream reference.
+    pub reference: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Rewrite {
+    pub fn of(file: &Path) -> Rewrite {
+        let bytes = std::fs::read(file).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join(file.file_name().unwrap());
+        std::fs::File::create(&copy).unwrap();
+        Rewrite { bytes, reference: file_ref(&copy), copy, _dir: dir }
+    }
+
+    /// The marker of an adoption at the start of the file.
+    pub fn start_marker() -> String {
+        r#"{"offset":0,"humans":0}"#.to_string()
+    }
+
+    pub fn write(&self, piece: &[u8]) {
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(&self.copy).unwrap().write_all(piece).unwrap();
+    }
+}
+
 pub fn append(path: &Path, s: &str) {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path).unwrap();

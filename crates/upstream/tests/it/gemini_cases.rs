@@ -5,10 +5,9 @@
 //! nothing else is, and the turn id the `BeforeAgent` hook derives before the CLI writes a prompt is the
 //! one the monitor reads from its row.
 
-use crate::common::{file_ref, fixture_root};
+use crate::common::{Rewrite, fixture_root};
 use crate::fixture_tree::copy_dir;
 use sessionwatch_upstream::{CatalogId, CheckOutcome, Homes, Probe, adopt, check, discover, gemini};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 fn case_home(case: &str) -> PathBuf {
@@ -38,28 +37,23 @@ fn homes_at(home: &Path) -> Homes {
 /// Write `file`'s rows into a fresh copy in `pieces` per row, ticking after each. Returns the prompt
 /// texts of the human turns found (each tick counts at most one here: the rows come one at a time).
 fn replay(file: &Path, pieces: usize) -> Vec<String> {
-    let bytes = std::fs::read(file).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join(file.file_name().unwrap());
-    std::fs::File::create(&copy).unwrap();
-    let reference = file_ref(&copy);
-    let mut marker = r#"{"offset":0,"humans":0}"#.to_string();
+    let rewrite = Rewrite::of(file);
+    let reference = &rewrite.reference;
+    let mut marker = Rewrite::start_marker();
     let mut found = vec![];
-    for line in bytes.split_inclusive(|b| *b == b'\n') {
+    for line in rewrite.bytes.split_inclusive(|b| *b == b'\n') {
         let row: Option<serde_json::Value> = serde_json::from_slice(line).ok();
         let prompt = row.as_ref().and_then(gemini::human_text).map(|t| t.prefix);
         // What `BeforeAgent` records: computed before the CLI writes the row.
-        let hook_turn = prompt.as_ref().map(|p| gemini::turn_id_now(&reference, &marker, p).unwrap());
+        let hook_turn = prompt.as_ref().map(|p| gemini::turn_id_now(reference, &marker, p).unwrap());
         // The same when the monitor has not ticked since adoption (the hook reads the rows after it).
-        let unticked = prompt
-            .as_ref()
-            .map(|p| gemini::turn_id_now(&reference, r#"{"offset":0,"humans":0}"#, p).unwrap());
+        let unticked =
+            prompt.as_ref().map(|p| gemini::turn_id_now(reference, &Rewrite::start_marker(), p).unwrap());
         assert_eq!(hook_turn, unticked);
         let step = line.len().div_ceil(pieces);
         for chunk in line.chunks(step) {
-            std::fs::OpenOptions::new().append(true).open(&copy).unwrap().write_all(chunk).unwrap();
-            let probe =
-                Probe { reference_json: &reference, marker_json: &marker, own_recent_user_texts: &[] };
+            rewrite.write(chunk);
+            let probe = Probe { reference_json: reference, marker_json: &marker, own_recent_user_texts: &[] };
             match check(CatalogId::Gemini, &probe) {
                 CheckOutcome::Activity { human_turns, next_marker_json, turn_id, .. } => {
                     assert!(human_turns <= 1, "{}: one row holds at most one turn", file.display());

@@ -4,10 +4,9 @@
 //! answer does not depend on where the ticks fall. (Gemini: gemini_cases.rs; OpenCode, whose store is a
 //! database: opencode_cases.rs.)
 
-use crate::common::{PRINT_TURNS, TUI_TURNS, file_ref, fixture_home, fixture_root};
+use crate::common::{PRINT_TURNS, Rewrite, TUI_TURNS, fixture_home, fixture_root};
 use sessionwatch_upstream::text::NormText;
 use sessionwatch_upstream::{CatalogId, CheckOutcome, Probe, adopt, check, codex};
-use std::io::Write;
 use std::path::Path;
 
 /// What the ticks found: the number of human turns, and the turn id reported with each activity.
@@ -18,15 +17,13 @@ struct Found {
 
 /// Writes `file` into a fresh copy in `pieces` per row (0: all at once), ticking after each write.
 fn replay(cat: CatalogId, file: &Path, pieces: usize) -> Found {
-    let bytes = std::fs::read(file).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join(file.file_name().unwrap());
-    std::fs::File::create(&copy).unwrap();
-    let reference = file_ref(&copy);
-    let mut marker = r#"{"offset":0,"humans":0}"#.to_string();
+    let rewrite = Rewrite::of(file);
+    let reference = &rewrite.reference;
+    let bytes = &rewrite.bytes;
+    let mut marker = Rewrite::start_marker();
     let mut found = Found { turns: 0, turn_ids: vec![] };
     let mut tick = |marker: &mut String| {
-        let probe = Probe { reference_json: &reference, marker_json: marker, own_recent_user_texts: &[] };
+        let probe = Probe { reference_json: reference, marker_json: marker, own_recent_user_texts: &[] };
         match check(cat, &probe) {
             CheckOutcome::Activity { human_turns, next_marker_json, turn_id, .. } => {
                 if human_turns > 0 {
@@ -48,7 +45,7 @@ fn replay(cat: CatalogId, file: &Path, pieces: usize) -> Found {
             .collect()
     };
     for chunk in chunks {
-        std::fs::OpenOptions::new().append(true).open(&copy).unwrap().write_all(chunk).unwrap();
+        rewrite.write(chunk);
         tick(&mut marker);
     }
     tick(&mut marker);

@@ -2,6 +2,24 @@
 //! native state, and a delivered turn's one transaction.
 
 use super::*;
+use sessionwatch_store::RunRow;
+
+/// An unfinished run `id` of `T`'s first incarnation, asked for by `W`.
+fn run_of_t(id: &str, created_at: Millis) -> RunRow {
+    RunRow {
+        run_id: id.into(),
+        session_key: T.into(),
+        agent_id: AGENT.into(),
+        session_id: format!("{T}-1"),
+        requester: Some(W.into()),
+        is_child: false,
+        status: None,
+        reply: None,
+        superseded: false,
+        created_at,
+        finished_at: None,
+    }
+}
 
 pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) {
     let s = &h.store;
@@ -43,7 +61,7 @@ pub async fn list_sessions_filters_by_agent_and_pages<S: Store>(h: &Harness<S>) 
 
 /// `sessions_list`'s run state and children, and `sessions_history`'s unread inbox (issue 33 item 10).
 pub async fn session_activity_and_the_pending_inbox<S: Store>(h: &Harness<S>) {
-    use sessionwatch_store::{InboxItem, RunRow, SessionActivity};
+    use sessionwatch_store::{InboxItem, SessionActivity};
     let s = &h.store;
     let session = |k: &str, parent: Option<&str>| NewSession {
         session_key: k.into(),
@@ -56,19 +74,7 @@ pub async fn session_activity_and_the_pending_inbox<S: Store>(h: &Harness<S>) {
     s.ensure_session(session(W, None), NOW).await.unwrap();
     s.ensure_session(session(T2, Some(W)), NOW).await.unwrap();
     s.ensure_session(session(T, Some(W)), NOW).await.unwrap();
-    let run = |id: &str, created_at: Millis| RunRow {
-        run_id: id.into(),
-        session_key: T.into(),
-        agent_id: AGENT.into(),
-        session_id: format!("{T}-1"),
-        requester: Some(W.into()),
-        is_child: true,
-        status: None,
-        reply: None,
-        superseded: false,
-        created_at,
-        finished_at: None,
-    };
+    let run = |id: &str, created_at: Millis| RunRow { is_child: true, ..run_of_t(id, created_at) };
     s.create_run(run("r1", NOW)).await.unwrap();
     s.finish_run("r1".into(), "error".into(), None, None, NOW + 1).await.unwrap();
     let ids = vec![(W.to_string(), AGENT.to_string()), (T.to_string(), AGENT.to_string())];
@@ -175,23 +181,11 @@ fn turn(text: &str, event: Option<AppendRequest>) -> sessionwatch_store::Turn {
 /// A delivered turn writes its run, its event (with the notices it causes), the session's host, the
 /// inbox item and the transcript message together, and answers the head its event left.
 pub async fn a_turn_writes_its_run_event_host_inbox_and_message_together<S: Store>(h: &Harness<S>) {
-    use sessionwatch_store::{InboxItem, RunRow};
+    use sessionwatch_store::InboxItem;
     let s = &h.store;
     ensure_session(s, T).await;
     register(s, W, T, Provenance::Explicit, STORE, NOW).await;
-    let run = RunRow {
-        run_id: "r1".into(),
-        session_key: T.into(),
-        agent_id: AGENT.into(),
-        session_id: format!("{T}-1"),
-        requester: Some(W.into()),
-        is_child: false,
-        status: None,
-        reply: None,
-        superseded: false,
-        created_at: NOW,
-        finished_at: None,
-    };
+    let run = run_of_t("r1", NOW);
     let mut t = turn("hello", Some(req(human(T))));
     t.run_id = Some("r1".into());
     t.run = Some(run.clone());
