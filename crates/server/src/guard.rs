@@ -7,7 +7,7 @@
 //! `application/json` means a request a page can send without a CORS preflight never carries a body.
 
 use crate::error::ApiError;
-use crate::http::error_response;
+use crate::wire::{error_response, error_status};
 use axum::extract::{Request, State};
 use axum::http::{Method, header};
 use axum::middleware::Next;
@@ -56,7 +56,7 @@ fn origin_authority(origin: &str) -> Option<&str> {
 
 pub async fn cross_site_guard(State(allowed): State<AllowedHosts>, req: Request, next: Next) -> Response {
     if let Err(e) = check(&allowed, &req) {
-        return error_response(e.status(), &e);
+        return error_response(error_status(&e), &e);
     }
     next.run(req).await
 }

@@ -9,8 +9,8 @@
 //! always had, so the bytes on the wire are those of before.
 
 use crate::request_body::optional_object;
-use crate::wire::{EventJson, SystemEventJson};
 use serde::{Deserialize, Serialize};
+use sessionwatch_store::PayloadJson;
 
 /// `POST /tools/invoke` as our own clients send it (the CLI, `demo`, `doctor`, the MCP server in front of
 /// a gateway). The handler reads OpenClaw's envelope, which is more lenient (`tool` or `name`, `args`
@@ -336,4 +336,81 @@ pub struct WatchJson {
     pub from_state_version: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
+}
+
+/// One event of `stateChanges.events`: only the documented fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventJson {
+    pub sequence: u64,
+    pub kind: String,
+    pub actor_type: String,
+    pub occurred_at: i64,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub actor_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payload: Option<PayloadJson>,
+}
+
+/// A drained system event: `{text, contextKey}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemEventJson {
+    pub text: String,
+    pub context_key: String,
+}
+
+#[cfg(test)]
+mod tests {
+    //! The body refusals' words, read through the host API's request types.
+
+    use super::{CreateSessionRequest, InboundRequest, NoFields};
+    use crate::request_body::decode;
+
+    fn refusal<T: serde::de::DeserializeOwned + std::fmt::Debug>(body: &str) -> String {
+        decode::<T>(body.as_bytes()).unwrap_err().to_string()
+    }
+
+    /// The words of `args::Args`, which read these bodies before they had types.
+    #[test]
+    fn refusals_name_the_field_as_before() {
+        let cases = [
+            ("{\"channel\":\"x\"}", "body.text is required"),
+            ("{\"text\":null}", "body.text is required"),
+            ("{\"text\":7}", "body.text must be a string"),
+            ("{\"text\":\"x\",\"actor\":5}", "body.actor must be an object"),
+            ("{\"text\":\"x\",\"actor\":{}}", "actor.type is required"),
+            ("{\"text\":\"x\",\"actor\":{\"type\":true}}", "actor.type must be a string"),
+            (
+                "{\"text\":\"x\",\"actor\":{\"type\":\"human\",\"x\":1}}",
+                "actor: unknown field \"x\" (allowed: type, id, label)",
+            ),
+            (
+                "{\"text\":\"x\",\"drain\":false}",
+                "body: unknown field \"drain\" (allowed: text, channel, actor, chatType, runId)",
+            ),
+            ("[1]", "the body must be a JSON object"),
+            ("{\"text\":\"x\",\"actor\":[\"human\"]}", "body.actor must be an object"),
+            ("null", "the body must be a JSON object"),
+        ];
+        for (body, words) in cases {
+            assert_eq!(refusal::<InboundRequest>(body), words, "{body}");
+        }
+        assert_eq!(refusal::<NoFields>("{\"drain\":false}"), "body: unknown field \"drain\" (allowed: )");
+        assert_eq!(
+            refusal::<CreateSessionRequest>("{\"sessionKey\":\"x\",\"incognito\":\"yes\"}"),
+            "body.incognito must be a boolean"
+        );
+        assert!(refusal::<InboundRequest>("{\"text\":").starts_with("malformed JSON body: "));
+        assert!(refusal::<NoFields>("{} x").starts_with("malformed JSON body: "));
+    }
+
+    #[test]
+    fn an_empty_body_is_an_empty_object() {
+        assert_eq!(decode::<NoFields>(b" \n").unwrap(), NoFields {});
+        assert!(decode::<InboundRequest>(b"").is_err());
+    }
 }

@@ -7,11 +7,11 @@
 //! cookie opens only these pages and the stream (`GET`), never a writing route.
 
 mod graph;
-pub mod login;
 mod pages;
 mod view;
 
-use crate::http::{AppState, constant_time_eq};
+use crate::login;
+use crate::state::{AppState, carries_token, constant_time_eq};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -71,7 +71,7 @@ fn login_cookie(headers: &HeaderMap) -> Option<&str> {
 
 fn access<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> Access {
     let Some(token) = &state.token else { return Access::Open };
-    if crate::http::carries_token(headers, token) {
+    if carries_token(headers, token) {
         return Access::Bearer;
     }
     if has_login_cookie(state, headers) {

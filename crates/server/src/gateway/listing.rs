@@ -82,7 +82,7 @@ impl<S: Store> Gateway<S> {
                 let run = activity.remove(&id).unwrap_or_default().latest_run;
                 let state = match &row.native_state {
                     Some(s) => s.clone(),
-                    None => crate::wire::run_state(&run).to_string(),
+                    None => run_state(&run).to_string(),
                 };
                 ListedSession {
                     state_version: versions.get(&id).copied().unwrap_or(0),
@@ -120,6 +120,19 @@ impl<S: Store> Gateway<S> {
 /// Whether the row is one of a native CLI's sessions (a gateway session could carry a key of that shape).
 fn is_native(row: &SessionRow) -> bool {
     matches!(row.created_via.as_deref(), Some("hook" | "catalog" | "node"))
+}
+
+/// A session's run state from its latest run: `idle` (none), `running`, `done` (ok), `failed` (error),
+/// `timeout`, `cancelled`.
+pub(crate) fn run_state(latest_run: &Option<Option<String>>) -> &'static str {
+    match latest_run.as_ref().map(|s| s.as_deref()) {
+        None => "idle",
+        Some(None) => "running",
+        Some(Some("ok")) => "done",
+        Some(Some("timeout")) => "timeout",
+        Some(Some("cancelled")) => "cancelled",
+        Some(Some(_)) => "failed",
+    }
 }
 
 #[cfg(test)]

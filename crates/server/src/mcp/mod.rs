@@ -32,7 +32,8 @@ pub use backend::{EmbeddedBackend, RemoteBackend, ToolBackend};
 
 use crate::error::ApiError;
 use crate::gateway::{Gateway, TOOL_NAMES};
-use crate::wire::{SystemEventJson, ToolJson};
+use crate::host_protocol::SystemEventJson;
+use crate::wire::ToolJson;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -199,8 +200,9 @@ fn render(outcome: Result<ToolJson, ApiError>, notices: Vec<SystemEventJson>) ->
             (structured, text, false)
         }
         Err(e) => {
-            let text = format!("Error ({}): {e}", e.kind());
-            let body = crate::wire::error_detail(e.kind(), &e.to_string());
+            let kind = crate::wire::error_kind(&e);
+            let text = format!("Error ({kind}): {e}");
+            let body = crate::wire::error_detail(kind, &e.to_string());
             (Map::from_iter([("error".to_string(), body)]), text, true)
         }
     };
@@ -301,7 +303,7 @@ pub fn http_service<S: Store>(
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_cancellation_token(shutdown)
-        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
+        .with_max_request_body_bytes(crate::state::MAX_BODY_BYTES);
     StreamableHttpService::new(
         move || {
             let rule = CallerRule::Native {

@@ -1,6 +1,5 @@
 //! The host API's answers: each gateway result projected into its `host_protocol` type.
 
-use super::{EventJson, SystemEventJson};
 use crate::gateway::listing::{Listing, WatchAnswer};
 use crate::gateway::results::{
     CompactedOutput, DrainedOutput, GoalOutput, InboundOutput, MessageAdded, ResetOutput, RunResultOutput,
@@ -10,6 +9,7 @@ use crate::host_protocol::{
     CompactedJson, DeletedJson, DrainedJson, GoalJson, InboundJson, InboxItemJson, ListedSessionJson,
     MessageAddedJson, ResetJson, RunResultJson, SessionCreatedJson, SessionListingJson, WatchJson,
 };
+use crate::host_protocol::{EventJson, SystemEventJson};
 use sessionwatch_kernel::WatchOutcome;
 use sessionwatch_store::InboxItem;
 

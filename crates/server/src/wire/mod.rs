@@ -1,33 +1,24 @@
 //! JSON wire shapes. Domain types are not `Serialize`; this module projects them.
 
 use crate::gateway::upstream::{Adopted, CatalogListing};
+pub use crate::host_protocol::{EventJson, SystemEventJson};
 use serde_json::{Value, json};
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 
+mod error;
 mod host;
 mod tools;
+
+pub(crate) use error::{
+    error_body, error_detail, error_kind, error_response, error_status, host_answer, host_error,
+};
 
 pub use host::*;
 
 pub use tools::{
-    ArgNotesJson, ClampJson, EventJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson,
-    StateChangesJson, StatusJson, StatusText, SystemEventJson, ToolJson, UnwatchJson, run_state,
+    ArgNotesJson, ClampJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson, StateChangesJson,
+    StatusJson, StatusText, ToolJson, UnwatchJson,
 };
-
-/// An error: `{"type", "message"}` (inside `{"ok": false, "error": …}` over HTTP, as MCP structured content
-/// under `error`).
-pub fn error_detail(kind: &str, message: &str) -> Value {
-    to_value(error_json(kind, message))
-}
-
-fn error_json(kind: &str, message: &str) -> crate::host_protocol::ErrorJson {
-    crate::host_protocol::ErrorJson { message: message.to_string(), kind: kind.to_string() }
-}
-
-/// An HTTP error body: `{"ok": false, "error": {"type", "message"}}`.
-pub fn error_body(kind: &str, message: &str) -> Value {
-    to_value(crate::host_protocol::ErrorBodyJson { error: error_json(kind, message), ok: false })
-}
 
 fn to_value(v: impl serde::Serialize) -> Value {
     serde_json::to_value(v).expect("wire types always serialize")

@@ -2,8 +2,10 @@
 //! types: built from the gateway's [`ToolOutput`], and parsed back by the MCP server that reaches a
 //! gateway over HTTP, so both MCP paths read the same typed values.
 
+use crate::gateway::listing::run_state;
 use crate::gateway::results::{HistoryOutput, ListOutput, SendOutput, SendStatus, StatusOutput, ToolOutput};
 use crate::gateway::tool_args::ArgNotes;
+use crate::host_protocol::{EventJson, SystemEventJson};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -11,23 +13,6 @@ use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 use sessionwatch_store::{PayloadJson, SessionActivity, SessionRow, TranscriptMessage};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-
-/// One event of `stateChanges.events`: only the documented fields.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventJson {
-    pub sequence: u64,
-    pub kind: String,
-    pub actor_type: String,
-    pub occurred_at: i64,
-    pub summary: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub actor_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub run_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub payload: Option<PayloadJson>,
-}
 
 impl From<&StoredEvent> for EventJson {
     fn from(e: &StoredEvent) -> EventJson {
@@ -170,19 +155,6 @@ impl SessionRowJson {
             pinned: false,
             parent_session_key: s.spawned_by.clone(),
         }
-    }
-}
-
-/// A session's run state from its latest run: `idle` (none), `running`, `done` (ok), `failed` (error),
-/// `timeout`, `cancelled`.
-pub fn run_state(latest_run: &Option<Option<String>>) -> &'static str {
-    match latest_run.as_ref().map(|s| s.as_deref()) {
-        None => "idle",
-        Some(None) => "running",
-        Some(Some("ok")) => "done",
-        Some(Some("timeout")) => "timeout",
-        Some(Some("cancelled")) => "cancelled",
-        Some(Some(_)) => "failed",
     }
 }
 
@@ -541,14 +513,6 @@ fn send(s: &SendOutput) -> SendJson {
         run_started: (!s.waited).then_some(true),
         notes: ArgNotesJson::default(),
     }
-}
-
-/// A drained system event: `{text, contextKey}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SystemEventJson {
-    pub text: String,
-    pub context_key: String,
 }
 
 impl From<&QueuedEvent> for SystemEventJson {

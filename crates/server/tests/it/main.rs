@@ -8,6 +8,7 @@ mod hooks;
 mod mcp;
 mod mcp_sessions;
 mod mcp_story;
+mod module_graph;
 mod opencode_plugin;
 mod pi_hooks;
 mod slow_clients;
