@@ -38,4 +38,4 @@ impl From<sessionwatch_store::StoreError> for ApiError {
     }
 }
 
-pub type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;

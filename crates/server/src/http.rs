@@ -20,13 +20,8 @@ use sessionwatch_store::Store;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The whole HTTP surface (tests call it with `oneshot`).
-pub fn app<S: Store>(state: Arc<AppState<S>>) -> Router {
-    app_with_shutdown(state, tokio_util::sync::CancellationToken::new())
-}
-
-/// [`app`], with the MCP endpoint's streams ended when `mcp_shutdown` is cancelled.
-pub fn app_with_shutdown<S: Store>(
+/// The whole HTTP surface; the MCP endpoint's streams end when `mcp_shutdown` is cancelled.
+pub(crate) fn app<S: Store>(
     state: Arc<AppState<S>>,
     mcp_shutdown: tokio_util::sync::CancellationToken,
 ) -> Router {

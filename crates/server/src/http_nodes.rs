@@ -20,7 +20,7 @@ type Shared<S> = Arc<AppState<S>>;
 
 /// The node a `/v1/node/*` request comes from (its token's).
 #[derive(Clone, Debug)]
-pub struct NodeName(pub String);
+pub(crate) struct NodeName(pub String);
 
 /// `/v1/node/*` takes a node token only; the admin token is not a node.
 pub(crate) async fn require_node<S: Store>(

@@ -32,7 +32,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 }
 
 /// Decodes `body` into `T`.
-pub fn decode<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
+pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
     let body: &[u8] = if body.iter().all(|b| b.is_ascii_whitespace()) { b"{}" } else { body };
     let mut json = serde_json::Deserializer::from_slice(body);
     let Object(decoded) = serde_path_to_error::deserialize(&mut json).map_err(|e| refusal(&e))?;
@@ -63,12 +63,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 /// For an optional object field (`#[serde(default, deserialize_with = "…")]`): absent or `null` is
 /// `None`, an object is read as `T`, anything else refused.
-pub fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+pub(crate) fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     Ok(Option::<Object<T>>::deserialize(d)?.map(|Object(t)| t))
 }
 
 /// A required text field holds more than white space: `body.<field> must not be empty` otherwise.
-pub fn non_empty<'a>(field: &str, value: &'a str) -> ApiResult<&'a str> {
+pub(crate) fn non_empty<'a>(field: &str, value: &'a str) -> ApiResult<&'a str> {
     if value.trim().is_empty() {
         return Err(ApiError::invalid(format!("{field} must not be empty")));
     }

@@ -26,7 +26,7 @@ pub async fn run<S: Store>(
     let mcp_shutdown = tokio_util::sync::CancellationToken::new();
     let kernel = state.gateway.kernel().clone();
     let gateway = state.gateway.clone();
-    let router = http::app_with_shutdown(state, mcp_shutdown.clone());
+    let router = http::app(state, mcp_shutdown.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(connections::effective_cap(limits.max_connections)));
     let open = Arc::new(connections::Connections::new());
     let closing = tokio_util::sync::CancellationToken::new();

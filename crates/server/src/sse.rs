@@ -15,7 +15,7 @@ use sessionwatch_store::Store;
 use std::sync::Arc;
 use tokio_stream::wrappers::BroadcastStream;
 
-pub async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -> Response {
+pub(crate) async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -> Response {
     let gateway = state.gateway.clone();
     let filter = match query_param(&uri, "sessionKey") {
         Some(raw) => match gateway.resolve_host_key(&raw, None) {

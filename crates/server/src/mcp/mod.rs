@@ -23,10 +23,10 @@
 //! announced the same call; else `main`.
 
 mod backend;
-pub mod schema;
+pub(crate) mod schema;
 mod sessions;
 
-pub use sessions::BoundedSessions;
+pub(crate) use sessions::BoundedSessions;
 
 pub use backend::{EmbeddedBackend, RemoteBackend, ToolBackend};
 
@@ -52,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 pub const SESSION_HEADER: &str = "x-sessionwatch-session";
 
 /// Hosts `/mcp` always accepts (DNS-rebinding protection); others come from `gateway.mcpAllowedHosts`.
-pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// How the caller session of a tool call is found (see the module docs).
 #[derive(Clone, Debug)]
@@ -66,7 +66,7 @@ pub enum CallerRule {
 }
 
 /// An MCP server for the six tools.
-pub struct McpServer<B> {
+pub(crate) struct McpServer<B> {
     backend: Arc<B>,
     caller: CallerRule,
     tools: Arc<Vec<Tool>>,
@@ -79,7 +79,7 @@ impl<B> Clone for McpServer<B> {
 }
 
 impl<B: ToolBackend> McpServer<B> {
-    pub fn new(backend: Arc<B>, caller: CallerRule) -> Self {
+    pub(crate) fn new(backend: Arc<B>, caller: CallerRule) -> Self {
         McpServer { backend, caller, tools: Arc::new(schema::tools()) }
     }
 
@@ -130,7 +130,12 @@ impl<B: ToolBackend> McpServer<B> {
 
     /// Calls a tool as `caller` and renders the MCP result, with the caller's drained notices appended.
     /// An unknown tool is a protocol error (`invalid_params`); everything else is a tool result.
-    pub async fn call(&self, caller: &str, tool: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+    pub(crate) async fn call(
+        &self,
+        caller: &str,
+        tool: &str,
+        args: Value,
+    ) -> Result<CallToolResult, ErrorData> {
         if !TOOL_NAMES.contains(&tool) {
             return Err(unknown_tool(tool));
         }
@@ -291,7 +296,7 @@ pub async fn serve_stdio<B: ToolBackend>(backend: Arc<B>, caller: CallerRule) ->
 /// The streamable HTTP service for `/mcp`: tools of `gateway` in this process, caller per request from
 /// [`SESSION_HEADER`]. Accepts loopback `Host`s plus `extra_hosts`; its sessions are `sessions`
 /// (bounded); stops its streams when `shutdown` is cancelled.
-pub fn http_service<S: Store>(
+pub(crate) fn http_service<S: Store>(
     gateway: Arc<Gateway<S>>,
     extra_hosts: &[String],
     sessions: Arc<BoundedSessions>,

@@ -3,7 +3,6 @@
 use crate::gateway::upstream::{Adopted, CatalogListing};
 pub use crate::host_protocol::{EventJson, SystemEventJson};
 use serde_json::{Value, json};
-use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 
 mod error;
 mod host;
@@ -13,29 +12,13 @@ pub(crate) use error::{
     error_body, error_detail, error_kind, error_response, error_status, host_answer, host_error,
 };
 
-pub use host::*;
+pub(crate) use host::*;
 
-pub use tools::{
-    ArgNotesJson, ClampJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson, StateChangesJson,
-    StatusJson, StatusText, ToolJson, UnwatchJson,
-};
+pub(crate) use tools::ToolJson;
+pub use tools::{SpawnJson, StateChangesJson};
 
 fn to_value(v: impl serde::Serialize) -> Value {
     serde_json::to_value(v).expect("wire types always serialize")
-}
-
-/// One event of `stateChanges.events`: only the documented fields; the payload keeps only
-/// `outcome`, `channel` and `turns`.
-pub fn event(e: &StoredEvent) -> Value {
-    to_value(EventJson::from(e))
-}
-
-pub fn state_changes(page: &ChangesPage) -> Value {
-    to_value(StateChangesJson::from(page))
-}
-
-pub fn system_event(e: &QueuedEvent) -> Value {
-    to_value(SystemEventJson::from(e))
 }
 
 /// What registering a watch did (`sessionwatch db watch`).
@@ -58,7 +41,7 @@ pub fn watch_outcome(o: &sessionwatch_kernel::WatchOutcome) -> Value {
 }
 
 /// `POST /v1/hooks`: what the hook command prints is rendered from this by the CLI.
-pub fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protocol::HookAnswer {
+pub(crate) fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protocol::HookAnswer {
     crate::hook_protocol::HookAnswer {
         additional_context: o.reply.context.clone(),
         block: o.reply.block.clone(),
@@ -71,7 +54,7 @@ pub fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protocol::Hoo
 /// details. Serialized straight from the typed result (no intermediate `Value` tree: building one cost
 /// more than the rest of a `session_status` answer); a status text, which the answer carries twice, is
 /// escaped once ([`StatusText`]).
-pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
+pub(crate) fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
     #[derive(serde::Serialize)]
     struct Envelope<'a> {
         ok: bool,
@@ -98,12 +81,12 @@ pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
 }
 
 /// `POST /v1/ui/login-links`: a one-time login path (relative to the gateway's URL).
-pub fn login_link(path: &str, expires_in_seconds: u64) -> crate::host_protocol::LoginLinkJson {
+pub(crate) fn login_link(path: &str, expires_in_seconds: u64) -> crate::host_protocol::LoginLinkJson {
     crate::host_protocol::LoginLinkJson { expires_in_seconds, path: path.to_string() }
 }
 
 /// `POST /v1/catalog/continue`: the adopted session (with `node` and `baseline` for a remote one).
-pub fn adoption(a: &Adopted) -> Value {
+pub(crate) fn adoption(a: &Adopted) -> Value {
     let mut v = json!({
         "sessionKey": a.session_key,
         "sessionId": a.session_id,
@@ -140,7 +123,7 @@ pub fn catalog_entry(e: &sessionwatch_upstream::CatalogEntry, adopted: Option<&s
 }
 
 /// `GET /v1/catalog`: the local sessions, then (with `all=true`) the nodes'.
-pub fn catalog(c: &CatalogListing) -> crate::host_protocol::CatalogJson {
+pub(crate) fn catalog(c: &CatalogListing) -> crate::host_protocol::CatalogJson {
     let mut sessions: Vec<Value> =
         c.local.iter().map(|(e, adopted)| catalog_entry(e, adopted.as_deref())).collect();
     sessions
@@ -149,7 +132,7 @@ pub fn catalog(c: &CatalogListing) -> crate::host_protocol::CatalogJson {
 }
 
 /// `GET /v1/nodes`.
-pub fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
+pub(crate) fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
     let rows: Vec<Value> = nodes
         .iter()
         .map(|n| {
@@ -168,7 +151,7 @@ pub fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
 }
 
 /// `POST /v1/nodes`: the new node's token, shown once.
-pub fn node_token(name: &str, token: &str) -> crate::host_protocol::NodeTokenJson {
+pub(crate) fn node_token(name: &str, token: &str) -> crate::host_protocol::NodeTokenJson {
     crate::host_protocol::NodeTokenJson { name: name.to_string(), token: token.to_string() }
 }
 

@@ -80,17 +80,17 @@ pub struct StatusText {
 }
 
 impl StatusText {
-    pub fn new(text: String) -> StatusText {
+    pub(crate) fn new(text: String) -> StatusText {
         let json = serde_json::value::to_raw_value(&text).expect("a string always serializes");
         StatusText { text, json }
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 
     /// The text as a JSON string literal.
-    pub fn as_json(&self) -> &RawValue {
+    pub(crate) fn as_json(&self) -> &RawValue {
         &self.json
     }
 }
@@ -139,7 +139,7 @@ pub struct SessionRowJson {
 }
 
 impl SessionRowJson {
-    pub fn of(s: &SessionRow, state_version: u64, activity: &SessionActivity) -> SessionRowJson {
+    pub(crate) fn of(s: &SessionRow, state_version: u64, activity: &SessionActivity) -> SessionRowJson {
         SessionRowJson {
             key: s.session_key.clone(),
             kind: s.kind.clone(),
@@ -341,7 +341,7 @@ pub enum ToolJson {
 
 impl ToolJson {
     /// A call's result with what its arguments did not do as given.
-    pub fn of_call(output: &ToolOutput, notes: &ArgNotes) -> ToolJson {
+    pub(crate) fn of_call(output: &ToolOutput, notes: &ArgNotes) -> ToolJson {
         let mut json = ToolJson::of(output);
         let slot = match &mut json {
             ToolJson::Status(j) => &mut j.notes,
@@ -355,7 +355,7 @@ impl ToolJson {
         json
     }
 
-    pub fn of(output: &ToolOutput) -> ToolJson {
+    pub(crate) fn of(output: &ToolOutput) -> ToolJson {
         match output {
             ToolOutput::Status(s) => ToolJson::Status(status(s)),
             ToolOutput::List(l) => ToolJson::List(list(l)),
@@ -378,7 +378,7 @@ impl ToolJson {
     }
 
     /// Reads `tool`'s result back from the JSON a gateway answered (the MCP server over HTTP).
-    pub fn parse(tool: &str, details: Value) -> Result<ToolJson, serde_json::Error> {
+    pub(crate) fn parse(tool: &str, details: Value) -> Result<ToolJson, serde_json::Error> {
         use serde::de::Error;
         Ok(match tool {
             "session_status" => ToolJson::Status(serde_json::from_value(details)?),
@@ -391,13 +391,13 @@ impl ToolJson {
         })
     }
 
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("tool results always serialize")
     }
 
     /// The readable text `/tools/invoke` answers, as OpenClaw does, as a JSON string literal: `statusText`
     /// when the tool has one (already escaped, [`StatusText`]), else the details as indented JSON.
-    pub fn text_json(&self) -> Cow<'_, RawValue> {
+    pub(crate) fn text_json(&self) -> Cow<'_, RawValue> {
         match self {
             ToolJson::Status(s) => Cow::Borrowed(s.status_text.as_json()),
             other => {
