@@ -7,7 +7,7 @@
 //! `application/json` means a request a page can send without a CORS preflight never carries a body.
 
 use crate::error::ApiError;
-use crate::wire::{error_response, error_status};
+use crate::wire::host_error;
 use axum::extract::{Request, State};
 use axum::http::{Method, header};
 use axum::middleware::Next;
@@ -60,7 +60,7 @@ pub(crate) async fn cross_site_guard(
     next: Next,
 ) -> Response {
     if let Err(e) = check(&allowed, &req) {
-        return error_response(error_status(&e), &e);
+        return host_error(e);
     }
     next.run(req).await
 }

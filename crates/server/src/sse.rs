@@ -3,7 +3,7 @@
 //! state version) and `ack` (a turn took delivery of its notices); without it the stream is as before.
 
 use crate::state::{AppState, query_param};
-use crate::wire::{error_response, error_status};
+use crate::wire::host_error;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -24,7 +24,7 @@ pub(crate) async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri:
                 gateway.kernel().host_session(&r.key, &r.agent_id).await;
                 Some(r.key)
             }
-            Err(e) => return error_response(error_status(&e), &e),
+            Err(e) => return host_error(e),
         },
         None => None,
     };

@@ -29,7 +29,7 @@ pub(crate) fn error_kind(e: &ApiError) -> &'static str {
 
 /// The HTTP status of this error everywhere it is answered (the host API, the guard, the nodes'
 /// routes). `/tools/invoke` answers OpenClaw's statuses instead (`tool_invoke.rs`).
-pub(crate) fn error_status(e: &ApiError) -> StatusCode {
+fn error_status(e: &ApiError) -> StatusCode {
     match e {
         ApiError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
         ApiError::NotFound(_) | ApiError::UnknownTool(_) => StatusCode::NOT_FOUND,
@@ -63,7 +63,7 @@ pub(crate) fn error_response(status: StatusCode, e: &ApiError) -> Response {
     (status, Json(error_body(error_kind(e), &e.to_string()))).into_response()
 }
 
-/// Host API errors: unknown sessions are 404.
+/// `e` answered with its own status (the host API, the guard, the stream, the nodes' routes).
 pub(crate) fn host_error(e: ApiError) -> Response {
     error_response(error_status(&e), &e)
 }

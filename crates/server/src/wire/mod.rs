@@ -8,9 +8,7 @@ mod error;
 mod host;
 mod tools;
 
-pub(crate) use error::{
-    error_body, error_detail, error_kind, error_response, error_status, host_answer, host_error,
-};
+pub(crate) use error::{error_body, error_detail, error_kind, error_response, host_answer, host_error};
 
 pub(crate) use host::*;
 
