@@ -5,14 +5,14 @@
 use crate::error::{ApiError, ApiResult};
 use serde_json::{Map, Value};
 
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     what: &'a str,
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Args<'a> {
     /// `value` must be an object (or null/absent, read as empty) holding only `allowed` keys.
-    pub fn new(what: &'a str, value: &'a Value, allowed: &[&str]) -> ApiResult<Args<'a>> {
+    pub(crate) fn new(what: &'a str, value: &'a Value, allowed: &[&str]) -> ApiResult<Args<'a>> {
         static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
         let map = match value {
             Value::Object(m) => m,
@@ -32,7 +32,7 @@ impl<'a> Args<'a> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
-    pub fn opt_str(&self, key: &str) -> ApiResult<Option<&'a str>> {
+    pub(crate) fn opt_str(&self, key: &str) -> ApiResult<Option<&'a str>> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
@@ -40,7 +40,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn opt_bool(&self, key: &str) -> ApiResult<Option<bool>> {
+    pub(crate) fn opt_bool(&self, key: &str) -> ApiResult<Option<bool>> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -49,7 +49,7 @@ impl<'a> Args<'a> {
     }
 
     /// An integer in `[min, max]`.
-    pub fn opt_int(&self, key: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
+    pub(crate) fn opt_int(&self, key: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
         let Some(v) = self.get(key) else { return Ok(None) };
         let n = v
             .as_i64()
@@ -63,7 +63,7 @@ impl<'a> Args<'a> {
     }
 
     /// [`Args::opt_int`], also accepting the integer as a decimal string (`"0"`), as OpenClaw does.
-    pub fn opt_int_lenient(&self, key: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
+    pub(crate) fn opt_int_lenient(&self, key: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
         match self.get(key) {
             Some(Value::String(s)) => match s.trim().parse::<i64>() {
                 Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
@@ -77,14 +77,14 @@ impl<'a> Args<'a> {
     }
 
     /// A list of strings, or one string (read as a list of one), as OpenClaw does for `kinds`.
-    pub fn opt_str_or_list(&self, key: &str) -> ApiResult<Option<Vec<&'a str>>> {
+    pub(crate) fn opt_str_or_list(&self, key: &str) -> ApiResult<Option<Vec<&'a str>>> {
         match self.get(key) {
             Some(Value::String(s)) => Ok(Some(vec![s.as_str()])),
             _ => self.opt_str_list(key),
         }
     }
 
-    pub fn opt_str_list(&self, key: &str) -> ApiResult<Option<Vec<&'a str>>> {
+    pub(crate) fn opt_str_list(&self, key: &str) -> ApiResult<Option<Vec<&'a str>>> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Array(items)) => items

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub fn token_path(data_dir: &Path) -> PathBuf {
+pub(crate) fn token_path(data_dir: &Path) -> PathBuf {
     data_dir.join("token")
 }
 

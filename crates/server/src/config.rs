@@ -194,7 +194,7 @@ impl Config {
         })
     }
 
-    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+    pub(crate) fn from_toml(text: &str) -> Result<Config, ConfigError> {
         let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: String::new(),
             message: e.to_string().trim().to_string(),

@@ -46,7 +46,7 @@ pub fn raise_fd_limit() -> Option<u64> {
 }
 
 #[cfg(not(unix))]
-pub fn raise_fd_limit() -> Option<u64> {
+pub(crate) fn raise_fd_limit() -> Option<u64> {
     None
 }
 

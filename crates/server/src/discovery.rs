@@ -13,9 +13,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 /// The runtime file's name in the data dir.
-pub const RUNTIME_FILE_NAME: &str = "gateway.json";
+pub(crate) const RUNTIME_FILE_NAME: &str = "gateway.json";
 
-pub fn runtime_file_path(data_dir: &Path) -> PathBuf {
+pub(crate) fn runtime_file_path(data_dir: &Path) -> PathBuf {
     data_dir.join(RUNTIME_FILE_NAME)
 }
 
@@ -103,7 +103,7 @@ impl Drop for PublishedRuntimeFile {
 }
 
 /// Whether a process with this pid exists (signal 0 checks without sending anything).
-pub fn pid_is_alive(pid: u32) -> bool {
+pub(crate) fn pid_is_alive(pid: u32) -> bool {
     #[cfg(unix)]
     {
         let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
@@ -172,14 +172,14 @@ pub struct GatewayUrl {
 
 /// A listen address set by the config, and by what.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfiguredListen {
+pub(crate) struct ConfiguredListen {
     pub addr: SocketAddr,
     pub origin: String,
 }
 
 /// Everything the resolution reads, gathered by the caller (so tests need no environment).
 #[derive(Clone, Debug, Default)]
-pub struct UrlInputs {
+pub(crate) struct UrlInputs {
     /// The command line's URL and the flag's name (`--url`, or `--gateway` for `node`).
     pub flag: Option<(String, String)>,
     /// `SESSIONWATCH_URL` (empty counts as unset).
@@ -193,7 +193,7 @@ pub struct UrlInputs {
 }
 
 /// The one resolution: `--url`, `SESSIONWATCH_URL`, the runtime file, the config, the default.
-pub fn resolve_gateway_url(inputs: UrlInputs) -> GatewayUrl {
+pub(crate) fn resolve_gateway_url(inputs: UrlInputs) -> GatewayUrl {
     let mut warnings = inputs.warnings;
     let answer = |url: String, source: UrlSource, warnings: Vec<String>| GatewayUrl {
         url: url.trim_end_matches('/').to_string(),

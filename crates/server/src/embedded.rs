@@ -1,6 +1,8 @@
 //! A gateway on a temporary database and a free loopback port, for `sessionwatch demo` and the benches.
 
-use crate::{AppState, Config, Gateway};
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::state::AppState;
 use sessionwatch_core::SystemClock;
 use sessionwatch_store::sqlite::GatewayLock;
 use sessionwatch_store::{SqliteOptions, SqliteStore};
@@ -30,7 +32,7 @@ impl Embedded {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(crate::run(listener, state, async {
+        let server = tokio::spawn(crate::serve::run(listener, state, async {
             let _ = stopped.await;
         }));
         Ok(Embedded { base, token, gateway, stop, server, _lock: lock, _dir: dir })

@@ -7,7 +7,7 @@
 //! `application/json` means a request a page can send without a CORS preflight never carries a body.
 
 use crate::error::ApiError;
-use crate::http::error_response;
+use crate::wire::host_error;
 use axum::extract::{Request, State};
 use axum::http::{Method, header};
 use axum::middleware::Next;
@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 /// The hosts (`name` or `name:port`) requests may name in `Host` and `Origin`.
 #[derive(Debug, Clone)]
-pub struct AllowedHosts(Arc<Vec<String>>);
+pub(crate) struct AllowedHosts(Arc<Vec<String>>);
 
 impl AllowedHosts {
     /// Loopback names, the listen address (unless unspecified) and the configured extra hosts.
-    pub fn new(listen: Option<std::net::SocketAddr>, extra: &[String]) -> AllowedHosts {
+    pub(crate) fn new(listen: Option<std::net::SocketAddr>, extra: &[String]) -> AllowedHosts {
         let mut hosts: Vec<String> =
             crate::mcp::LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(extra.iter().cloned()).collect();
         if let Some(addr) = listen.filter(|a| !a.ip().is_unspecified()) {
@@ -30,7 +30,7 @@ impl AllowedHosts {
     }
 
     /// True when `authority` (`host`, `host:port`, `[v6]:port`) names an allowed host.
-    pub fn allows(&self, authority: &str) -> bool {
+    pub(crate) fn allows(&self, authority: &str) -> bool {
         let authority = authority.trim().to_ascii_lowercase();
         let name = host_name(&authority);
         self.0.iter().any(|h| *h == authority || h.trim_start_matches('[').trim_end_matches(']') == name)
@@ -54,9 +54,13 @@ fn origin_authority(origin: &str) -> Option<&str> {
     Some(rest.split('/').next().unwrap_or(rest)).filter(|a| !a.is_empty())
 }
 
-pub async fn cross_site_guard(State(allowed): State<AllowedHosts>, req: Request, next: Next) -> Response {
+pub(crate) async fn cross_site_guard(
+    State(allowed): State<AllowedHosts>,
+    req: Request,
+    next: Next,
+) -> Response {
     if let Err(e) = check(&allowed, &req) {
-        return error_response(e.status(), &e);
+        return host_error(e);
     }
     next.run(req).await
 }

@@ -1,7 +1,7 @@
 //! What a hook says to the gateway (`POST /v1/hooks`) and what the gateway answers, defined once for both
 //! ends: `sessionwatch hook <event>` (`src/cli/hook.rs`) sends a [`HookRequest`] whose `input` is the
 //! hook's stdin, forwarded byte for byte; Pi's extension and OpenCode's plugin post the same shape
-//! themselves. The handler (`http.rs` `hook`) decodes the body once into a `HookRequest<Value>` and maps
+//! themselves. The handler (`host_api.rs` `hook`) decodes the body once into a `HookRequest<Value>` and maps
 //! `input` with `sessionwatch_upstream::hook` (no second parse); it answers a [`HookAnswer`], from which
 //! the hook process renders what its CLI reads.
 
@@ -46,7 +46,7 @@ pub struct HookAnswer {
 /// `GET /v1/hooks/tool-uses/{id}`: the session whose `PreToolUse` hook announced this MCP tool call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolUseJson {
+pub(crate) struct ToolUseJson {
     pub session_key: String,
 }
 

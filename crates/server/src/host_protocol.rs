@@ -1,5 +1,5 @@
 //! The host API (`/v1/sessions…`, `/v1/runs…`, `/v1/catalog/continue`, `/v1/nodes`, `/v1/ui/login-links`)
-//! as types, defined once for both ends: the handlers (`http.rs`, `http_nodes.rs`) decode each request
+//! as types, defined once for both ends: the handlers (`host_api.rs`, `http_nodes.rs`) decode each request
 //! body into its type ([`crate::request_body::Body`]) and `wire/host.rs` answers with the response
 //! types; the CLI (`src/cli/client.rs`, `demo.rs`, `upstream.rs`) sends the same request types and reads
 //! the answers it acts on with them.
@@ -9,12 +9,12 @@
 //! always had, so the bytes on the wire are those of before.
 
 use crate::request_body::optional_object;
-use crate::wire::{EventJson, SystemEventJson};
 use serde::{Deserialize, Serialize};
+use sessionwatch_store::PayloadJson;
 
 /// `POST /tools/invoke` as our own clients send it (the CLI, `demo`, `doctor`, the MCP server in front of
 /// a gateway). The handler reads OpenClaw's envelope, which is more lenient (`tool` or `name`, `args`
-/// absent or `[]`, `agentId`, …): `http::tool_envelope`.
+/// absent or `[]`, `agentId`, …): `tool_invoke::tool_envelope`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall<A> {
@@ -124,7 +124,7 @@ pub struct SetGoalRequest {
 /// `DELETE /v1/sessions/{key}/goal`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ClearGoalRequest {
+pub(crate) struct ClearGoalRequest {
     #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "optional_object")]
     pub actor: Option<ActorJson>,
 }
@@ -185,7 +185,7 @@ pub struct NodeTokenJson {
 /// `POST /v1/sessions`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionCreatedJson {
+pub(crate) struct SessionCreatedJson {
     pub created: bool,
     pub kind: String,
     pub session_id: String,
@@ -195,7 +195,7 @@ pub struct SessionCreatedJson {
 /// `POST /v1/sessions/{key}/inbound`: `event` when a human turn was recorded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InboundJson {
+pub(crate) struct InboundJson {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub event: Option<EventJson>,
     pub session_id: String,
@@ -228,7 +228,7 @@ pub struct InboxItemJson {
 /// `POST /v1/sessions/{key}/messages`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MessageAddedJson {
+pub(crate) struct MessageAddedJson {
     pub id: i64,
     pub session_key: String,
 }
@@ -236,7 +236,7 @@ pub struct MessageAddedJson {
 /// `PUT` / `DELETE /v1/sessions/{key}/goal`: `event` when `changed`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GoalJson {
+pub(crate) struct GoalJson {
     pub changed: bool,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub event: Option<EventJson>,
@@ -247,7 +247,7 @@ pub struct GoalJson {
 /// `POST /v1/sessions/{key}/compactions`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CompactedJson {
+pub(crate) struct CompactedJson {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub event: Option<EventJson>,
     pub recorded: bool,
@@ -257,7 +257,7 @@ pub struct CompactedJson {
 /// `POST /v1/sessions/{key}/reset`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ResetJson {
+pub(crate) struct ResetJson {
     pub session_id: String,
     pub session_key: String,
     pub watches_cleared: u64,
@@ -266,7 +266,7 @@ pub struct ResetJson {
 /// `DELETE /v1/sessions/{key}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DeletedJson {
+pub(crate) struct DeletedJson {
     pub deleted: bool,
     pub session_key: String,
 }
@@ -274,7 +274,7 @@ pub struct DeletedJson {
 /// `POST /v1/runs/{runId}/result`: `accepted` is false when the run had finished already.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunResultJson {
+pub(crate) struct RunResultJson {
     pub accepted: bool,
     pub run_id: String,
     pub status: String,
@@ -336,4 +336,81 @@ pub struct WatchJson {
     pub from_state_version: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
+}
+
+/// One event of `stateChanges.events`: only the documented fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventJson {
+    pub sequence: u64,
+    pub kind: String,
+    pub actor_type: String,
+    pub occurred_at: i64,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub actor_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub payload: Option<PayloadJson>,
+}
+
+/// A drained system event: `{text, contextKey}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemEventJson {
+    pub text: String,
+    pub context_key: String,
+}
+
+#[cfg(test)]
+mod tests {
+    //! The body refusals' words, read through the host API's request types.
+
+    use super::{CreateSessionRequest, InboundRequest, NoFields};
+    use crate::request_body::decode;
+
+    fn refusal<T: serde::de::DeserializeOwned + std::fmt::Debug>(body: &str) -> String {
+        decode::<T>(body.as_bytes()).unwrap_err().to_string()
+    }
+
+    /// The words of `args::Args`, which read these bodies before they had types.
+    #[test]
+    fn refusals_name_the_field_as_before() {
+        let cases = [
+            ("{\"channel\":\"x\"}", "body.text is required"),
+            ("{\"text\":null}", "body.text is required"),
+            ("{\"text\":7}", "body.text must be a string"),
+            ("{\"text\":\"x\",\"actor\":5}", "body.actor must be an object"),
+            ("{\"text\":\"x\",\"actor\":{}}", "actor.type is required"),
+            ("{\"text\":\"x\",\"actor\":{\"type\":true}}", "actor.type must be a string"),
+            (
+                "{\"text\":\"x\",\"actor\":{\"type\":\"human\",\"x\":1}}",
+                "actor: unknown field \"x\" (allowed: type, id, label)",
+            ),
+            (
+                "{\"text\":\"x\",\"drain\":false}",
+                "body: unknown field \"drain\" (allowed: text, channel, actor, chatType, runId)",
+            ),
+            ("[1]", "the body must be a JSON object"),
+            ("{\"text\":\"x\",\"actor\":[\"human\"]}", "body.actor must be an object"),
+            ("null", "the body must be a JSON object"),
+        ];
+        for (body, words) in cases {
+            assert_eq!(refusal::<InboundRequest>(body), words, "{body}");
+        }
+        assert_eq!(refusal::<NoFields>("{\"drain\":false}"), "body: unknown field \"drain\" (allowed: )");
+        assert_eq!(
+            refusal::<CreateSessionRequest>("{\"sessionKey\":\"x\",\"incognito\":\"yes\"}"),
+            "body.incognito must be a boolean"
+        );
+        assert!(refusal::<InboundRequest>("{\"text\":").starts_with("malformed JSON body: "));
+        assert!(refusal::<NoFields>("{} x").starts_with("malformed JSON body: "));
+    }
+
+    #[test]
+    fn an_empty_body_is_an_empty_object() {
+        assert_eq!(decode::<NoFields>(b" \n").unwrap(), NoFields {});
+        assert!(decode::<InboundRequest>(b"").is_err());
+    }
 }

@@ -2,9 +2,10 @@
 //! (a node token, which opens nothing else).
 
 use crate::error::ApiError;
-use crate::http::{AppState, bearer_of, error_response, host_answer, host_error};
 use crate::node_protocol::{BaselineReport, HeadReport, OutcomeReport, SyncRequest};
 use crate::request_body::{Body, non_empty};
+use crate::state::{AppState, bearer_of};
+use crate::wire::{error_response, host_answer, host_error};
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
@@ -19,10 +20,10 @@ type Shared<S> = Arc<AppState<S>>;
 
 /// The node a `/v1/node/*` request comes from (its token's).
 #[derive(Clone, Debug)]
-pub struct NodeName(pub String);
+pub(crate) struct NodeName(pub String);
 
 /// `/v1/node/*` takes a node token only; the admin token is not a node.
-pub async fn require_node<S: Store>(
+pub(crate) async fn require_node<S: Store>(
     State(state): State<Shared<S>>,
     mut req: Request,
     next: Next,
@@ -48,7 +49,7 @@ fn typed<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("malformed body: {e}")))
 }
 
-pub async fn sync<S: Store>(
+pub(crate) async fn sync<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
@@ -63,7 +64,7 @@ pub async fn sync<S: Store>(
     }
 }
 
-pub async fn baselines<S: Store>(
+pub(crate) async fn baselines<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
@@ -76,7 +77,7 @@ pub async fn baselines<S: Store>(
     host_answer(run.await)
 }
 
-pub async fn outcomes<S: Store>(
+pub(crate) async fn outcomes<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
@@ -90,7 +91,7 @@ pub async fn outcomes<S: Store>(
 }
 
 /// `POST /v1/node/heads`: HEAD moves in the git dirs the node follows for the gateway.
-pub async fn heads<S: Store>(
+pub(crate) async fn heads<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
@@ -104,12 +105,12 @@ pub async fn heads<S: Store>(
 }
 
 /// `GET /v1/nodes`.
-pub async fn list<S: Store>(State(state): State<Shared<S>>) -> Response {
+pub(crate) async fn list<S: Store>(State(state): State<Shared<S>>) -> Response {
     host_answer(state.gateway.node_statuses().await.map(|n| crate::wire::nodes(&n)))
 }
 
 /// `POST /v1/nodes {name}`: issues a node token.
-pub async fn issue<S: Store>(
+pub(crate) async fn issue<S: Store>(
     State(state): State<Shared<S>>,
     Body(body): Body<crate::host_protocol::IssueNodeRequest>,
 ) -> Response {
@@ -122,6 +123,6 @@ pub async fn issue<S: Store>(
 }
 
 /// `DELETE /v1/nodes/{name}`: revokes its token.
-pub async fn revoke<S: Store>(State(state): State<Shared<S>>, Path(name): Path<String>) -> Response {
+pub(crate) async fn revoke<S: Store>(State(state): State<Shared<S>>, Path(name): Path<String>) -> Response {
     host_answer(state.gateway.revoke_node(&name).await.map(|()| serde_json::json!({ "revoked": name })))
 }

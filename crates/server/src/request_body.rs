@@ -4,8 +4,8 @@
 //! an actor object). An empty body reads as `{}`; `null` reads as an absent field.
 
 use crate::error::{ApiError, ApiResult};
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
-use axum::response::{IntoResponse, Response};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -13,20 +13,26 @@ use serde_json::error::Category;
 use std::marker::PhantomData;
 
 /// The extractor: `Body(request): Body<InboundRequest>`.
-pub struct Body<T>(pub T);
+pub(crate) struct Body<T>(pub T);
+
+/// Why a body was not read: axum could not read it (too large, cut off), or it was refused. Answered
+/// by `wire` (`IntoResponse`).
+pub(crate) enum BodyRejection {
+    Unread(BytesRejection),
+    Refused(ApiError),
+}
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
-    type Rejection = Response;
+    type Rejection = BodyRejection;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
-        // Too large or cut off: axum's own answer, which `http::limit_body_size` turns into the JSON one.
-        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(IntoResponse::into_response)?;
-        decode(&bytes).map(Body).map_err(crate::http::host_error)
+    async fn from_request(req: Request, state: &S) -> Result<Self, BodyRejection> {
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(BodyRejection::Unread)?;
+        decode(&bytes).map(Body).map_err(BodyRejection::Refused)
     }
 }
 
 /// Decodes `body` into `T`.
-pub fn decode<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
+pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
     let body: &[u8] = if body.iter().all(|b| b.is_ascii_whitespace()) { b"{}" } else { body };
     let mut json = serde_json::Deserializer::from_slice(body);
     let Object(decoded) = serde_path_to_error::deserialize(&mut json).map_err(|e| refusal(&e))?;
@@ -57,12 +63,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 /// For an optional object field (`#[serde(default, deserialize_with = "…")]`): absent or `null` is
 /// `None`, an object is read as `T`, anything else refused.
-pub fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+pub(crate) fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     Ok(Option::<Object<T>>::deserialize(d)?.map(|Object(t)| t))
 }
 
 /// A required text field holds more than white space: `body.<field> must not be empty` otherwise.
-pub fn non_empty<'a>(field: &str, value: &'a str) -> ApiResult<&'a str> {
+pub(crate) fn non_empty<'a>(field: &str, value: &'a str) -> ApiResult<&'a str> {
     if value.trim().is_empty() {
         return Err(ApiError::invalid(format!("{field} must not be empty")));
     }
@@ -111,54 +119,4 @@ fn refusal(e: &serde_path_to_error::Error<serde_json::Error>) -> ApiError {
         _ => return ApiError::invalid(format!("{name} is invalid: {message}")),
     };
     ApiError::invalid(format!("{name} {must}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decode;
-    use crate::host_protocol::{CreateSessionRequest, InboundRequest, NoFields};
-
-    fn refusal<T: serde::de::DeserializeOwned + std::fmt::Debug>(body: &str) -> String {
-        decode::<T>(body.as_bytes()).unwrap_err().to_string()
-    }
-
-    /// The words of `args::Args`, which read these bodies before they had types.
-    #[test]
-    fn refusals_name_the_field_as_before() {
-        let cases = [
-            ("{\"channel\":\"x\"}", "body.text is required"),
-            ("{\"text\":null}", "body.text is required"),
-            ("{\"text\":7}", "body.text must be a string"),
-            ("{\"text\":\"x\",\"actor\":5}", "body.actor must be an object"),
-            ("{\"text\":\"x\",\"actor\":{}}", "actor.type is required"),
-            ("{\"text\":\"x\",\"actor\":{\"type\":true}}", "actor.type must be a string"),
-            (
-                "{\"text\":\"x\",\"actor\":{\"type\":\"human\",\"x\":1}}",
-                "actor: unknown field \"x\" (allowed: type, id, label)",
-            ),
-            (
-                "{\"text\":\"x\",\"drain\":false}",
-                "body: unknown field \"drain\" (allowed: text, channel, actor, chatType, runId)",
-            ),
-            ("[1]", "the body must be a JSON object"),
-            ("{\"text\":\"x\",\"actor\":[\"human\"]}", "body.actor must be an object"),
-            ("null", "the body must be a JSON object"),
-        ];
-        for (body, words) in cases {
-            assert_eq!(refusal::<InboundRequest>(body), words, "{body}");
-        }
-        assert_eq!(refusal::<NoFields>("{\"drain\":false}"), "body: unknown field \"drain\" (allowed: )");
-        assert_eq!(
-            refusal::<CreateSessionRequest>("{\"sessionKey\":\"x\",\"incognito\":\"yes\"}"),
-            "body.incognito must be a boolean"
-        );
-        assert!(refusal::<InboundRequest>("{\"text\":").starts_with("malformed JSON body: "));
-        assert!(refusal::<NoFields>("{} x").starts_with("malformed JSON body: "));
-    }
-
-    #[test]
-    fn an_empty_body_is_an_empty_object() {
-        assert_eq!(decode::<NoFields>(b" \n").unwrap(), NoFields {});
-        assert!(decode::<InboundRequest>(b"").is_err());
-    }
 }

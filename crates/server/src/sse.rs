@@ -2,7 +2,8 @@
 //! With `include=changes` (what the dashboard asks for) also `change` (an append: the session's new
 //! state version) and `ack` (a turn took delivery of its notices); without it the stream is as before.
 
-use crate::http::{AppState, error_response, query_param};
+use crate::state::{AppState, query_param};
+use crate::wire::host_error;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -14,7 +15,7 @@ use sessionwatch_store::Store;
 use std::sync::Arc;
 use tokio_stream::wrappers::BroadcastStream;
 
-pub async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -> Response {
+pub(crate) async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -> Response {
     let gateway = state.gateway.clone();
     let filter = match query_param(&uri, "sessionKey") {
         Some(raw) => match gateway.resolve_host_key(&raw, None) {
@@ -23,7 +24,7 @@ pub async fn stream<S: Store>(State(state): State<Arc<AppState<S>>>, uri: Uri) -
                 gateway.kernel().host_session(&r.key, &r.agent_id).await;
                 Some(r.key)
             }
-            Err(e) => return error_response(e.status(), &e),
+            Err(e) => return host_error(e),
         },
         None => None,
     };

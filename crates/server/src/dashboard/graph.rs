@@ -4,24 +4,24 @@
 use super::view::Edge;
 
 /// Nodes drawn at most; edges to sessions past this are listed, not drawn.
-pub const MAX_NODES: usize = 80;
+pub(crate) const MAX_NODES: usize = 80;
 const NODE_RADIUS: f64 = 7.0;
 const MARGIN: f64 = 190.0;
 
-pub struct Node {
+pub(crate) struct Node {
     pub key: String,
     pub x: f64,
     pub y: f64,
 }
 
-pub struct Arrow<'a> {
+pub(crate) struct Arrow<'a> {
     pub edge: &'a Edge,
     pub from: (f64, f64),
     pub to: (f64, f64),
     pub label_at: (f64, f64),
 }
 
-pub struct Layout<'a> {
+pub(crate) struct Layout<'a> {
     pub width: f64,
     pub height: f64,
     pub nodes: Vec<Node>,
@@ -29,7 +29,7 @@ pub struct Layout<'a> {
 }
 
 /// Lays out `edges`; `order` puts those sessions first (the page's own).
-pub fn layout<'a>(edges: &'a [Edge], order: &[&str]) -> Layout<'a> {
+pub(crate) fn layout<'a>(edges: &'a [Edge], order: &[&str]) -> Layout<'a> {
     let mut keys: Vec<String> = vec![];
     let mut add = |k: &str| {
         if !keys.iter().any(|x| x == k) && keys.len() < MAX_NODES {

@@ -7,11 +7,11 @@
 //! cookie opens only these pages and the stream (`GET`), never a writing route.
 
 mod graph;
-pub mod login;
 mod pages;
 mod view;
 
-use crate::http::{AppState, constant_time_eq};
+use crate::login;
+use crate::state::{AppState, carries_token, constant_time_eq};
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -34,7 +34,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The dashboard's routes (each checks the browser's access itself).
-pub fn routes<S: Store>() -> Router<Shared<S>> {
+pub(crate) fn routes<S: Store>() -> Router<Shared<S>> {
     Router::new()
         .route("/", get(overview::<S>))
         .route("/chat/{agent}/{*rest}", get(session::<S>))
@@ -45,7 +45,7 @@ pub fn routes<S: Store>() -> Router<Shared<S>> {
 }
 
 /// Paths a form POST may reach (the cross-site guard lets these through without a JSON body).
-pub const FORM_PATHS: [&str; 2] = ["/login", "/logout"];
+pub(crate) const FORM_PATHS: [&str; 2] = ["/login", "/logout"];
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "max-age=300")], body).into_response()
@@ -71,7 +71,7 @@ fn login_cookie(headers: &HeaderMap) -> Option<&str> {
 
 fn access<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> Access {
     let Some(token) = &state.token else { return Access::Open };
-    if crate::http::carries_token(headers, token) {
+    if carries_token(headers, token) {
         return Access::Bearer;
     }
     if has_login_cookie(state, headers) {
@@ -95,7 +95,7 @@ fn page_access<S: Store>(
 }
 
 /// True when a browser's login cookie opens this request (the stream's check).
-pub fn has_login_cookie<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> bool {
+pub(crate) fn has_login_cookie<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> bool {
     login_cookie(headers).is_some_and(|c| state.logins.is_valid(c))
 }
 
@@ -298,7 +298,7 @@ async fn log_out<S: Store>(State(state): State<Shared<S>>, headers: HeaderMap) -
 }
 
 /// `POST /v1/ui/login-links` (bearer): a one-time login path for `sessionwatch ui`.
-pub async fn issue_login_link<S: Store>(State(state): State<Shared<S>>) -> Response {
+pub(crate) async fn issue_login_link<S: Store>(State(state): State<Shared<S>>) -> Response {
     let code = state.logins.issue_link();
     Json(crate::wire::login_link(&format!("/login?code={code}"), login::LINK_TTL.as_secs())).into_response()
 }

@@ -39,7 +39,7 @@ fn frame(title: &str, logged_in: bool, live: bool, body: Markup) -> Markup {
     }
 }
 
-pub fn login(error: Option<&str>, next: &str) -> Markup {
+pub(crate) fn login(error: Option<&str>, next: &str) -> Markup {
     frame(
         "Log in",
         false,
@@ -59,7 +59,7 @@ pub fn login(error: Option<&str>, next: &str) -> Markup {
     )
 }
 
-pub fn not_found(logged_in: bool, what: &str) -> Markup {
+pub(crate) fn not_found(logged_in: bool, what: &str) -> Markup {
     frame(
         "Not found",
         logged_in,
@@ -163,7 +163,7 @@ fn overview_href(q: &OverviewQuery, page: u32) -> String {
     if parts.is_empty() { "/".into() } else { format!("/?{}", parts.join("&")) }
 }
 
-pub fn overview(o: &Overview, logged_in: bool) -> Markup {
+pub(crate) fn overview(o: &Overview, logged_in: bool) -> Markup {
     let order: Vec<&str> = o.sessions.iter().map(|s| s.row.session_key.as_str()).collect();
     let pending = o.edges.iter().filter(|e| e.pending).count();
     frame(
@@ -259,7 +259,7 @@ fn edges_table(id: &str, edges: &[Edge], other_end: fn(&Edge) -> &str, heading: 
     }
 }
 
-pub fn session(v: &SessionView, logged_in: bool) -> Markup {
+pub(crate) fn session(v: &SessionView, logged_in: bool) -> Markup {
     let path = chat_path(&v.key);
     frame(
         &v.key,
@@ -364,7 +364,7 @@ pub fn session(v: &SessionView, logged_in: bool) -> Markup {
 }
 
 /// Rendered pages are plain strings (the handlers add headers).
-pub fn into_string(m: Markup) -> String {
+pub(crate) fn into_string(m: Markup) -> String {
     let PreEscaped(s) = m;
     s
 }

@@ -6,21 +6,21 @@ use sessionwatch_store::{Head, SessionFilter, SessionRow, Store, UpstreamLinkRow
 use std::sync::atomic::Ordering;
 
 /// Sessions per overview page.
-pub const PAGE_SIZE: u32 = 50;
+pub(crate) const PAGE_SIZE: u32 = 50;
 /// Events per timeline page.
-pub const TIMELINE_PAGE: u64 = 50;
+pub(crate) const TIMELINE_PAGE: u64 = 50;
 /// Edges drawn at most (the graph of one page of sessions).
-pub const MAX_EDGES: u32 = 400;
+pub(crate) const MAX_EDGES: u32 = 400;
 
 /// The overview's filters and page, as the query string gives them (validated).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OverviewQuery {
+pub(crate) struct OverviewQuery {
     pub kind: Option<SessionKind>,
     pub agent: Option<String>,
     pub page: u32,
 }
 
-pub struct Counts {
+pub(crate) struct Counts {
     pub events_recorded: u64,
     pub notices_queued: u64,
     pub notices_acknowledged: u64,
@@ -28,7 +28,7 @@ pub struct Counts {
     pub queued_now: usize,
 }
 
-pub struct SessionLine {
+pub(crate) struct SessionLine {
     pub row: SessionRow,
     pub state_version: u64,
     /// `claude <thread>`, … for an adopted session.
@@ -37,7 +37,7 @@ pub struct SessionLine {
 
 /// How a watch came to be, for the graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EdgeOrigin {
+pub(crate) enum EdgeOrigin {
     /// The watcher spawned the target.
     Spawn,
     /// Group members watch the group without asking.
@@ -48,7 +48,7 @@ pub enum EdgeOrigin {
 }
 
 impl EdgeOrigin {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EdgeOrigin::Spawn => "spawn",
             EdgeOrigin::Ambient => "ambient",
@@ -58,7 +58,7 @@ impl EdgeOrigin {
     }
 }
 
-pub struct Edge {
+pub(crate) struct Edge {
     pub watcher: String,
     pub target: String,
     pub origin: EdgeOrigin,
@@ -68,7 +68,7 @@ pub struct Edge {
     pub pending: bool,
 }
 
-pub struct Overview {
+pub(crate) struct Overview {
     pub query: OverviewQuery,
     pub counts: Counts,
     /// Remote nodes (`sessionwatch node`) and how current their reports are.
@@ -78,12 +78,12 @@ pub struct Overview {
     pub edges: Vec<Edge>,
 }
 
-pub struct PendingNotice {
+pub(crate) struct PendingNotice {
     pub target: String,
     pub text: String,
 }
 
-pub struct Timeline {
+pub(crate) struct Timeline {
     /// Newest first.
     pub events: Vec<std::sync::Arc<StoredEvent>>,
     /// `before` for the next older page, when there is one.
@@ -94,12 +94,12 @@ pub struct Timeline {
     pub pruned_through: Option<u64>,
 }
 
-pub struct Reconcile {
+pub(crate) struct Reconcile {
     pub since: u64,
     pub page: ChangesPage,
 }
 
-pub struct SessionView {
+pub(crate) struct SessionView {
     pub key: String,
     pub row: Option<SessionRow>,
     pub head: Head,
@@ -151,7 +151,10 @@ fn edges_of(raw: Vec<WatchEdge>) -> Vec<Edge> {
         .collect()
 }
 
-pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> anyhow::Result<Overview> {
+pub(crate) async fn overview<S: Store>(
+    gateway: &Gateway<S>,
+    query: OverviewQuery,
+) -> anyhow::Result<Overview> {
     let store = gateway.store();
     let filter = SessionFilter {
         kinds: query.kind.map(|k| vec![k.as_str().to_string()]),
@@ -185,13 +188,13 @@ pub async fn overview<S: Store>(gateway: &Gateway<S>, query: OverviewQuery) -> a
 }
 
 /// The page of events ending just before `before` (the newest page when `None`), newest first.
-pub fn timeline_range(head: Head, before: Option<u64>) -> (u64, u64) {
+pub(crate) fn timeline_range(head: Head, before: Option<u64>) -> (u64, u64) {
     let end = before.map_or(head.head, |b| b.saturating_sub(1).min(head.head));
     let since = end.saturating_sub(TIMELINE_PAGE).max(head.floor);
     (since, end)
 }
 
-pub async fn session<S: Store>(
+pub(crate) async fn session<S: Store>(
     gateway: &Gateway<S>,
     key: &AgentSessionKey,
     before: Option<u64>,
@@ -240,7 +243,11 @@ pub async fn session<S: Store>(
 }
 
 /// The key a `/chat/<agent>/<rest>` path names: the notice writes `rest` with `:` as `/`.
-pub async fn key_of_path<S: Store>(gateway: &Gateway<S>, agent: &str, rest: &str) -> Option<AgentSessionKey> {
+pub(crate) async fn key_of_path<S: Store>(
+    gateway: &Gateway<S>,
+    agent: &str,
+    rest: &str,
+) -> Option<AgentSessionKey> {
     let store = gateway.store();
     let mut candidates = vec![AgentSessionKey::build(agent, &rest.replace('/', ":"))];
     if rest.contains('/') {

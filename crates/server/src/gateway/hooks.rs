@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 /// What a hook call did.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HookOutcome {
+pub(crate) struct HookOutcome {
     pub session_key: String,
     pub reply: HookReply,
     /// `UserPromptSubmit` / `BeforeAgent`: a human turn was recorded (false: our own echo, already
@@ -46,7 +46,7 @@ impl<S: Store> Gateway<S> {
     /// gateway's machine or, with `node`, on that remote node (then the session is the node's, the
     /// one its monitor reports on, so hooks and node speak of one session, and `workspace` is the
     /// worktree its cwd lies in, as the node resolved it).
-    pub async fn hook(
+    pub(crate) async fn hook(
         self: &Arc<Self>,
         input: &HookInput,
         agent: Option<&str>,
@@ -344,7 +344,7 @@ enum GeminiTurn {
 
 /// What a native CLI session is doing, as its hooks tell (`SessionRow::native_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NativeState {
+pub(crate) enum NativeState {
     /// A turn is under way.
     Running,
     /// A turn ended: the user's move.
@@ -354,7 +354,7 @@ pub enum NativeState {
 }
 
 impl NativeState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             NativeState::Running => "running",
             NativeState::Waiting => "waiting",
@@ -398,7 +398,7 @@ impl<S: Store> Gateway<S> {
     /// The session whose Claude Code `PreToolUse` hook announced this MCP tool call: the MCP server
     /// learns its caller from `_meta["claudecode/toolUseId"]` even after `/clear` (when the stdio
     /// server's environment still names the old session).
-    pub fn session_of_tool_use(&self, tool_use_id: &str) -> Option<String> {
+    pub(crate) fn session_of_tool_use(&self, tool_use_id: &str) -> Option<String> {
         let uses = self.tool_uses.lock().unwrap_or_else(|p| p.into_inner());
         uses.iter().rev().find(|(id, _)| id == tool_use_id).map(|(_, key)| key.clone())
     }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// `POST /v1/sessions`.
 #[derive(Clone, Debug, Default)]
-pub struct NewSessionRequest {
+pub(crate) struct NewSessionRequest {
     pub session_key: String,
     pub agent_id: Option<String>,
     pub chat_type: Option<String>,
@@ -33,7 +33,7 @@ pub struct NewSessionRequest {
 
 /// `POST /v1/sessions/{key}/inbound`.
 #[derive(Clone, Debug)]
-pub struct InboundTurn {
+pub(crate) struct InboundTurn {
     pub text: String,
     pub channel: String,
     pub actor: Actor,
@@ -43,12 +43,12 @@ pub struct InboundTurn {
 
 impl<S: Store> Gateway<S> {
     /// Resolves a host-API key (agent from the key, else `agentId`, else `main`).
-    pub fn resolve_host_key(&self, raw: &str, agent_id: Option<&str>) -> ApiResult<SessionRef> {
+    pub(crate) fn resolve_host_key(&self, raw: &str, agent_id: Option<&str>) -> ApiResult<SessionRef> {
         let agent = agent_id.map(str::to_string).unwrap_or_else(|| Self::caller_agent(raw));
         self.resolve(raw, &agent)
     }
 
-    pub async fn create_session(&self, req: NewSessionRequest) -> ApiResult<SessionCreated> {
+    pub(crate) async fn create_session(&self, req: NewSessionRequest) -> ApiResult<SessionCreated> {
         let r = self.resolve_host_key(&req.session_key, req.agent_id.as_deref())?;
         let (row, created) = self
             .ensure_session(
@@ -68,7 +68,7 @@ impl<S: Store> Gateway<S> {
         Ok(SessionCreated { session: row, created })
     }
 
-    pub async fn inbound(&self, raw_key: &str, turn: InboundTurn) -> ApiResult<InboundOutput> {
+    pub(crate) async fn inbound(&self, raw_key: &str, turn: InboundTurn) -> ApiResult<InboundOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         let (row, _) = self
             .ensure_session(
@@ -115,7 +115,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Begins a turn: drains (and acknowledges) the system-event queue and takes the inbox.
-    pub async fn begin_turn(&self, raw_key: &str) -> ApiResult<DrainedOutput> {
+    pub(crate) async fn begin_turn(&self, raw_key: &str) -> ApiResult<DrainedOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         self.kernel.host_session(&r.key, &r.agent_id).await;
@@ -126,7 +126,7 @@ impl<S: Store> Gateway<S> {
         Ok(DrainedOutput { session_key: r.key, system_events, inbox: Some(inbox) })
     }
 
-    pub async fn add_message(
+    pub(crate) async fn add_message(
         &self,
         raw_key: &str,
         role: &str,
@@ -160,7 +160,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Sets the goal (both `None` clears it) and records `goal_changed` when it changed.
-    pub async fn set_goal(
+    pub(crate) async fn set_goal(
         &self,
         raw_key: &str,
         objective: Option<String>,
@@ -200,7 +200,7 @@ impl<S: Store> Gateway<S> {
         Ok(GoalOutput { session_key: r.key, changed, event, state_version })
     }
 
-    pub async fn compacted(
+    pub(crate) async fn compacted(
         &self,
         raw_key: &str,
         operation_id: &str,
@@ -218,7 +218,7 @@ impl<S: Store> Gateway<S> {
 
     /// Reset: a new session id; the session's own watches are cleared (a committed reset clears them
     /// even if a later step fails). The key's history is kept.
-    pub async fn reset(&self, raw_key: &str) -> ApiResult<ResetOutput> {
+    pub(crate) async fn reset(&self, raw_key: &str) -> ApiResult<ResetOutput> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         let new_id = uuid::Uuid::new_v4().to_string();
@@ -239,7 +239,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Deletes the session; answers its key.
-    pub async fn delete(&self, raw_key: &str) -> ApiResult<String> {
+    pub(crate) async fn delete(&self, raw_key: &str) -> ApiResult<String> {
         let r = self.resolve_host_key(raw_key, None)?;
         self.require_session(&r).await?;
         self.kernel.delete_session(&r.key, &r.agent_id).await?;
@@ -248,7 +248,7 @@ impl<S: Store> Gateway<S> {
 
     /// The terminal outcome of a run: the first write of its current owner wins. Child runs record
     /// `run_completed` / `run_failed` off the request path.
-    pub async fn run_result(
+    pub(crate) async fn run_result(
         self: &Arc<Self>,
         run_id: &str,
         status: RunStatus,

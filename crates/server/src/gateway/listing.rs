@@ -10,11 +10,11 @@ use sessionwatch_store::{SessionFilter, SessionRow, Store};
 use sessionwatch_upstream::CatalogId;
 
 /// Sessions answered at most by one listing (`hasMore` says when there were more).
-pub const LISTING_LIMIT: u32 = 10_000;
+pub(crate) const LISTING_LIMIT: u32 = 10_000;
 
 /// One session of the listing.
 #[derive(Clone, Debug)]
-pub struct ListedSession {
+pub(crate) struct ListedSession {
     pub row: SessionRow,
     pub state_version: u64,
     /// `claude`, `codex`, `opencode`, `pi` for an adopted session, `gateway` for a host-API one.
@@ -28,14 +28,14 @@ pub struct ListedSession {
     pub state: String,
 }
 
-pub struct Listing {
+pub(crate) struct Listing {
     pub sessions: Vec<ListedSession>,
     pub has_more: bool,
 }
 
 /// What `PUT …/watchers/{watcher}` did.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WatchAnswer {
+pub(crate) struct WatchAnswer {
     pub watcher: String,
     pub target: String,
     pub outcome: WatchOutcome,
@@ -43,7 +43,7 @@ pub struct WatchAnswer {
 
 /// An adopted key's source: `agent:<agent>:<catalog>[@<node>]:<thread>` (`adopted_key`,
 /// `nodes::remote_key`) → `(catalog, node, thread)`.
-pub fn adopted_parts(key: &str) -> Option<(CatalogId, Option<&str>, &str)> {
+pub(crate) fn adopted_parts(key: &str) -> Option<(CatalogId, Option<&str>, &str)> {
     let rest = key.strip_prefix("agent:")?;
     let (_agent, rest) = rest.split_once(':')?;
     let (head, thread) = rest.split_once(':')?;
@@ -57,7 +57,7 @@ pub fn adopted_parts(key: &str) -> Option<(CatalogId, Option<&str>, &str)> {
 
 impl<S: Store> Gateway<S> {
     /// Every session, most recently updated first, with its source, native id and state.
-    pub async fn session_listing(&self) -> ApiResult<Listing> {
+    pub(crate) async fn session_listing(&self) -> ApiResult<Listing> {
         let store = &self.store;
         let filter = SessionFilter { limit: LISTING_LIMIT + 1, ..SessionFilter::default() };
         let mut rows = store.list_sessions(filter).await?;
@@ -82,7 +82,7 @@ impl<S: Store> Gateway<S> {
                 let run = activity.remove(&id).unwrap_or_default().latest_run;
                 let state = match &row.native_state {
                     Some(s) => s.clone(),
-                    None => crate::wire::run_state(&run).to_string(),
+                    None => run_state(&run).to_string(),
                 };
                 ListedSession {
                     state_version: versions.get(&id).copied().unwrap_or(0),
@@ -99,7 +99,7 @@ impl<S: Store> Gateway<S> {
 
     /// Registers an explicit watch of `target` by `watcher` from the host (the registration a
     /// `sessions_send` with `watch: true` makes). Both sessions must exist.
-    pub async fn host_watch(&self, watcher: &str, target: &str) -> ApiResult<WatchAnswer> {
+    pub(crate) async fn host_watch(&self, watcher: &str, target: &str) -> ApiResult<WatchAnswer> {
         let (w, t) = self.existing_pair(watcher, target).await?;
         let outcome = self.kernel.register_watch(&w.key, &t.key, Provenance::Explicit).await;
         if let WatchOutcome::Failed(e) = &outcome {
@@ -120,6 +120,19 @@ impl<S: Store> Gateway<S> {
 /// Whether the row is one of a native CLI's sessions (a gateway session could carry a key of that shape).
 fn is_native(row: &SessionRow) -> bool {
     matches!(row.created_via.as_deref(), Some("hook" | "catalog" | "node"))
+}
+
+/// A session's run state from its latest run: `idle` (none), `running`, `done` (ok), `failed` (error),
+/// `timeout`, `cancelled`.
+pub(crate) fn run_state(latest_run: &Option<Option<String>>) -> &'static str {
+    match latest_run.as_ref().map(|s| s.as_deref()) {
+        None => "idle",
+        Some(None) => "running",
+        Some(Some("ok")) => "done",
+        Some(Some("timeout")) => "timeout",
+        Some(Some("cancelled")) => "cancelled",
+        Some(Some(_)) => "failed",
+    }
 }
 
 #[cfg(test)]

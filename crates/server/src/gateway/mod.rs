@@ -4,22 +4,21 @@
 mod home;
 mod hooks;
 mod host;
-pub mod listing;
+pub(crate) mod listing;
 mod node_workspaces;
-pub mod nodes;
+pub(crate) mod nodes;
 mod notices;
-pub mod results;
-pub mod tool_args;
-pub mod tool_spec;
+pub(crate) mod results;
+pub(crate) mod tool_args;
+pub(crate) mod tool_spec;
 mod tools;
-pub mod upstream;
+pub(crate) mod upstream;
 mod workspace;
 mod workspace_watch;
 
-pub use hooks::HookOutcome;
-pub use host::{InboundTurn, NewSessionRequest};
-pub use tools::{TOOL_NAMES, WRITING_TOOLS};
-pub use upstream::{LOCAL_HOST_ID, TickReport, adopted_key, source_key};
+pub(crate) use hooks::HookOutcome;
+pub(crate) use host::{InboundTurn, NewSessionRequest};
+pub(crate) use tools::{TOOL_NAMES, WRITING_TOOLS};
 
 use crate::config::{Config, GroupScope, Scope};
 use crate::error::{ApiError, ApiResult};
@@ -28,20 +27,20 @@ use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, SessionKind, classify_
 use sessionwatch_kernel::{Kernel, KernelConfig};
 use sessionwatch_store::{NewSession, RetentionPolicy, SessionRow, Store};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::oneshot;
 
 /// A session key resolved for one caller: the canonical key and its owning agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SessionRef {
+pub(crate) struct SessionRef {
     pub key: String,
     pub agent_id: String,
 }
 
 /// The terminal outcome of a run, as waiters of `sessions_send` see it.
 #[derive(Clone, Debug)]
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub status: String,
     pub reply: Option<String>,
 }
@@ -60,7 +59,6 @@ pub struct Gateway<S: Store> {
     homes: Mutex<sessionwatch_upstream::Homes>,
     /// Single flight for the upstream monitor.
     monitor_running: AtomicBool,
-    monitor_source_timeout_ms: AtomicU64,
     /// Recent MCP tool calls announced by Claude Code `PreToolUse` hooks: tool-use id → session key.
     tool_uses: Mutex<std::collections::VecDeque<(String, String)>>,
     /// What remote nodes last reported (`nodes.rs`).
@@ -69,7 +67,7 @@ pub struct Gateway<S: Store> {
     workspaces: workspace::WorkspaceState,
 }
 
-pub const DEFAULT_AGENT: &str = "main";
+pub(crate) const DEFAULT_AGENT: &str = "main";
 const MAX_KEY_LEN: usize = 512;
 
 impl<S: Store> Gateway<S> {
@@ -111,7 +109,6 @@ impl<S: Store> Gateway<S> {
             me: me.clone(),
             homes: Mutex::new(sessionwatch_upstream::Homes::from_env()),
             monitor_running: AtomicBool::new(false),
-            monitor_source_timeout_ms: AtomicU64::new(upstream::DEFAULT_SOURCE_TIMEOUT.as_millis() as u64),
             tool_uses: Mutex::default(),
             nodes: nodes::NodeState::default(),
             workspaces: workspace::WorkspaceState::default(),
@@ -137,17 +134,12 @@ impl<S: Store> Gateway<S> {
         &self.config
     }
 
-    /// This gateway's host id when it shares its store with other gateways.
-    pub fn host_id(&self) -> Option<&str> {
-        self.kernel.config().host_id.as_deref()
-    }
-
     fn now(&self) -> i64 {
         self.kernel.now()
     }
 
     /// The agent a caller acts as: the agent of its key, or `main`.
-    pub fn caller_agent(raw_caller: &str) -> String {
+    pub(crate) fn caller_agent(raw_caller: &str) -> String {
         AgentSessionKey::parse(raw_caller)
             .map_or_else(|| DEFAULT_AGENT.to_string(), |k| k.agent_id().to_string())
     }
@@ -155,7 +147,7 @@ impl<S: Store> Gateway<S> {
     /// Resolves a key given by `agent_id`'s caller: `main` is that agent's main key (or `global` under the
     /// global scope); agent-qualified keys are canonical lower case; under `groupScope: main` a group key
     /// routes into the main session; other bare keys stay bare, owned by the caller's agent.
-    pub fn resolve(&self, raw: &str, agent_id: &str) -> ApiResult<SessionRef> {
+    pub(crate) fn resolve(&self, raw: &str, agent_id: &str) -> ApiResult<SessionRef> {
         let raw = raw.trim();
         if raw.is_empty() {
             return Err(ApiError::invalid("sessionKey must not be empty"));
@@ -191,21 +183,21 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Resolves the caller's own key (default `main`).
-    pub fn resolve_caller(&self, raw: Option<&str>) -> ApiResult<SessionRef> {
+    pub(crate) fn resolve_caller(&self, raw: Option<&str>) -> ApiResult<SessionRef> {
         let raw = raw.unwrap_or("main");
         self.resolve(raw, &Self::caller_agent(raw))
     }
 
-    pub async fn session(&self, r: &SessionRef) -> ApiResult<Option<SessionRow>> {
+    pub(crate) async fn session(&self, r: &SessionRef) -> ApiResult<Option<SessionRow>> {
         Ok(self.store.get_session(r.key.clone(), r.agent_id.clone()).await?)
     }
 
-    pub async fn require_session(&self, r: &SessionRef) -> ApiResult<SessionRow> {
+    pub(crate) async fn require_session(&self, r: &SessionRef) -> ApiResult<SessionRow> {
         self.session(r).await?.ok_or_else(|| ApiError::NotFound(format!("unknown session \"{}\"", r.key)))
     }
 
     /// The home (main) session key of an agent.
-    pub fn home_key(&self, agent_id: &str) -> String {
+    pub(crate) fn home_key(&self, agent_id: &str) -> String {
         match self.config.scope {
             Scope::Global => "global".into(),
             Scope::PerSender => AgentSessionKey::build(agent_id, &self.config.main_key),
@@ -214,7 +206,7 @@ impl<S: Store> Gateway<S> {
 
     /// Creates the session if it does not exist: records `created` and queues the Home notice on first
     /// creation. Answers the row and whether it was created now.
-    pub async fn ensure_session(
+    pub(crate) async fn ensure_session(
         &self,
         r: &SessionRef,
         spec: SessionSpec<'_>,
@@ -267,7 +259,7 @@ impl<S: Store> Gateway<S> {
 
 /// What a caller knows about a session it creates.
 #[derive(Clone, Debug, Default)]
-pub struct SessionSpec<'a> {
+pub(crate) struct SessionSpec<'a> {
     pub chat_type: Option<&'a str>,
     pub channel: Option<&'a str>,
     pub label: Option<&'a str>,

@@ -25,21 +25,21 @@ use std::sync::Mutex;
 
 const HOST_PREFIX: &str = "node:";
 /// The reference of a link adopted through the gateway that its node has not baselined yet.
-pub const PENDING_REFERENCE: &str = r#"{"pendingBaseline":true}"#;
+pub(crate) const PENDING_REFERENCE: &str = r#"{"pendingBaseline":true}"#;
 /// Catalog entries one sync may carry.
 const MAX_CATALOG: usize = 100_000;
 
 /// The `host_id` of links whose source lives on node `name`.
-pub fn node_host_id(name: &str) -> String {
+pub(crate) fn node_host_id(name: &str) -> String {
     format!("{HOST_PREFIX}{name}")
 }
 
-pub fn is_node_host(host_id: &str) -> bool {
+pub(crate) fn is_node_host(host_id: &str) -> bool {
     host_id.starts_with(HOST_PREFIX)
 }
 
 /// Node names: 1–63 of `a-z 0-9 . _ -`, starting with a letter or digit (they appear in session keys).
-pub fn is_valid_node_name(name: &str) -> bool {
+pub(crate) fn is_valid_node_name(name: &str) -> bool {
     let b = name.as_bytes();
     (1..=63).contains(&b.len())
         && b[0].is_ascii_alphanumeric()
@@ -47,7 +47,7 @@ pub fn is_valid_node_name(name: &str) -> bool {
 }
 
 /// The session key of a thread on a node: the catalog names the host, `agent:<agent>:claude@<node>:<id>`.
-pub fn remote_key(agent_id: &str, catalog: CatalogId, node: &str, thread_id: &str) -> String {
+pub(crate) fn remote_key(agent_id: &str, catalog: CatalogId, node: &str, thread_id: &str) -> String {
     AgentSessionKey::build_remote(agent_id, catalog.as_str(), node, thread_id)
 }
 
@@ -58,13 +58,13 @@ fn token_hash(token: &str) -> String {
 /// What the gateway keeps in memory about nodes: their last catalogs (not durable: a node sends its
 /// catalog every tick).
 #[derive(Default)]
-pub struct NodeState {
+pub(crate) struct NodeState {
     catalogs: Mutex<HashMap<String, Vec<crate::node_protocol::RemoteEntry>>>,
 }
 
 /// `GET /v1/nodes`: one node.
 #[derive(Clone, Debug)]
-pub struct NodeStatus {
+pub(crate) struct NodeStatus {
     pub name: String,
     pub created_at: i64,
     pub last_seen_at: Option<i64>,
@@ -80,7 +80,7 @@ pub struct NodeStatus {
 
 impl<S: Store> Gateway<S> {
     /// `POST /v1/nodes {name}`: a new node and its token (shown once; only its hash is kept).
-    pub async fn issue_node(&self, name: &str) -> ApiResult<String> {
+    pub(crate) async fn issue_node(&self, name: &str) -> ApiResult<String> {
         if !is_valid_node_name(name) {
             return Err(ApiError::invalid(format!(
                 "node name {name:?}: 1-63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit"
@@ -98,7 +98,7 @@ impl<S: Store> Gateway<S> {
 
     /// `DELETE /v1/nodes/{name}`: its token stops working at once. Its links stay (unchecked) until a
     /// node of that name is issued again.
-    pub async fn revoke_node(&self, name: &str) -> ApiResult<()> {
+    pub(crate) async fn revoke_node(&self, name: &str) -> ApiResult<()> {
         if !self.store.revoke_node(name.to_string()).await? {
             return Err(ApiError::NotFound(format!("no node named {name:?}")));
         }
@@ -113,12 +113,12 @@ impl<S: Store> Gateway<S> {
     }
 
     /// The node a token belongs to.
-    pub async fn node_of_token(&self, token: &str) -> ApiResult<Option<String>> {
+    pub(crate) async fn node_of_token(&self, token: &str) -> ApiResult<Option<String>> {
         Ok(self.store.node_by_token(token_hash(token)).await?.map(|n| n.name))
     }
 
     /// `GET /v1/nodes`.
-    pub async fn node_statuses(&self) -> ApiResult<Vec<NodeStatus>> {
+    pub(crate) async fn node_statuses(&self) -> ApiResult<Vec<NodeStatus>> {
         let store = &self.store;
         let now = self.now();
         let watched: HashSet<(String, String)> = store
@@ -151,7 +151,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// The catalogs the nodes last reported: (node, entry).
-    pub fn remote_catalog(&self) -> Vec<(String, crate::node_protocol::RemoteEntry)> {
+    pub(crate) fn remote_catalog(&self) -> Vec<(String, crate::node_protocol::RemoteEntry)> {
         let catalogs = self.nodes.catalogs.lock().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<_> =
             catalogs.iter().flat_map(|(n, es)| es.iter().map(move |e| (n.clone(), e.clone()))).collect();
@@ -160,7 +160,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// `POST /v1/node/sync`: records the node's catalog and answers its links with their markers.
-    pub async fn node_sync(&self, node: &str, req: SyncRequest) -> ApiResult<SyncAnswer> {
+    pub(crate) async fn node_sync(&self, node: &str, req: SyncRequest) -> ApiResult<SyncAnswer> {
         if let Some(claimed) = &req.name
             && claimed != node
         {
@@ -237,7 +237,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// `POST /v1/node/baselines`: the node adopted sessions the gateway asked for.
-    pub async fn node_baselines(&self, node: &str, reports: Vec<BaselineReport>) -> ApiResult<usize> {
+    pub(crate) async fn node_baselines(&self, node: &str, reports: Vec<BaselineReport>) -> ApiResult<usize> {
         let links = self
             .node_links(node, reports.iter().map(|r| (r.session_key.as_str(), r.agent_id.as_str())))
             .await?;
@@ -278,7 +278,11 @@ impl<S: Store> Gateway<S> {
     }
 
     /// `POST /v1/node/outcomes`: applies the node's check outcomes as the local monitor applies its own.
-    pub async fn node_outcomes(&self, node: &str, reports: Vec<OutcomeReport>) -> ApiResult<TickReport> {
+    pub(crate) async fn node_outcomes(
+        &self,
+        node: &str,
+        reports: Vec<OutcomeReport>,
+    ) -> ApiResult<TickReport> {
         let links = self
             .node_links(node, reports.iter().map(|r| (r.session_key.as_str(), r.agent_id.as_str())))
             .await?;

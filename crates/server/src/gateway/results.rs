@@ -6,7 +6,7 @@ use sessionwatch_store::{InboxItem, SessionActivity, SessionRow, TranscriptMessa
 
 /// The result of one tool call.
 #[derive(Clone, Debug)]
-pub enum ToolOutput {
+pub(crate) enum ToolOutput {
     Status(Box<StatusOutput>),
     List(ListOutput),
     History(HistoryOutput),
@@ -17,7 +17,7 @@ pub enum ToolOutput {
 
 /// `session_status`: the session, its state version and, when asked, the changes since a position.
 #[derive(Clone, Debug)]
-pub struct StatusOutput {
+pub(crate) struct StatusOutput {
     pub session: SessionRow,
     pub state_version: u64,
     /// The page read for `changesSince` (its head is `state_version`).
@@ -26,7 +26,7 @@ pub struct StatusOutput {
 
 /// `sessions_list`: one page of sessions, each with its state version (0: no history) and activity.
 #[derive(Clone, Debug)]
-pub struct ListOutput {
+pub(crate) struct ListOutput {
     pub sessions: Vec<(SessionRow, u64, SessionActivity)>,
     /// Workspace sessions (by key): their members now, sorted.
     pub members: std::collections::HashMap<String, Vec<String>>,
@@ -36,7 +36,7 @@ pub struct ListOutput {
 
 /// `sessions_history`: the newest messages shown, oldest first, and how many older ones were left out.
 #[derive(Clone, Debug)]
-pub struct HistoryOutput {
+pub(crate) struct HistoryOutput {
     pub session_key: String,
     pub messages: Vec<TranscriptMessage>,
     pub dropped: usize,
@@ -46,7 +46,7 @@ pub struct HistoryOutput {
 
 /// How a `sessions_send` run ended, as far as the caller waited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SendStatus {
+pub(crate) enum SendStatus {
     /// Queued; the caller did not wait.
     Accepted,
     Ok,
@@ -56,7 +56,7 @@ pub enum SendStatus {
 
 /// `sessions_send`.
 #[derive(Clone, Debug)]
-pub struct SendOutput {
+pub(crate) struct SendOutput {
     pub run_id: String,
     pub session_key: String,
     pub status: SendStatus,
@@ -71,21 +71,21 @@ pub struct SendOutput {
 
 /// `sessions_spawn`.
 #[derive(Clone, Debug)]
-pub struct SpawnOutput {
+pub(crate) struct SpawnOutput {
     pub run_id: String,
     pub child_session_key: String,
 }
 
 /// `POST /v1/sessions`: the session and whether this call created it.
 #[derive(Clone, Debug)]
-pub struct SessionCreated {
+pub(crate) struct SessionCreated {
     pub session: SessionRow,
     pub created: bool,
 }
 
 /// `POST /v1/sessions/{key}/inbound`.
 #[derive(Clone, Debug)]
-pub struct InboundOutput {
+pub(crate) struct InboundOutput {
     pub session_key: String,
     pub session_id: String,
     pub state_version: u64,
@@ -95,7 +95,7 @@ pub struct InboundOutput {
 
 /// A turn's drained system events (`POST …/turns` with the inbox, `POST …/notices` without).
 #[derive(Clone, Debug)]
-pub struct DrainedOutput {
+pub(crate) struct DrainedOutput {
     pub session_key: String,
     pub system_events: Vec<QueuedEvent>,
     /// `None` when the inbox was not taken (`…/notices`).
@@ -104,14 +104,14 @@ pub struct DrainedOutput {
 
 /// `POST /v1/sessions/{key}/messages`.
 #[derive(Clone, Debug)]
-pub struct MessageAdded {
+pub(crate) struct MessageAdded {
     pub session_key: String,
     pub id: i64,
 }
 
 /// `PUT`/`DELETE /v1/sessions/{key}/goal`.
 #[derive(Clone, Debug)]
-pub struct GoalOutput {
+pub(crate) struct GoalOutput {
     pub session_key: String,
     pub changed: bool,
     pub event: Option<StoredEvent>,
@@ -120,7 +120,7 @@ pub struct GoalOutput {
 
 /// `POST /v1/sessions/{key}/compaction`.
 #[derive(Clone, Debug)]
-pub struct CompactedOutput {
+pub(crate) struct CompactedOutput {
     pub session_key: String,
     pub recorded: bool,
     /// The event recorded now, or the one recorded before under the same operation id.
@@ -129,7 +129,7 @@ pub struct CompactedOutput {
 
 /// `POST /v1/sessions/{key}/reset`.
 #[derive(Clone, Debug)]
-pub struct ResetOutput {
+pub(crate) struct ResetOutput {
     pub session_key: String,
     pub session_id: String,
     pub watches_cleared: usize,
@@ -137,7 +137,7 @@ pub struct ResetOutput {
 
 /// `POST /v1/runs/{id}/result`.
 #[derive(Clone, Debug)]
-pub struct RunResultOutput {
+pub(crate) struct RunResultOutput {
     pub run_id: String,
     /// False when the run had already finished (`status` is then its first outcome).
     pub accepted: bool,

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 /// What a call's arguments did not do as given: reported in its result's `details`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ArgNotes {
+pub(crate) struct ArgNotes {
     /// Arguments that had no effect: unknown ones, and those accepted only for compatibility.
     pub ignored_args: Vec<String>,
     /// Arguments lowered to their cap: name → (requested, applied).

@@ -4,7 +4,7 @@
 
 /// What an argument holds (and so how it is read, checked and advertised).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A session key (or `main`).
     SessionKey,
     /// Text of at most this many bytes, not empty.
@@ -31,7 +31,7 @@ pub enum Kind {
 
 /// One argument.
 #[derive(Clone, Copy, Debug)]
-pub struct Arg {
+pub(crate) struct Arg {
     pub name: &'static str,
     pub kind: Kind,
     pub required: bool,
@@ -42,20 +42,21 @@ pub struct Arg {
 
 /// One tool.
 #[derive(Clone, Copy, Debug)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: &'static str,
     pub title: &'static str,
     /// What the model reads (MCP).
     pub description: &'static str,
     pub args: &'static [Arg],
     /// The fields of its `details` (README).
+    #[cfg_attr(not(test), allow(dead_code, reason = "read only by the README table test"))]
     pub details: &'static str,
     pub writes: bool,
     pub idempotent: bool,
 }
 
 impl ToolSpec {
-    pub fn arg(&self, name: &str) -> &Arg {
+    pub(crate) fn arg(&self, name: &str) -> &Arg {
         self.args
             .iter()
             .find(|a| a.name == name)
@@ -63,15 +64,15 @@ impl ToolSpec {
     }
 
     /// Every accepted field name: the arguments and their aliases.
-    pub fn accepted(&self) -> Vec<&'static str> {
+    pub(crate) fn accepted(&self) -> Vec<&'static str> {
         self.args.iter().flat_map(|a| std::iter::once(a.name).chain(a.aliases.iter().copied())).collect()
     }
 }
 
-pub const MAX_TEXT_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_TEXT_BYTES: usize = 256 * 1024;
 /// `sessions_list` without a limit (OpenClaw's default).
-pub const DEFAULT_LIST_LIMIT: u32 = 100;
-pub const SESSION_KINDS: [&str; 9] =
+pub(crate) const DEFAULT_LIST_LIMIT: u32 = 100;
+pub(crate) const SESSION_KINDS: [&str; 9] =
     ["main", "group", "subagent", "acp", "cron", "hook", "node", "workspace", "other"];
 
 const fn arg(name: &'static str, kind: Kind, help: &'static str) -> Arg {
@@ -86,7 +87,7 @@ const fn required(name: &'static str, kind: Kind, help: &'static str) -> Arg {
 const MODE: Arg = arg("mode", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored.");
 const MODEL: Arg = arg("model", Kind::Ignored, "Accepted for OpenClaw compatibility; ignored.");
 
-pub const TOOL_SPECS: [ToolSpec; 6] = [
+pub(crate) const TOOL_SPECS: [ToolSpec; 6] = [
     ToolSpec {
         name: "session_status",
         title: "Session status and changes",
@@ -236,12 +237,13 @@ pub const TOOL_SPECS: [ToolSpec; 6] = [
     },
 ];
 
-pub fn spec(tool: &str) -> Option<&'static ToolSpec> {
+pub(crate) fn spec(tool: &str) -> Option<&'static ToolSpec> {
     TOOL_SPECS.iter().find(|t| t.name == tool)
 }
 
 /// The README's tool table, from the specs.
-pub fn readme_table() -> String {
+#[cfg(test)]
+fn readme_table() -> String {
     let mut out = String::from("| tool | args | details |\n|---|---|---|\n");
     for t in &TOOL_SPECS {
         let args: Vec<String> = t

@@ -25,7 +25,7 @@ pub(super) struct Delivered {
     pub recorded: Option<RecordOutcome>,
 }
 
-pub const TOOL_NAMES: [&str; 6] = [
+pub(crate) const TOOL_NAMES: [&str; 6] = [
     "session_status",
     "sessions_list",
     "sessions_history",
@@ -35,12 +35,12 @@ pub const TOOL_NAMES: [&str; 6] = [
 ];
 
 /// The tools that write (a `dryRun` of them is refused: nothing would be validated without writing).
-pub const WRITING_TOOLS: [&str; 3] = ["sessions_send", "sessions_spawn", "sessions_unwatch"];
+pub(crate) const WRITING_TOOLS: [&str; 3] = ["sessions_send", "sessions_spawn", "sessions_unwatch"];
 
 impl<S: Store> Gateway<S> {
     /// Invokes a tool as `caller` (default `main`; created on first use).
     /// Answers the result and what the arguments did not do as given (ignored, clamped).
-    pub async fn invoke_tool(
+    pub(crate) async fn invoke_tool(
         &self,
         caller: Option<&str>,
         tool: &str,

@@ -37,7 +37,7 @@ const RESOLVED_KEPT: usize = 4096;
 
 /// The gateway's workspace state (all in memory; the durable parts are the log and the cursors).
 #[derive(Default)]
-pub struct WorkspaceState {
+pub(crate) struct WorkspaceState {
     inner: Mutex<Inner>,
 }
 
@@ -433,7 +433,7 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Records every session's pending edits (shutdown).
-    pub async fn flush_workspaces(&self) {
+    pub(crate) async fn flush_workspaces(&self) {
         let sessions: Vec<String> = lock(&self.workspaces).edits.keys().cloned().collect();
         for s in sessions {
             self.flush_edits(&s).await;

@@ -30,7 +30,7 @@ impl<S: Store> Gateway<S> {
 
     /// After a restart: every session whose hooks reported a cwd and which has not ended is a member of
     /// that cwd's workspace again, and the workspaces with members are followed.
-    pub async fn resume_workspaces(&self) {
+    pub(crate) async fn resume_workspaces(&self) {
         if !self.config.workspace_awareness {
             return;
         }

@@ -4,8 +4,9 @@
 use crate::error::{ApiError, ApiResult};
 use crate::gateway::Gateway;
 use crate::hook_protocol::ToolUseJson;
+use crate::host_protocol::SystemEventJson;
 use crate::host_protocol::{DrainedJson, ToolCall};
-use crate::wire::{SystemEventJson, ToolJson};
+use crate::wire::ToolJson;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 use sessionwatch_store::Store;

@@ -23,16 +23,17 @@
 //! announced the same call; else `main`.
 
 mod backend;
-pub mod schema;
+pub(crate) mod schema;
 mod sessions;
 
-pub use sessions::BoundedSessions;
+pub(crate) use sessions::BoundedSessions;
 
 pub use backend::{EmbeddedBackend, RemoteBackend, ToolBackend};
 
 use crate::error::ApiError;
 use crate::gateway::{Gateway, TOOL_NAMES};
-use crate::wire::{SystemEventJson, ToolJson};
+use crate::host_protocol::SystemEventJson;
+use crate::wire::ToolJson;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -51,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 pub const SESSION_HEADER: &str = "x-sessionwatch-session";
 
 /// Hosts `/mcp` always accepts (DNS-rebinding protection); others come from `gateway.mcpAllowedHosts`.
-pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// How the caller session of a tool call is found (see the module docs).
 #[derive(Clone, Debug)]
@@ -65,7 +66,7 @@ pub enum CallerRule {
 }
 
 /// An MCP server for the six tools.
-pub struct McpServer<B> {
+pub(crate) struct McpServer<B> {
     backend: Arc<B>,
     caller: CallerRule,
     tools: Arc<Vec<Tool>>,
@@ -78,7 +79,7 @@ impl<B> Clone for McpServer<B> {
 }
 
 impl<B: ToolBackend> McpServer<B> {
-    pub fn new(backend: Arc<B>, caller: CallerRule) -> Self {
+    pub(crate) fn new(backend: Arc<B>, caller: CallerRule) -> Self {
         McpServer { backend, caller, tools: Arc::new(schema::tools()) }
     }
 
@@ -129,7 +130,12 @@ impl<B: ToolBackend> McpServer<B> {
 
     /// Calls a tool as `caller` and renders the MCP result, with the caller's drained notices appended.
     /// An unknown tool is a protocol error (`invalid_params`); everything else is a tool result.
-    pub async fn call(&self, caller: &str, tool: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+    pub(crate) async fn call(
+        &self,
+        caller: &str,
+        tool: &str,
+        args: Value,
+    ) -> Result<CallToolResult, ErrorData> {
         if !TOOL_NAMES.contains(&tool) {
             return Err(unknown_tool(tool));
         }
@@ -199,8 +205,9 @@ fn render(outcome: Result<ToolJson, ApiError>, notices: Vec<SystemEventJson>) ->
             (structured, text, false)
         }
         Err(e) => {
-            let text = format!("Error ({}): {e}", e.kind());
-            let body = crate::wire::error_detail(e.kind(), &e.to_string());
+            let kind = crate::wire::error_kind(&e);
+            let text = format!("Error ({kind}): {e}");
+            let body = crate::wire::error_detail(kind, &e.to_string());
             (Map::from_iter([("error".to_string(), body)]), text, true)
         }
     };
@@ -289,7 +296,7 @@ pub async fn serve_stdio<B: ToolBackend>(backend: Arc<B>, caller: CallerRule) ->
 /// The streamable HTTP service for `/mcp`: tools of `gateway` in this process, caller per request from
 /// [`SESSION_HEADER`]. Accepts loopback `Host`s plus `extra_hosts`; its sessions are `sessions`
 /// (bounded); stops its streams when `shutdown` is cancelled.
-pub fn http_service<S: Store>(
+pub(crate) fn http_service<S: Store>(
     gateway: Arc<Gateway<S>>,
     extra_hosts: &[String],
     sessions: Arc<BoundedSessions>,
@@ -301,7 +308,7 @@ pub fn http_service<S: Store>(
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_cancellation_token(shutdown)
-        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
+        .with_max_request_body_bytes(crate::state::MAX_BODY_BYTES);
     StreamableHttpService::new(
         move || {
             let rule = CallerRule::Native {

@@ -10,7 +10,7 @@ const KEY_HELP: &str = "A session key such as \"agent:main:subagent:7f3c\" (from
 sessions_spawn or a notice). \"main\" means your agent's main session.";
 
 /// Instructions sent at `initialize`.
-pub const INSTRUCTIONS: &str = "sessionwatch tells you when another actor (a human, another agent) \
+pub(crate) const INSTRUCTIONS: &str = "sessionwatch tells you when another actor (a human, another agent) \
 changed a session you watch, and lets you catch up exactly before you act. You watch the sub-agents \
 you spawn (sessions_spawn) and the sessions you message with watch=true (sessions_send). When a watched \
 session changes, the next tool result carries a one-time \"Session notices\" block; each notice names \
@@ -59,7 +59,7 @@ fn input_schema(spec: &ToolSpec) -> JsonObject {
 }
 
 /// Every tool, in the gateway's order, from [`TOOL_SPECS`].
-pub fn tools() -> Vec<Tool> {
+pub(crate) fn tools() -> Vec<Tool> {
     TOOL_SPECS
         .iter()
         .map(|spec| {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub struct BoundedSessions {
+pub(crate) struct BoundedSessions {
     inner: LocalSessionManager,
     last_used: Mutex<HashMap<SessionId, Instant>>,
     max: usize,
@@ -24,19 +24,15 @@ pub struct BoundedSessions {
 }
 
 impl BoundedSessions {
-    pub fn new(max: usize, idle: Duration) -> Arc<BoundedSessions> {
+    pub(crate) fn new(max: usize, idle: Duration) -> Arc<BoundedSessions> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(idle);
         Arc::new(BoundedSessions { inner, last_used: Mutex::default(), max: max.max(1), idle })
     }
 
     /// Live sessions (for `/metrics`).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Instant>> {
@@ -50,7 +46,7 @@ impl BoundedSessions {
     }
 
     /// Closes every session idle longer than `idle`; answers how many.
-    pub async fn close_idle(&self) -> usize {
+    pub(crate) async fn close_idle(&self) -> usize {
         let now = Instant::now();
         let stale: Vec<SessionId> = self
             .lock()
@@ -72,7 +68,7 @@ impl BoundedSessions {
     }
 
     /// Runs [`BoundedSessions::close_idle`] every quarter of the idle time until `stop` is cancelled.
-    pub fn spawn_sweeper(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+    pub(crate) fn spawn_sweeper(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         let me = Arc::downgrade(self);
         let every = (self.idle / 4).max(Duration::from_millis(50));
         tokio::spawn(async move {

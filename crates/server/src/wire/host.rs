@@ -1,6 +1,5 @@
 //! The host API's answers: each gateway result projected into its `host_protocol` type.
 
-use super::{EventJson, SystemEventJson};
 use crate::gateway::listing::{Listing, WatchAnswer};
 use crate::gateway::results::{
     CompactedOutput, DrainedOutput, GoalOutput, InboundOutput, MessageAdded, ResetOutput, RunResultOutput,
@@ -10,10 +9,11 @@ use crate::host_protocol::{
     CompactedJson, DeletedJson, DrainedJson, GoalJson, InboundJson, InboxItemJson, ListedSessionJson,
     MessageAddedJson, ResetJson, RunResultJson, SessionCreatedJson, SessionListingJson, WatchJson,
 };
+use crate::host_protocol::{EventJson, SystemEventJson};
 use sessionwatch_kernel::WatchOutcome;
 use sessionwatch_store::InboxItem;
 
-pub fn session_created(o: &SessionCreated) -> SessionCreatedJson {
+pub(crate) fn session_created(o: &SessionCreated) -> SessionCreatedJson {
     let s = &o.session;
     SessionCreatedJson {
         created: o.created,
@@ -23,7 +23,7 @@ pub fn session_created(o: &SessionCreated) -> SessionCreatedJson {
     }
 }
 
-pub fn inbound(o: &InboundOutput) -> InboundJson {
+pub(crate) fn inbound(o: &InboundOutput) -> InboundJson {
     InboundJson {
         event: o.event.as_ref().map(EventJson::from),
         session_id: o.session_id.clone(),
@@ -33,7 +33,7 @@ pub fn inbound(o: &InboundOutput) -> InboundJson {
 }
 
 /// `{sessionKey, systemEvents: [{text, contextKey}], inbox?: [...]}`.
-pub fn drained(o: &DrainedOutput) -> DrainedJson {
+pub(crate) fn drained(o: &DrainedOutput) -> DrainedJson {
     DrainedJson {
         inbox: o.inbox.as_ref().map(|inbox| inbox.iter().map(inbox_item).collect()),
         session_key: o.session_key.clone(),
@@ -41,7 +41,7 @@ pub fn drained(o: &DrainedOutput) -> DrainedJson {
     }
 }
 
-pub fn inbox_item(i: &InboxItem) -> InboxItemJson {
+pub(crate) fn inbox_item(i: &InboxItem) -> InboxItemJson {
     InboxItemJson {
         created_at: i.created_at,
         from_session_key: i.from_session.clone(),
@@ -50,11 +50,11 @@ pub fn inbox_item(i: &InboxItem) -> InboxItemJson {
     }
 }
 
-pub fn message_added(o: &MessageAdded) -> MessageAddedJson {
+pub(crate) fn message_added(o: &MessageAdded) -> MessageAddedJson {
     MessageAddedJson { id: o.id, session_key: o.session_key.clone() }
 }
 
-pub fn goal(o: &GoalOutput) -> GoalJson {
+pub(crate) fn goal(o: &GoalOutput) -> GoalJson {
     GoalJson {
         changed: o.changed,
         event: o.event.as_ref().map(EventJson::from),
@@ -63,7 +63,7 @@ pub fn goal(o: &GoalOutput) -> GoalJson {
     }
 }
 
-pub fn compacted(o: &CompactedOutput) -> CompactedJson {
+pub(crate) fn compacted(o: &CompactedOutput) -> CompactedJson {
     CompactedJson {
         event: o.event.as_ref().map(EventJson::from),
         recorded: o.recorded,
@@ -71,7 +71,7 @@ pub fn compacted(o: &CompactedOutput) -> CompactedJson {
     }
 }
 
-pub fn reset(o: &ResetOutput) -> ResetJson {
+pub(crate) fn reset(o: &ResetOutput) -> ResetJson {
     ResetJson {
         session_id: o.session_id.clone(),
         session_key: o.session_key.clone(),
@@ -79,15 +79,15 @@ pub fn reset(o: &ResetOutput) -> ResetJson {
     }
 }
 
-pub fn deleted(session_key: &str) -> DeletedJson {
+pub(crate) fn deleted(session_key: &str) -> DeletedJson {
     DeletedJson { deleted: true, session_key: session_key.to_string() }
 }
 
-pub fn run_result(o: &RunResultOutput) -> RunResultJson {
+pub(crate) fn run_result(o: &RunResultOutput) -> RunResultJson {
     RunResultJson { accepted: o.accepted, run_id: o.run_id.clone(), status: o.status.clone() }
 }
 
-pub fn session_listing(l: &Listing) -> SessionListingJson {
+pub(crate) fn session_listing(l: &Listing) -> SessionListingJson {
     SessionListingJson {
         sessions: l
             .sessions
@@ -111,7 +111,7 @@ pub fn session_listing(l: &Listing) -> SessionListingJson {
     }
 }
 
-pub fn watch(a: &WatchAnswer) -> WatchJson {
+pub(crate) fn watch(a: &WatchAnswer) -> WatchJson {
     let (outcome, from, reason) = match &a.outcome {
         WatchOutcome::Seeded { at } => ("watching", Some(*at), None),
         WatchOutcome::Kept => ("already-watching", None, None),

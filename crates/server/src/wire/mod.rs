@@ -1,50 +1,22 @@
 //! JSON wire shapes. Domain types are not `Serialize`; this module projects them.
 
 use crate::gateway::upstream::{Adopted, CatalogListing};
+pub use crate::host_protocol::{EventJson, SystemEventJson};
 use serde_json::{Value, json};
-use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 
+mod error;
 mod host;
 mod tools;
 
-pub use host::*;
+pub(crate) use error::{error_body, error_detail, error_kind, error_response, host_answer, host_error};
 
-pub use tools::{
-    ArgNotesJson, ClampJson, EventJson, HistoryJson, ListJson, SendJson, SessionRowJson, SpawnJson,
-    StateChangesJson, StatusJson, StatusText, SystemEventJson, ToolJson, UnwatchJson, run_state,
-};
+pub(crate) use host::*;
 
-/// An error: `{"type", "message"}` (inside `{"ok": false, "error": …}` over HTTP, as MCP structured content
-/// under `error`).
-pub fn error_detail(kind: &str, message: &str) -> Value {
-    to_value(error_json(kind, message))
-}
-
-fn error_json(kind: &str, message: &str) -> crate::host_protocol::ErrorJson {
-    crate::host_protocol::ErrorJson { message: message.to_string(), kind: kind.to_string() }
-}
-
-/// An HTTP error body: `{"ok": false, "error": {"type", "message"}}`.
-pub fn error_body(kind: &str, message: &str) -> Value {
-    to_value(crate::host_protocol::ErrorBodyJson { error: error_json(kind, message), ok: false })
-}
+pub(crate) use tools::ToolJson;
+pub use tools::{SpawnJson, StateChangesJson};
 
 fn to_value(v: impl serde::Serialize) -> Value {
     serde_json::to_value(v).expect("wire types always serialize")
-}
-
-/// One event of `stateChanges.events`: only the documented fields; the payload keeps only
-/// `outcome`, `channel` and `turns`.
-pub fn event(e: &StoredEvent) -> Value {
-    to_value(EventJson::from(e))
-}
-
-pub fn state_changes(page: &ChangesPage) -> Value {
-    to_value(StateChangesJson::from(page))
-}
-
-pub fn system_event(e: &QueuedEvent) -> Value {
-    to_value(SystemEventJson::from(e))
 }
 
 /// What registering a watch did (`sessionwatch db watch`).
@@ -67,7 +39,7 @@ pub fn watch_outcome(o: &sessionwatch_kernel::WatchOutcome) -> Value {
 }
 
 /// `POST /v1/hooks`: what the hook command prints is rendered from this by the CLI.
-pub fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protocol::HookAnswer {
+pub(crate) fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protocol::HookAnswer {
     crate::hook_protocol::HookAnswer {
         additional_context: o.reply.context.clone(),
         block: o.reply.block.clone(),
@@ -80,7 +52,7 @@ pub fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protocol::Hoo
 /// details. Serialized straight from the typed result (no intermediate `Value` tree: building one cost
 /// more than the rest of a `session_status` answer); a status text, which the answer carries twice, is
 /// escaped once ([`StatusText`]).
-pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
+pub(crate) fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
     #[derive(serde::Serialize)]
     struct Envelope<'a> {
         ok: bool,
@@ -107,12 +79,12 @@ pub fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
 }
 
 /// `POST /v1/ui/login-links`: a one-time login path (relative to the gateway's URL).
-pub fn login_link(path: &str, expires_in_seconds: u64) -> crate::host_protocol::LoginLinkJson {
+pub(crate) fn login_link(path: &str, expires_in_seconds: u64) -> crate::host_protocol::LoginLinkJson {
     crate::host_protocol::LoginLinkJson { expires_in_seconds, path: path.to_string() }
 }
 
 /// `POST /v1/catalog/continue`: the adopted session (with `node` and `baseline` for a remote one).
-pub fn adoption(a: &Adopted) -> Value {
+pub(crate) fn adoption(a: &Adopted) -> Value {
     let mut v = json!({
         "sessionKey": a.session_key,
         "sessionId": a.session_id,
@@ -149,7 +121,7 @@ pub fn catalog_entry(e: &sessionwatch_upstream::CatalogEntry, adopted: Option<&s
 }
 
 /// `GET /v1/catalog`: the local sessions, then (with `all=true`) the nodes'.
-pub fn catalog(c: &CatalogListing) -> crate::host_protocol::CatalogJson {
+pub(crate) fn catalog(c: &CatalogListing) -> crate::host_protocol::CatalogJson {
     let mut sessions: Vec<Value> =
         c.local.iter().map(|(e, adopted)| catalog_entry(e, adopted.as_deref())).collect();
     sessions
@@ -158,7 +130,7 @@ pub fn catalog(c: &CatalogListing) -> crate::host_protocol::CatalogJson {
 }
 
 /// `GET /v1/nodes`.
-pub fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
+pub(crate) fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
     let rows: Vec<Value> = nodes
         .iter()
         .map(|n| {
@@ -177,7 +149,7 @@ pub fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
 }
 
 /// `POST /v1/nodes`: the new node's token, shown once.
-pub fn node_token(name: &str, token: &str) -> crate::host_protocol::NodeTokenJson {
+pub(crate) fn node_token(name: &str, token: &str) -> crate::host_protocol::NodeTokenJson {
     crate::host_protocol::NodeTokenJson { name: name.to_string(), token: token.to_string() }
 }
 

@@ -2,8 +2,10 @@
 //! types: built from the gateway's [`ToolOutput`], and parsed back by the MCP server that reaches a
 //! gateway over HTTP, so both MCP paths read the same typed values.
 
+use crate::gateway::listing::run_state;
 use crate::gateway::results::{HistoryOutput, ListOutput, SendOutput, SendStatus, StatusOutput, ToolOutput};
 use crate::gateway::tool_args::ArgNotes;
+use crate::host_protocol::{EventJson, SystemEventJson};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -11,23 +13,6 @@ use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 use sessionwatch_store::{PayloadJson, SessionActivity, SessionRow, TranscriptMessage};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-
-/// One event of `stateChanges.events`: only the documented fields.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventJson {
-    pub sequence: u64,
-    pub kind: String,
-    pub actor_type: String,
-    pub occurred_at: i64,
-    pub summary: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub actor_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub run_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub payload: Option<PayloadJson>,
-}
 
 impl From<&StoredEvent> for EventJson {
     fn from(e: &StoredEvent) -> EventJson {
@@ -95,17 +80,17 @@ pub struct StatusText {
 }
 
 impl StatusText {
-    pub fn new(text: String) -> StatusText {
+    pub(crate) fn new(text: String) -> StatusText {
         let json = serde_json::value::to_raw_value(&text).expect("a string always serializes");
         StatusText { text, json }
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 
     /// The text as a JSON string literal.
-    pub fn as_json(&self) -> &RawValue {
+    pub(crate) fn as_json(&self) -> &RawValue {
         &self.json
     }
 }
@@ -157,7 +142,7 @@ pub struct SessionRowJson {
 }
 
 impl SessionRowJson {
-    pub fn of(s: &SessionRow, state_version: u64, activity: &SessionActivity) -> SessionRowJson {
+    pub(crate) fn of(s: &SessionRow, state_version: u64, activity: &SessionActivity) -> SessionRowJson {
         SessionRowJson {
             key: s.session_key.clone(),
             kind: s.kind.clone(),
@@ -174,19 +159,6 @@ impl SessionRowJson {
             parent_session_key: s.spawned_by.clone(),
             members: None,
         }
-    }
-}
-
-/// A session's run state from its latest run: `idle` (none), `running`, `done` (ok), `failed` (error),
-/// `timeout`, `cancelled`.
-pub fn run_state(latest_run: &Option<Option<String>>) -> &'static str {
-    match latest_run.as_ref().map(|s| s.as_deref()) {
-        None => "idle",
-        Some(None) => "running",
-        Some(Some("ok")) => "done",
-        Some(Some("timeout")) => "timeout",
-        Some(Some("cancelled")) => "cancelled",
-        Some(Some(_)) => "failed",
     }
 }
 
@@ -373,7 +345,7 @@ pub enum ToolJson {
 
 impl ToolJson {
     /// A call's result with what its arguments did not do as given.
-    pub fn of_call(output: &ToolOutput, notes: &ArgNotes) -> ToolJson {
+    pub(crate) fn of_call(output: &ToolOutput, notes: &ArgNotes) -> ToolJson {
         let mut json = ToolJson::of(output);
         let slot = match &mut json {
             ToolJson::Status(j) => &mut j.notes,
@@ -387,7 +359,7 @@ impl ToolJson {
         json
     }
 
-    pub fn of(output: &ToolOutput) -> ToolJson {
+    pub(crate) fn of(output: &ToolOutput) -> ToolJson {
         match output {
             ToolOutput::Status(s) => ToolJson::Status(status(s)),
             ToolOutput::List(l) => ToolJson::List(list(l)),
@@ -410,7 +382,7 @@ impl ToolJson {
     }
 
     /// Reads `tool`'s result back from the JSON a gateway answered (the MCP server over HTTP).
-    pub fn parse(tool: &str, details: Value) -> Result<ToolJson, serde_json::Error> {
+    pub(crate) fn parse(tool: &str, details: Value) -> Result<ToolJson, serde_json::Error> {
         use serde::de::Error;
         Ok(match tool {
             "session_status" => ToolJson::Status(serde_json::from_value(details)?),
@@ -423,13 +395,13 @@ impl ToolJson {
         })
     }
 
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("tool results always serialize")
     }
 
     /// The readable text `/tools/invoke` answers, as OpenClaw does, as a JSON string literal: `statusText`
     /// when the tool has one (already escaped, [`StatusText`]), else the details as indented JSON.
-    pub fn text_json(&self) -> Cow<'_, RawValue> {
+    pub(crate) fn text_json(&self) -> Cow<'_, RawValue> {
         match self {
             ToolJson::Status(s) => Cow::Borrowed(s.status_text.as_json()),
             other => {
@@ -551,14 +523,6 @@ fn send(s: &SendOutput) -> SendJson {
         run_started: (!s.waited).then_some(true),
         notes: ArgNotesJson::default(),
     }
-}
-
-/// A drained system event: `{text, contextKey}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SystemEventJson {
-    pub text: String,
-    pub context_key: String,
 }
 
 impl From<&QueuedEvent> for SystemEventJson {

@@ -9,6 +9,7 @@ mod in_process;
 mod mcp;
 mod mcp_sessions;
 mod mcp_story;
+mod module_graph;
 mod node_workspace;
 mod opencode_plugin;
 mod pi_hooks;

@@ -9,7 +9,7 @@ use sessionwatch_upstream::{CatalogEntry, CatalogId, UpstreamError};
 
 /// `GET /v1/catalog`: each native session with the key of its adopted session, if linked.
 #[derive(Clone, Debug, Default)]
-pub struct CatalogListing {
+pub(crate) struct CatalogListing {
     pub local: Vec<(CatalogEntry, Option<String>)>,
     /// (node, entry, adopted key) of the nodes' sessions (`all=true`).
     pub remote: Vec<(String, RemoteEntry, Option<String>)>,
@@ -54,7 +54,7 @@ fn upstream_error(e: UpstreamError) -> ApiError {
 impl<S: Store> Gateway<S> {
     /// `GET /v1/catalog`: every native session on this machine, newest first, with the key of the
     /// adopted session when it is linked (under any agent's default key `agent:main:…`).
-    pub async fn catalog(&self, with_nodes: bool) -> ApiResult<CatalogListing> {
+    pub(crate) async fn catalog(&self, with_nodes: bool) -> ApiResult<CatalogListing> {
         let homes = self.homes();
         let entries =
             tokio::task::spawn_blocking(move || sessionwatch_upstream::discover(&homes, &mut |_, _| {}))

@@ -7,7 +7,7 @@
 //! names its one owning agent; the link row keeps the thread id in its original case.
 //!
 //! The classifiers live in `sessionwatch-upstream` and are synchronous: every tick runs them on the
-//! blocking pool, one task per catalog, each bounded by [`Gateway::monitor_source_timeout`]. A source
+//! blocking pool, one task per catalog, each bounded by [`DEFAULT_SOURCE_TIMEOUT`]. A source
 //! that times out affects only its own catalog and is not evidence of anything.
 //!
 //! `catalog` (listing and adoption requests), `adoption` (the adopted session and its link), `monitor`
@@ -17,7 +17,7 @@ mod adoption;
 mod catalog;
 mod monitor;
 
-pub use catalog::{Adopted, CatalogListing, RemoteAdoption};
+pub(crate) use catalog::{Adopted, CatalogListing, RemoteAdoption};
 pub(super) use monitor::Work;
 
 use super::Gateway;
@@ -26,17 +26,16 @@ use sessionwatch_core::AgentSessionKey;
 use sessionwatch_store::Store;
 use sessionwatch_upstream::{CatalogId, Homes};
 use sha2::{Digest, Sha256};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The host every local source lives on (part of the source key, so it must be stable).
-pub const LOCAL_HOST_ID: &str = "gateway:local";
+pub(crate) const LOCAL_HOST_ID: &str = "gateway:local";
 /// Consecutive definitive "gone" checks before `upstream_missing`.
-pub const MISSING_THRESHOLD: u32 = 3;
+pub(crate) const MISSING_THRESHOLD: u32 = 3;
 /// Gateway-side user messages that count as our own (self-echo filter).
-pub const OWN_TEXT_LIMIT: usize = 10;
+pub(crate) const OWN_TEXT_LIMIT: usize = 10;
 /// Default bound on one catalog's classifiers per tick.
-pub const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(45);
+pub(crate) const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// What one monitor tick did (`POST /v1/monitor/tick`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -71,7 +70,7 @@ pub struct TickReport {
 }
 
 /// `sha256(hostId \0 threadId \0 referenceJson)`, first 16 hex characters.
-pub fn source_key(host_id: &str, thread_id: &str, reference_json: &str) -> String {
+pub(crate) fn source_key(host_id: &str, thread_id: &str, reference_json: &str) -> String {
     let mut h = Sha256::new();
     h.update(host_id.as_bytes());
     h.update([0u8]);
@@ -83,27 +82,18 @@ pub fn source_key(host_id: &str, thread_id: &str, reference_json: &str) -> Strin
 }
 
 /// The adopted session key for a catalog thread under `agent_id`.
-pub fn adopted_key(agent_id: &str, catalog: CatalogId, thread_id: &str) -> String {
+pub(crate) fn adopted_key(agent_id: &str, catalog: CatalogId, thread_id: &str) -> String {
     AgentSessionKey::build_adopted(agent_id, catalog.as_str(), thread_id)
 }
 
 impl<S: Store> Gateway<S> {
     /// Where the native stores live (from the environment at start; tests point it elsewhere).
-    pub fn homes(&self) -> Homes {
+    pub(crate) fn homes(&self) -> Homes {
         self.homes.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Points discovery, adoption and monitoring at other native stores.
     pub fn set_homes(&self, homes: Homes) {
         *self.homes.lock().unwrap_or_else(|p| p.into_inner()) = homes;
-    }
-
-    /// The bound on one catalog's classifiers per tick.
-    pub fn monitor_source_timeout(&self) -> Duration {
-        Duration::from_millis(self.monitor_source_timeout_ms.load(Ordering::Relaxed))
-    }
-
-    pub fn set_monitor_source_timeout(&self, d: Duration) {
-        self.monitor_source_timeout_ms.store(d.as_millis().max(1) as u64, Ordering::Relaxed);
     }
 }

@@ -117,9 +117,9 @@ impl<S: Store> Gateway<S> {
                 }
             }
         }
-        let timeout = self.monitor_source_timeout();
+        let timeout = super::DEFAULT_SOURCE_TIMEOUT;
         let tasks = by_catalog.into_iter().map(|(catalog, items)| async move {
-            let (items, jobs): (Vec<Work>, Vec<sessionwatch_upstream::source::CheckJob>) = items
+            let (items, jobs): (Vec<Work>, Vec<_>) = items
                 .into_iter()
                 .map(|(w, texts)| {
                     let job = (w.link.reference_json.clone(), w.link.marker_json.clone(), texts);

@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub const COOKIE_NAME: &str = "sessionwatch_login";
+pub(crate) const COOKIE_NAME: &str = "sessionwatch_login";
 /// How long a browser stays logged in.
-pub const LOGIN_TTL: Duration = Duration::from_secs(12 * 3600);
+pub(crate) const LOGIN_TTL: Duration = Duration::from_secs(12 * 3600);
 /// How long a one-time link from `sessionwatch ui` can be used.
-pub const LINK_TTL: Duration = Duration::from_secs(120);
+pub(crate) const LINK_TTL: Duration = Duration::from_secs(120);
 const MAX_LOGINS: usize = 1024;
 const MAX_LINKS: usize = 64;
 
@@ -81,7 +81,7 @@ impl Logins {
 }
 
 /// The value of cookie `name` in a `Cookie` header.
-pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     header.split(';').find_map(|pair| {
         let (k, v) = pair.trim().split_once('=')?;
         (k == name).then_some(v.trim())
@@ -89,11 +89,11 @@ pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// The `Set-Cookie` value for a login: never readable by scripts, never sent cross-site.
-pub fn set_cookie(value: &str) -> String {
+pub(crate) fn set_cookie(value: &str) -> String {
     format!("{COOKIE_NAME}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", LOGIN_TTL.as_secs())
 }
 
-pub fn clear_cookie() -> String {
+pub(crate) fn clear_cookie() -> String {
     format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 

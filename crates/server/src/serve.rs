@@ -1,0 +1,123 @@
+//! The accept loop: connections, their slots (`connections.rs`) and a graceful shutdown.
+
+use crate::connections;
+use crate::http;
+use crate::state::AppState;
+use sessionwatch_store::Store;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Serves `state` on `listener` until `shutdown` resolves; in-flight requests finish first.
+///
+/// Each connection gets `gateway.headerTimeoutSeconds` to send its request headers (a client that
+/// never finishes them is closed), and at most `gateway.maxConnections` are open at once (lowered to what
+/// the fd limit allows). A client arriving at the cap takes the slot of the connection idle the longest
+/// (see [`connections`]): idle or half-sent connections cannot starve a client that sends its request.
+/// When every slot has a request in flight, newcomers wait in the listen backlog until one frees.
+pub async fn run<S: Store>(
+    listener: TcpListener,
+    state: Arc<AppState<S>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let limits = state.gateway.config().limits;
+    // MCP streams (`/mcp`) are long-lived: end them when shutdown begins so in-flight work can finish.
+    let mcp_shutdown = tokio_util::sync::CancellationToken::new();
+    let kernel = state.gateway.kernel().clone();
+    let gateway = state.gateway.clone();
+    let router = http::app(state, mcp_shutdown.clone());
+    let slots = Arc::new(tokio::sync::Semaphore::new(connections::effective_cap(limits.max_connections)));
+    let open = Arc::new(connections::Connections::new());
+    let closing = tokio_util::sync::CancellationToken::new();
+    let tasks = tokio_util::task::TaskTracker::new();
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // EMFILE and friends: free a descriptor held by an idle connection, and back off
+                    // instead of spinning; the listener stays up.
+                    tracing::warn!(error = %e, "accept failed");
+                    let shed = open.shed_longest_idle();
+                    tokio::time::sleep(std::time::Duration::from_millis(if shed { 5 } else { 50 })).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                // At the cap: the connection idle the longest gives its slot up (if every one has a
+                // request in flight, this one waits for a slot).
+                open.shed_longest_idle();
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        // No Nagle: a wake or notice on the stream is one small write that must leave at once, not wait
+        // for the client's delayed ACK.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+        let (id, conn) = open.open();
+        let service = {
+            let (open, conn, router) = (open.clone(), conn.clone(), router.clone());
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                use tower_service::Service;
+                let in_flight = open.begin_request(&conn);
+                let mut router = router.clone();
+                async move {
+                    let resp = router.call(req.map(axum::body::Body::new)).await?;
+                    Ok::<_, std::convert::Infallible>(
+                        resp.map(|body| connections::TrackedBody::new(body, in_flight)),
+                    )
+                }
+            })
+        };
+        let serving = http1.serve_connection(TokioIo::new(tcp), service);
+        let (open, closing) = (open.clone(), closing.clone());
+        tasks.spawn(async move {
+            tokio::pin!(serving);
+            let mut finishing = false;
+            loop {
+                tokio::select! {
+                    ended = serving.as_mut() => {
+                        if let Err(e) = ended {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    () = conn.shed_requested(), if !finishing => {
+                        if conn.is_idle() { break } // dropping it closes the socket
+                        finishing = true;
+                        serving.as_mut().graceful_shutdown();
+                    }
+                    () = closing.cancelled(), if !finishing => {
+                        if conn.is_idle() { break }
+                        finishing = true;
+                        serving.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+            open.close(id);
+            drop(slot);
+        });
+    }
+    mcp_shutdown.cancel();
+    closing.cancel();
+    tasks.close();
+    tasks.wait().await;
+    // Edits still held for their session's turn are recorded, then the kernel's background tasks
+    // (listener, trailing wakes, a scheduled prune) stop.
+    gateway.flush_workspaces().await;
+    drop(gateway);
+    kernel.shutdown().await;
+    Ok(())
+}
