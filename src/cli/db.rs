@@ -111,6 +111,8 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
             RetentionPolicy { max_age_ms: *days as i64 * sessionwatch_core::DAY_MS, max_rows: *max_rows };
     }
     let kernel = Kernel::start(store, Arc::new(SystemClock), config).await;
+    // A maintenance command acts on the database as its start-up prune leaves it.
+    kernel.background_prune_done().await;
     let out: Value = match args.command {
         DbCommand::Record { key, kind, channel, actor_id, parent, id } => {
             let k = AgentSessionKey::parse(&key);

@@ -117,6 +117,8 @@ struct Inner<S> {
     signals: broadcast::Sender<Signal>,
     last_prune: Mutex<Option<Millis>>,
     pruning: AtomicBool,
+    /// Told when a background prune ends.
+    prune_done: tokio::sync::Notify,
     last_wake: Mutex<foldhash::HashMap<String, Millis>>,
     trailing_wakes: Mutex<foldhash::HashSet<String>>,
     metrics: Metrics,
@@ -140,7 +142,7 @@ impl<S> Clone for Kernel<S> {
 
 impl<S: SignalLog> Kernel<S> {
     /// Builds the kernel and runs the start-up sweep (re-creating pending notices from durable cursors),
-    /// then a forced prune.
+    /// then starts a forced prune in the background.
     pub async fn start(store: S, clock: Arc<dyn Clock>, config: KernelConfig) -> Kernel<S> {
         let (signals, _) = broadcast::channel(4096);
         let kernel = Kernel {
@@ -152,6 +154,7 @@ impl<S: SignalLog> Kernel<S> {
                 signals,
                 last_prune: Mutex::new(None),
                 pruning: AtomicBool::new(false),
+                prune_done: tokio::sync::Notify::new(),
                 last_wake: Mutex::default(),
                 trailing_wakes: Mutex::default(),
                 metrics: Metrics::default(),
@@ -160,9 +163,9 @@ impl<S: SignalLog> Kernel<S> {
             }),
         };
         kernel.sweep().await;
-        if let Err(e) = kernel.prune_now().await {
-            tracing::warn!(error = %e, "start-up prune failed");
-        }
+        // The start-up prune runs behind the first requests: its expiry of untouched cursors reads every
+        // cursor (568 ms over 1M against 29 ms over 10k, `bench scale`), and nothing waits for it.
+        kernel.schedule_prune();
         if let Some(host) = kernel.inner.config.host_id.clone()
             && let Some(rx) = kernel.inner.store.listen_host(host)
         {

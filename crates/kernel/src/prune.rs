@@ -30,6 +30,11 @@ impl<S: SignalLog> Kernel<S> {
                 return;
             }
         }
+        self.schedule_prune();
+    }
+
+    /// Prunes in the background now, unless a prune is running.
+    pub(crate) fn schedule_prune(&self) {
         if self.inner.pruning.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -39,9 +44,24 @@ impl<S: SignalLog> Kernel<S> {
                 tracing::warn!(error = %e, "scheduled prune failed");
             }
             kernel.inner.pruning.store(false, Ordering::SeqCst);
+            kernel.inner.prune_done.notify_waiters();
         });
         if !started {
             self.inner.pruning.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits until no background prune runs (the start-up prune, or one a write scheduled).
+    pub async fn background_prune_done(&self) {
+        loop {
+            let notified = self.inner.prune_done.notified();
+            tokio::pin!(notified);
+            // Registered before the check: an end between the check and the wait still wakes it.
+            notified.as_mut().enable();
+            if !self.inner.pruning.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
         }
     }
 }

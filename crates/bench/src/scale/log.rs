@@ -128,6 +128,7 @@ pub(super) async fn appends_during_prune(dir: &Path, sz: &Sizes) -> anyhow::Resu
     let store = SqliteStore::open(&path, SqliteOptions::default())?;
     // Started on the empty file (its start-up prune has nothing to do), filled behind it.
     let k = Kernel::start(store, Arc::new(SystemClock), config).await;
+    k.background_prune_done().await;
     let pruned = sessions("pruned", 100);
     let mut loader = Loader::open(&path).map_err(anyhow::Error::msg)?;
     fill(&mut loader, &pruned, (sz.prune_rows + sz.retained_rows) / 100, "prune fixture")?;

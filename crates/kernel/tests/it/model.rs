@@ -288,8 +288,12 @@ async fn apply<B: Backend>(sut: &mut Sut<B>, m: &mut Model, op: &Op, step: usize
             assert_eq!(got, want_sorted, "step {step}: drained notices of {}", WATCHERS[w]);
         }
         Op::Restart => {
-            drop(sut.kernel.take());
+            if let Some(k) = sut.kernel.take() {
+                k.shutdown().await;
+            }
             sut.kernel = Some(sut.env.start().await);
+            // The start-up prune runs in the background; the model's restart includes it.
+            sut.k().background_prune_done().await;
             m.restart(sut.max_rows);
         }
         Op::Prune => {
