@@ -126,7 +126,7 @@ fn delete_oldest(tx: &Connection, cap_id: i64, now: Millis) -> Result<(u64, bool
     let Some(last_id) = last_id else { return Ok((0, true)) };
     let mut raise = tx.prepare_cached(RAISE_FLOOR)?;
     for ((key, agent), floor) in &floors {
-        super::watch::settle_pending_on(tx, key)?;
+        super::watch::settle_pending(tx, Some(key))?;
         raise.execute(params![key, agent, floor, now])?;
     }
     let mut deleted =
@@ -170,7 +170,7 @@ fn delete_slice(tx: &Connection, mut left: VecDeque<Floor>, now: Millis) -> Resu
             .query_row(params![key, agent, floor, budget - 1], |r| r.get(0))
             .optional()?
             .unwrap_or(*floor);
-        super::watch::settle_pending_on(tx, key)?;
+        super::watch::settle_pending(tx, Some(key))?;
         raise.execute(params![key, agent, top, now])?;
         let n = delete.execute(params![key, agent, top])? as i64;
         deleted += n as u64;
@@ -182,10 +182,10 @@ fn delete_slice(tx: &Connection, mut left: VecDeque<Floor>, now: Millis) -> Resu
     Ok((deleted, left))
 }
 
-/// Cursors not touched within the retention age (one statement: the table has no index on age).
-/// Settling first moves a pending cursor's time to its newest material event: not untouched.
+/// Cursors not touched within the retention age (one statement: the table has no index on age),
+/// after settling the pending ones.
 fn expire_cursors(tx: &Connection, cutoff: Millis) -> Result<Vec<(String, String)>> {
-    super::watch::settle_pending(tx)?;
+    super::watch::settle_pending(tx, None)?;
     Ok(tx
         .prepare(
             "DELETE FROM session_watch_cursors WHERE updated_at < ?1 \

@@ -89,40 +89,24 @@ fn settle_sql(table: &str, order: &str) -> String {
 
 /// Writes the derived M of every pending cursor whose target moved past its stored M (retention is
 /// about to delete the events it is derived from). Run after a fold: it looks in the log alone.
-/// Writes the derived M of every pending cursor that has events after it (its time moves with it, which
-/// a prune's expiry of untouched cursors reads).
-pub(crate) fn settle_pending(c: &Connection) -> Result<()> {
+/// Writes the derived M of the pending cursors that have events after it, on `target` or on every
+/// target: before a prune deletes history (M is read from it), and before it expires untouched cursors
+/// (settling moves a cursor's time to its newest material event).
+pub(crate) fn settle_pending(c: &Connection, target: Option<&str>) -> Result<()> {
+    // Two texts, not `?1 IS NULL OR …`: a plan kept for every binding could not use the target's index.
+    let on = if target.is_some() { "target_session_key = ?1 AND" } else { "?1 IS NULL AND" };
     let pending: Vec<(String, String, Cursor)> = c
-        .prepare(&format!(
+        .prepare_cached(&format!(
             "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
-             WHERE material_sequence > last_seen_sequence AND EXISTS (SELECT 1 FROM session_state_events e \
-             WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence)"
+             WHERE {on} material_sequence > last_seen_sequence AND EXISTS (SELECT 1 FROM \
+             session_state_events e WHERE e.session_key = c.target_session_key AND e.sequence > c.material_sequence)"
         ))?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
+        .query_map([target], |r| Ok((r.get(0)?, r.get(1)?, cursor_from_row(r, 2)?)))?
         .collect::<rusqlite::Result<_>>()?;
     for (watcher, target, cursor) in pending {
         let settled = settle(c, &watcher, &target, cursor.clone())?;
         if settled != cursor {
             save_cursor(c, &watcher, &target, &settled)?;
-        }
-    }
-    Ok(())
-}
-
-/// Writes the derived M of every pending cursor on `target` (a prune's, before that target's history
-/// goes: M is read from it).
-pub(crate) fn settle_pending_on(c: &Connection, target: &str) -> Result<()> {
-    let pending: Vec<(String, Cursor)> = c
-        .prepare_cached(&format!(
-            "SELECT watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-             WHERE target_session_key = ?1 AND material_sequence > last_seen_sequence"
-        ))?
-        .query_map([target], |r| Ok((r.get(0)?, cursor_from_row(r, 1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    for (watcher, cursor) in pending {
-        let settled = settle(c, &watcher, target, cursor.clone())?;
-        if settled != cursor {
-            save_cursor(c, &watcher, target, &settled)?;
         }
     }
     Ok(())
