@@ -80,31 +80,8 @@ pub enum BenchWhat {
         dir: Option<std::path::PathBuf>,
         /// Run only these parts (repeatable; default: all, in this order).
         #[arg(long = "part", value_enum, value_name = "PART")]
-        parts: Vec<ScalePart>,
+        parts: Vec<sessionwatch_bench::scale::Part>,
     },
-}
-
-/// `bench scale --part`.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub(crate) enum ScalePart {
-    Pages,
-    Startup,
-    Rss,
-    Prune,
-    Monitor,
-}
-
-impl From<ScalePart> for sessionwatch_bench::scale::Part {
-    fn from(p: ScalePart) -> Self {
-        use sessionwatch_bench::scale::Part;
-        match p {
-            ScalePart::Pages => Part::Pages,
-            ScalePart::Startup => Part::Startup,
-            ScalePart::Rss => Part::Rss,
-            ScalePart::Prune => Part::Prune,
-            ScalePart::Monitor => Part::Monitor,
-        }
-    }
 }
 
 fn print(figures: Vec<Figure>, json: bool) {
@@ -168,11 +145,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 sizes = sizes.with_events(n);
             }
             let exe = std::env::current_exe()?;
-            let parts: Vec<_> = if parts.is_empty() {
-                sessionwatch_bench::scale::Part::ALL.to_vec()
-            } else {
-                parts.into_iter().map(Into::into).collect()
-            };
+            let parts: Vec<_> =
+                if parts.is_empty() { sessionwatch_bench::scale::Part::ALL.to_vec() } else { parts };
             print(sessionwatch_bench::scale::run(&exe, &dir, &sizes, &parts).await?, json);
         }
     }

@@ -100,8 +100,8 @@ fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 
-/// One part of the run (`--part`), each with its own fixtures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One part of the run (`bench scale --part`), each with its own fixtures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Part {
     /// Cold pages in a big log against a small one.
     Pages,
