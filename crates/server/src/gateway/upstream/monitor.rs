@@ -72,24 +72,26 @@ impl<S: Store> Gateway<S> {
         // it finds with human turns are checked again, with their own texts, before anything is applied.
         let mut checked = Vec::with_capacity(work.len());
         let mut recheck = Vec::new();
-        for (w, outcome) in self.check_all(work, &mut report, |_| Ok(vec![])).await {
+        let first = work.into_iter().map(|w| (w, vec![])).collect();
+        for (w, outcome) in self.check_all(first, &mut report).await {
             match outcome {
                 CheckOutcome::Activity { human_turns, .. } if human_turns > 0 => recheck.push(w),
                 _ => checked.push((w, outcome)),
             }
         }
-        let mut own_texts = HashMap::new();
-        for w in &recheck {
+        let mut with_texts = Vec::with_capacity(recheck.len());
+        for w in recheck {
             let r = SessionRef { key: w.link.session_key.clone(), agent_id: w.link.agent_id.clone() };
-            own_texts.insert(r.key.clone(), self.own_user_texts(&r).await);
+            match self.own_user_texts(&r).await {
+                Ok(texts) => with_texts.push((w, texts)),
+                Err(e) => {
+                    // Without our own texts we could mistake an echo for a human: skip this link.
+                    tracing::warn!(error = ?e, session = %r.key, "upstream link: transcript read failed");
+                    report.deferred += 1;
+                }
+            }
         }
-        let own = |w: &Work| match own_texts.get(&w.link.session_key) {
-            Some(Ok(texts)) => Ok(texts.clone()),
-            // Without our own texts we could mistake an echo for a human: skip this link.
-            Some(Err(e)) => Err(format!("transcript read failed: {e:?}")),
-            None => Ok(vec![]),
-        };
-        checked.extend(self.check_all(recheck, &mut report, own).await);
+        checked.extend(self.check_all(with_texts, &mut report).await);
         for (w, outcome) in checked {
             report.checked += 1;
             self.apply(w, outcome, &mut report).await;
@@ -98,24 +100,17 @@ impl<S: Store> Gateway<S> {
         report
     }
 
-    /// Runs each catalog's classifiers on the blocking pool, concurrently, each bounded by the source
-    /// timeout; a catalog that times out or fails is reported and its links left for the next tick, as
-    /// is a link `own` has no texts for.
+    /// Runs each catalog's classifiers on the blocking pool over `(link, our own texts)`, concurrently,
+    /// each bounded by the source timeout; a catalog that times out or fails is reported and its links
+    /// left for the next tick.
     async fn check_all(
         &self,
-        work: Vec<Work>,
+        items: Vec<(Work, Vec<String>)>,
         report: &mut TickReport,
-        own: impl Fn(&Work) -> Result<Vec<String>, String>,
     ) -> Vec<(Work, CheckOutcome)> {
         let mut by_catalog: BTreeMap<CatalogId, Vec<(Work, Vec<String>)>> = BTreeMap::new();
-        for w in work {
-            match own(&w) {
-                Ok(texts) => by_catalog.entry(w.catalog).or_default().push((w, texts)),
-                Err(why) => {
-                    tracing::warn!(session = %w.link.session_key, %why, "upstream link skipped this tick");
-                    report.deferred += 1;
-                }
-            }
+        for (w, texts) in items {
+            by_catalog.entry(w.catalog).or_default().push((w, texts));
         }
         let timeout = super::DEFAULT_SOURCE_TIMEOUT;
         let tasks = by_catalog.into_iter().map(|(catalog, items)| async move {
