@@ -109,6 +109,23 @@ fn assert_corrupt(err: &StoreError, path: &Path, what: &str) {
     }
 }
 
+/// A clean close is recorded, so that the next open may skip reading every page; that open takes the
+/// record away, so a crash while the store is open leaves none and the open after it checks the file.
+/// (The damaged and truncated files below were closed cleanly before they were damaged.)
+#[test]
+fn a_clean_close_is_recorded_and_taken_away_by_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    healthy_db(&path, 10);
+    let record = dir.path().join("state.db-clean");
+    assert!(record.exists(), "the close was recorded");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert!(!record.exists(), "the open took the record away");
+    // A crash: the store is never closed.
+    std::mem::forget(store);
+    assert!(!record.exists());
+}
+
 #[test]
 fn truncated_database_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,6 +3,7 @@
 
 mod answer;
 mod checkpoint;
+mod clean_close;
 mod links;
 mod lock;
 mod log;
@@ -92,6 +93,8 @@ struct Inner {
     transcript_lengths: Arc<sessions::TranscriptLengths>,
     /// Runs the WAL checkpoints the writer's commits ask for; stopped when the store closes.
     _checkpointer: checkpoint::Checkpointer,
+    /// Last: records the clean close once every connection above is closed.
+    _clean_close: clean_close::CleanClose,
 }
 
 impl Drop for Inner {
@@ -116,6 +119,8 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let corrupt = |reason: String| StoreError::Corrupt { path: path.display().to_string(), reason };
         let exists = path.exists();
+        // Taken away before anything else: a crash from here on leaves no record of a clean close.
+        let closed_clean = exists && clean_close::take(&path);
         if exists {
             let mut header = [0u8; 16];
             let mut f = std::fs::File::open(&path)?;
@@ -143,13 +148,15 @@ impl SqliteStore {
         let mut writer = Connection::open_with_flags(&path, flags)?;
         if exists {
             // Validate before `configure`, which switches the file to WAL (a write): a refused file
-            // must be left exactly as it was.
+            // must be left exactly as it was. A file as we closed it cleanly needs no page check.
             writer.busy_timeout(options.busy_timeout)?;
-            let check: String = writer
-                .query_row("PRAGMA quick_check", [], |r| r.get(0))
-                .map_err(|e| corrupt(format!("integrity check failed: {e}")))?;
-            if check != "ok" {
-                return Err(corrupt(format!("integrity check failed: {check}")));
+            if !closed_clean {
+                let check: String = writer
+                    .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                    .map_err(|e| corrupt(format!("integrity check failed: {e}")))?;
+                if check != "ok" {
+                    return Err(corrupt(format!("integrity check failed: {check}")));
+                }
             }
             schema::check_compatible(&writer)?;
             restrict_to_owner(&path);
@@ -174,6 +181,7 @@ impl SqliteStore {
             probe.busy_timeout(std::time::Duration::ZERO)?;
             probes.push(probe);
         }
+        let clean_close = clean_close::CleanClose::new(&path);
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
@@ -185,6 +193,7 @@ impl SqliteStore {
                 tail: Default::default(),
                 transcript_lengths: Default::default(),
                 _checkpointer: checkpointer,
+                _clean_close: clean_close,
             }),
         })
     }
