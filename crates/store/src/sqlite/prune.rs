@@ -1,6 +1,8 @@
-//! Retention in bounded slices, each one write job of at most [`SLICE_ROWS`] rows: the writer takes the
-//! appends queued behind a slice before the next one, so an append waits for one slice, never for the
-//! whole prune (`bench scale`: `append_p99_us_during_prune` against `append_p99_us_idle`). What to delete is
+//! Retention in bounded slices, each one write job: the writer takes the appends queued behind a slice
+//! before the next one, so an append waits for one slice, never for the whole prune (`bench scale`:
+//! `append_p99_us_during_prune` against `append_p99_us_idle`). A slice's rows adapt to what the last one
+//! took ([`SliceSize`]): its cost is mostly per session (a floor raised, cursors settled), and how many
+//! sessions a few hundred rows span depends on the log. What to delete is
 //! planned on a reader. By age: per session, the highest old sequence, deleted session by session. By the
 //! row cap: the rows up to the cap's id, deleted oldest first as id ranges, which keeps a slice on few
 //! pages (a session's rows are spread over the whole log; deleting 256 of them by session touched 256
@@ -15,9 +17,29 @@ use crate::{PruneReport, Result, RetentionPolicy};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::Millis;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
-/// Rows one slice deletes at most (one write job).
-const SLICE_ROWS: i64 = 256;
+/// How many rows the next slice deletes at most: aimed at [`SliceSize::AIM`] of writer time, from what the
+/// last slice took for its rows, never fewer than [`SliceSize::MIN`] (a prune always moves) nor more than
+/// [`SliceSize::MAX`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SliceSize(i64);
+
+impl SliceSize {
+    /// An append queued behind a slice waits for it: a few idle appends' time.
+    const AIM: Duration = Duration::from_micros(200);
+    const MIN: i64 = 8;
+    const MAX: i64 = 1024;
+    const FIRST: SliceSize = SliceSize(64);
+
+    /// The size after a slice of `self` rows took `took`: scaled toward the aim, at most doubled at once
+    /// (one fast slice is no promise about the next).
+    fn next(self, took: Duration) -> SliceSize {
+        let took_ns = took.as_nanos().max(1) as f64;
+        let scaled = self.0 as f64 * Self::AIM.as_nanos() as f64 / took_ns;
+        SliceSize((scaled as i64).clamp(Self::MIN, (self.0 * 2).min(Self::MAX)))
+    }
+}
 
 /// A session's floor retention asks for: its rows at or below `floor` go.
 type Floor = (String, String, i64);
@@ -43,36 +65,38 @@ impl SqliteStore {
 
     /// Deletes the rows up to `cap_id`, oldest first, a slice per write job; answers the rows deleted.
     async fn delete_up_to(&self, cap_id: i64, now: Millis) -> Result<u64> {
-        let mut deleted = 0;
+        let (mut deleted, mut size) = (0, SliceSize::FIRST);
         loop {
-            let (n, done) = self
+            let ((n, done), took) = self
                 .write_async_then(
                     Memory::Forgotten,
-                    move |c| delete_oldest(c, cap_id, now),
-                    |(n, _): &(u64, bool)| (*n > 0).then_some(TailChange::Clear),
+                    move |c| timed(|| delete_oldest(c, cap_id, size.0, now)),
+                    |((n, _), _): &((u64, bool), Duration)| (*n > 0).then_some(TailChange::Clear),
                 )
                 .await?;
             deleted += n;
             if done {
                 return Ok(deleted);
             }
+            size = size.next(took);
         }
     }
 
     /// Deletes every session's rows at or below its floor, a slice per write job; answers the rows deleted.
     async fn delete_below(&self, floors: Vec<Floor>, now: Millis) -> Result<u64> {
-        let mut deleted = 0;
+        let (mut deleted, mut size) = (0, SliceSize::FIRST);
         let mut left: VecDeque<Floor> = floors.into();
         while !left.is_empty() {
-            let (n, rest) = self
+            let ((n, rest), took) = self
                 .write_async_then(
                     Memory::Forgotten,
-                    move |c| delete_slice(c, left, now),
-                    |(n, _): &(u64, VecDeque<Floor>)| (*n > 0).then_some(TailChange::Clear),
+                    move |c| timed(|| delete_slice(c, left, size.0, now)),
+                    |((n, _), _): &((u64, VecDeque<Floor>), Duration)| (*n > 0).then_some(TailChange::Clear),
                 )
                 .await?;
             deleted += n;
             left = rest;
+            size = size.next(took);
         }
         Ok(deleted)
     }
@@ -100,12 +124,12 @@ fn cap_id(c: &Connection, max_rows: u64) -> Result<Option<i64>> {
     .optional()?)
 }
 
-/// One slice of the cap: the oldest [`SLICE_ROWS`] rows up to `cap_id`. Each of their sessions gets the
+/// One slice of the cap: the oldest `rows` rows up to `cap_id`. Each of their sessions gets the
 /// highest of its sequences among them as its floor; the rows go as one id range. A session's sequences
 /// grow with its ids (both are taken by its appends, in commit order), so the range is exactly the rows
 /// at or below the floors; a session found with a row left below its floor anyway loses it by sequence.
 /// Answers the rows deleted and whether the cap is reached.
-fn delete_oldest(tx: &Connection, cap_id: i64, now: Millis) -> Result<(u64, bool)> {
+fn delete_oldest(tx: &Connection, cap_id: i64, rows: i64, now: Millis) -> Result<(u64, bool)> {
     let mut floors: std::collections::BTreeMap<(String, String), i64> = Default::default();
     let (mut taken, mut last_id) = (0i64, None::<i64>);
     {
@@ -113,8 +137,8 @@ fn delete_oldest(tx: &Connection, cap_id: i64, now: Millis) -> Result<(u64, bool
             "SELECT session_key, agent_id, sequence, id FROM session_state_events WHERE id <= ?1 \
              ORDER BY id LIMIT ?2",
         )?;
-        let mut rows = oldest.query(params![cap_id, SLICE_ROWS])?;
-        while let Some(r) = rows.next()? {
+        let mut found = oldest.query(params![cap_id, rows])?;
+        while let Some(r) = found.next()? {
             let (key, agent, sequence, id): (String, String, i64, i64) =
                 (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
             let floor = floors.entry((key, agent)).or_insert(sequence);
@@ -137,7 +161,7 @@ fn delete_oldest(tx: &Connection, cap_id: i64, now: Millis) -> Result<(u64, bool
     for ((key, agent), floor) in &floors {
         deleted += below.execute(params![key, agent, floor])? as u64;
     }
-    Ok((deleted, taken < SLICE_ROWS || last_id >= cap_id))
+    Ok((deleted, taken < rows || last_id >= cap_id))
 }
 
 /// Raises a session's floor (only upwards) and its head to at least the floor.
@@ -146,13 +170,18 @@ const RAISE_FLOOR: &str = "INSERT INTO session_state_heads (session_key, agent_i
      ON CONFLICT (session_key, agent_id) DO UPDATE SET head = MAX(head, ?3), floor = ?3, updated_at = ?4 \
      WHERE floor < ?3";
 
-/// One slice: from the first session of `left` on, up to [`SLICE_ROWS`] rows. Floors first (only
+/// One slice: from the first session of `left` on, up to `rows` rows. Floors first (only
 /// upwards), then the rows at or below them: retained history stays exactly `(floor, head]`. Each floor
 /// is a sequence in the log, so the session has a head at least that high; the stored head is raised to
 /// the floor, since the rows it may be derived from go. The pending cursors on the session get their
 /// derived M written first: it is read from the history about to go. Answers the rows deleted and the
 /// floors not reached yet.
-fn delete_slice(tx: &Connection, mut left: VecDeque<Floor>, now: Millis) -> Result<(u64, VecDeque<Floor>)> {
+fn delete_slice(
+    tx: &Connection,
+    mut left: VecDeque<Floor>,
+    rows: i64,
+    now: Millis,
+) -> Result<(u64, VecDeque<Floor>)> {
     let mut top_of_slice = tx.prepare_cached(
         "SELECT sequence FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2 \
          AND sequence <= ?3 ORDER BY sequence LIMIT 1 OFFSET ?4",
@@ -161,7 +190,7 @@ fn delete_slice(tx: &Connection, mut left: VecDeque<Floor>, now: Millis) -> Resu
     let mut delete = tx.prepare_cached(
         "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2 AND sequence <= ?3",
     )?;
-    let mut budget = SLICE_ROWS;
+    let mut budget = rows;
     let mut deleted = 0u64;
     while budget > 0 {
         let Some((key, agent, floor)) = left.front() else { break };
@@ -182,6 +211,12 @@ fn delete_slice(tx: &Connection, mut left: VecDeque<Floor>, now: Millis) -> Resu
     Ok((deleted, left))
 }
 
+/// `job`'s result and the writer time it took.
+fn timed<T>(job: impl FnOnce() -> Result<T>) -> Result<(T, Duration)> {
+    let start = Instant::now();
+    Ok((job()?, start.elapsed()))
+}
+
 /// Cursors not touched within the retention age (one statement: the table has no index on age),
 /// after settling the pending ones.
 fn expire_cursors(tx: &Connection, cutoff: Millis) -> Result<Vec<(String, String)>> {
@@ -193,4 +228,22 @@ fn expire_cursors(tx: &Connection, cutoff: Millis) -> Result<Vec<(String, String
         )?
         .query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SliceSize;
+    use std::time::Duration;
+
+    #[test]
+    fn a_slice_size_moves_toward_the_aim_within_its_bounds() {
+        let us = Duration::from_micros;
+        // Twice the aim: half the rows; a tenth of it: at most double.
+        assert_eq!(SliceSize(64).next(us(400)), SliceSize(32));
+        assert_eq!(SliceSize(64).next(us(20)), SliceSize(128));
+        assert_eq!(SliceSize(64).next(us(200)), SliceSize(64));
+        // Never below the least (a prune always moves), never above the most.
+        assert_eq!(SliceSize(64).next(Duration::from_secs(1)), SliceSize(SliceSize::MIN));
+        assert_eq!(SliceSize(SliceSize::MAX).next(Duration::ZERO), SliceSize(SliceSize::MAX));
+    }
 }
