@@ -267,6 +267,15 @@ impl Config {
     /// Sets one key from a string (environment variables and flags use the same names and checks).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         let err = |message: &str| ConfigError::Value { key: key.to_string(), message: message.to_string() };
+        // A whole number (`unit`: " of days", …, as the refusal words it) from 1 to `max`, if any.
+        let count = |unit: &str, max: Option<u64>| match value.parse::<u64>() {
+            Err(_) => Err(err(&format!("expected a whole number{unit}"))),
+            Ok(v) if v == 0 || max.is_some_and(|max| v > max) => Err(err(&match max {
+                Some(max) => format!("must be between 1 and {max}"),
+                None => "must be at least 1".to_string(),
+            })),
+            Ok(v) => Ok(v),
+        };
         match key {
             "session.scope" => {
                 self.scope = match value {
@@ -292,27 +301,9 @@ impl Config {
             "session.notifyOnCreate" => {
                 self.notify_on_create = value.parse().map_err(|_| err("expected true or false"))?;
             }
-            "retention.days" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number of days"))?;
-                if v == 0 || v > 3650 {
-                    return Err(err("must be between 1 and 3650"));
-                }
-                self.retention_days = v;
-            }
-            "retention.maxRows" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number"))?;
-                if v == 0 {
-                    return Err(err("must be at least 1"));
-                }
-                self.retention_max_rows = v;
-            }
-            "monitor.intervalSeconds" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number of seconds"))?;
-                if v == 0 {
-                    return Err(err("must be at least 1"));
-                }
-                self.monitor_interval_secs = v;
-            }
+            "retention.days" => self.retention_days = count(" of days", Some(3650))?,
+            "retention.maxRows" => self.retention_max_rows = count("", None)?,
+            "monitor.intervalSeconds" => self.monitor_interval_secs = count(" of seconds", None)?,
             "workspace.awareness" => {
                 self.workspace_awareness = match value {
                     "on" => true,
@@ -348,11 +339,7 @@ impl Config {
                 self.mcp_allowed_hosts = hosts;
             }
             "gateway.headerTimeoutSeconds" | "gateway.bodyTimeoutSeconds" | "gateway.mcpIdleSeconds" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number of seconds"))?;
-                if v == 0 || v > 86_400 {
-                    return Err(err("must be between 1 and 86400"));
-                }
-                let d = std::time::Duration::from_secs(v);
+                let d = std::time::Duration::from_secs(count(" of seconds", Some(86_400))?);
                 match key {
                     "gateway.headerTimeoutSeconds" => self.limits.header_timeout = d,
                     "gateway.bodyTimeoutSeconds" => self.limits.body_timeout = d,
@@ -360,10 +347,8 @@ impl Config {
                 }
             }
             "gateway.maxConnections" | "gateway.mcpMaxSessions" => {
-                let v: usize = value.parse().map_err(|_| err("expected a whole number"))?;
-                if v == 0 || v > 100_000 {
-                    return Err(err("must be between 1 and 100000"));
-                }
+                // At most 100000, so it fits any `usize`.
+                let v = count("", Some(100_000))? as usize;
                 match key {
                     "gateway.maxConnections" => self.limits.max_connections = v,
                     _ => self.limits.mcp_max_sessions = v,
@@ -492,6 +477,41 @@ mod tests {
         assert!(Config::from_toml("[workspace]\nawareness = \"on\"").unwrap().workspace_awareness);
         let e = Config::from_toml("[workspace]\nawareness = \"yes\"").unwrap_err().to_string();
         assert!(e.contains("workspace.awareness"), "{e}");
+    }
+
+    /// The numeric keys: their bounds and their refusals' words.
+    #[test]
+    fn numbers_are_whole_and_bounded() {
+        let refused = [
+            ("retention.days", "x", "expected a whole number of days"),
+            ("retention.days", "0", "must be between 1 and 3650"),
+            ("retention.days", "3651", "must be between 1 and 3650"),
+            ("retention.maxRows", "-1", "expected a whole number"),
+            ("retention.maxRows", "0", "must be at least 1"),
+            ("monitor.intervalSeconds", "1.5", "expected a whole number of seconds"),
+            ("monitor.intervalSeconds", "0", "must be at least 1"),
+            ("gateway.bodyTimeoutSeconds", "", "expected a whole number of seconds"),
+            ("gateway.mcpIdleSeconds", "86401", "must be between 1 and 86400"),
+            ("gateway.maxConnections", "many", "expected a whole number"),
+            ("gateway.mcpMaxSessions", "100001", "must be between 1 and 100000"),
+        ];
+        for (key, value, words) in refused {
+            let e = Config::default().set(key, value).unwrap_err().to_string();
+            assert_eq!(e, format!("{key}: {words}"), "{key} = {value:?}");
+        }
+        let mut c = Config::default();
+        for (key, value) in [
+            ("retention.days", "3650"),
+            ("retention.maxRows", "1"),
+            ("monitor.intervalSeconds", "1"),
+            ("gateway.headerTimeoutSeconds", "86400"),
+            ("gateway.maxConnections", "100000"),
+        ] {
+            c.set(key, value).unwrap();
+        }
+        assert_eq!((c.retention_days, c.retention_max_rows, c.monitor_interval_secs), (3650, 1, 1));
+        assert_eq!(c.limits.header_timeout, std::time::Duration::from_secs(86_400));
+        assert_eq!(c.limits.max_connections, 100_000);
     }
 
     #[test]
