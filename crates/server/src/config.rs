@@ -278,18 +278,13 @@ impl Config {
         };
         match key {
             "session.scope" => {
-                self.scope = match value {
-                    "per-sender" => Scope::PerSender,
-                    "global" => Scope::Global,
-                    _ => return Err(err("expected \"per-sender\" or \"global\"")),
-                }
+                self.scope = one_of(value, [("per-sender", Scope::PerSender), ("global", Scope::Global)])
+                    .map_err(|m| err(&m))?;
             }
             "session.groupScope" => {
-                self.group_scope = match value {
-                    "per-group" => GroupScope::PerGroup,
-                    "main" => GroupScope::Main,
-                    _ => return Err(err("expected \"per-group\" or \"main\"")),
-                }
+                self.group_scope =
+                    one_of(value, [("per-group", GroupScope::PerGroup), ("main", GroupScope::Main)])
+                        .map_err(|m| err(&m))?;
             }
             "session.mainKey" => {
                 let v = value.trim().to_ascii_lowercase();
@@ -305,11 +300,8 @@ impl Config {
             "retention.maxRows" => self.retention_max_rows = count("", None)?,
             "monitor.intervalSeconds" => self.monitor_interval_secs = count(" of seconds", None)?,
             "workspace.awareness" => {
-                self.workspace_awareness = match value {
-                    "on" => true,
-                    "off" => false,
-                    _ => return Err(err("expected \"on\" or \"off\"")),
-                }
+                self.workspace_awareness =
+                    one_of(value, [("on", true), ("off", false)]).map_err(|m| err(&m))?;
             }
             "gateway.listen" => {
                 self.listen = value.parse().map_err(|_| err("expected an address such as 127.0.0.1:7420"))?;
@@ -321,11 +313,8 @@ impl Config {
                 self.database = Some(value.trim().to_string());
             }
             "gateway.auth" => {
-                self.auth = match value {
-                    "token" => AuthMode::Token,
-                    "none" => AuthMode::None,
-                    _ => return Err(err("expected \"token\" or \"none\"")),
-                }
+                self.auth = one_of(value, [("token", AuthMode::Token), ("none", AuthMode::None)])
+                    .map_err(|m| err(&m))?;
             }
             "gateway.mcpAllowedHosts" => {
                 let hosts: Vec<String> = value
@@ -414,6 +403,17 @@ pub fn is_postgres_url(database: &str) -> bool {
     database.starts_with("postgres://") || database.starts_with("postgresql://")
 }
 
+/// `value` as one of a key's two words, refused as `expected "a" or "b"`.
+fn one_of<T>(value: &str, [(a, when_a), (b, when_b)]: [(&str, T); 2]) -> Result<T, String> {
+    if value == a {
+        Ok(when_a)
+    } else if value == b {
+        Ok(when_b)
+    } else {
+        Err(format!("expected \"{a}\" or \"{b}\""))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,6 +477,26 @@ mod tests {
         assert!(Config::from_toml("[workspace]\nawareness = \"on\"").unwrap().workspace_awareness);
         let e = Config::from_toml("[workspace]\nawareness = \"yes\"").unwrap_err().to_string();
         assert!(e.contains("workspace.awareness"), "{e}");
+    }
+
+    /// The keys of two words take either and refuse anything else naming both.
+    #[test]
+    fn two_word_keys_name_both_words() {
+        let mut c = Config::default();
+        let keys = [
+            ("session.scope", "per-sender", "global"),
+            ("session.groupScope", "per-group", "main"),
+            ("workspace.awareness", "on", "off"),
+            ("gateway.auth", "token", "none"),
+        ];
+        for (key, a, b) in keys {
+            c.set(key, a).unwrap();
+            c.set(key, b).unwrap();
+            let e = c.set(key, "other").unwrap_err().to_string();
+            assert_eq!(e, format!("{key}: expected \"{a}\" or \"{b}\""));
+        }
+        assert_eq!((c.scope, c.group_scope, c.workspace_awareness), (Scope::Global, GroupScope::Main, false));
+        assert_eq!(c.auth, AuthMode::None);
     }
 
     /// The numeric keys: their bounds and their refusals' words.
