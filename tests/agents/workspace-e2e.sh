@@ -45,6 +45,18 @@ turn_notices() { # from session prompt key -> the changesSince list of the turn'
   echo "$since"
 }
 
+# news_reaches CLI LETTER SESSION FILE OTHER OTHER_KEY: LETTER's session asks for news in a turn of CLI; that
+# turn's last model request holds exactly one workspace notice (its changesSince left in $since), whose
+# reconcile names FILE, written by the session of OTHER.
+news_reaches() {
+  local from prompt="$2: anything new from the others?"
+  from="$(log_lines)"
+  "$1_turn" "$prompt" "$3" >/dev/null
+  since="$(turn_notices "$from" "$3" "$prompt" "$ws")"
+  check "$1: its next model request holds exactly one workspace notice ($since)" bash -c "[[ '$since' =~ ^[0-9]+$ ]]"
+  check "$1: its reconcile names $4 and $5's session" reconcile_names "$ws" "${since:-0}" "$4" "$6"
+}
+
 a="$(claude_turn "I am A. Say hello.")" || { echo "FAIL A: claude session"; show_logs; exit 1; }
 b="$(codex_turn "I am B. Say hello.")" || { echo "FAIL B: codex session"; show_logs; exit 1; }
 akey="agent:main:claude:$a" bkey="agent:main:codex:$b"
@@ -54,12 +66,7 @@ codex_turn "B: RUN-EDIT $project/from-codex.txt" "$b" >/dev/null
 check "codex: the fake model's apply_patch wrote the file" test -s "$project/from-codex.txt"
 ws="$(workspace_key)"
 check "one workspace session for the repository ($ws)" bash -c "[[ '$ws' == agent:main:workspace:demo-* ]]"
-from="$(log_lines)"
-prompt="A: anything new from the others?"
-claude_turn "$prompt" "$a" >/dev/null
-since="$(turn_notices "$from" "$a" "$prompt" "$ws")"
-check "claude: its next model request holds exactly one workspace notice ($since)" bash -c "[[ '$since' =~ ^[0-9]+$ ]]"
-check "claude: its reconcile names from-codex.txt and codex's session" reconcile_names "$ws" "${since:-0}" from-codex.txt "$bkey"
+news_reaches claude A "$a" from-codex.txt codex "$bkey"
 
 # Claude's Write reaches Codex's next model request as one notice; Claude's own turn gets none.
 from="$(log_lines)"
@@ -68,11 +75,6 @@ claude_turn "$prompt" "$a" >/dev/null
 check "claude: the fake model's Write wrote the file" test -s "$project/from-claude.txt"
 own="$(turn_notices "$from" "$a" "$prompt" "$ws")"
 check "claude: no new notice for its own edit ($since -> $own)" test "$own" = "$since"
-from="$(log_lines)"
-prompt="B: anything new from the others?"
-codex_turn "$prompt" "$b" >/dev/null
-since="$(turn_notices "$from" "$b" "$prompt" "$ws")"
-check "codex: its next model request holds exactly one workspace notice ($since)" bash -c "[[ '$since' =~ ^[0-9]+$ ]]"
-check "codex: its reconcile names from-claude.txt and claude's session" reconcile_names "$ws" "${since:-0}" from-claude.txt "$akey"
+news_reaches codex B "$b" from-claude.txt claude "$akey"
 [ "$failed" = 0 ] || show_logs
 exit "$failed"

@@ -25,64 +25,58 @@ fn run_e2e(script: &str, args: &[&str], passes: usize) {
     assert!(text.matches("PASS ").count() >= passes, "every check ran:\n{text}");
 }
 
-#[test]
-fn hooks_with_the_real_claude_code_and_codex_clis() {
-    run_e2e("hooks-e2e.sh", &["all"], 22);
+/// The tests, one per script: `test: script, its arguments, the least number of checks that pass;`.
+macro_rules! e2e_tests {
+    ($($(#[$doc:meta])* $test:ident: $script:literal, $args:expr, $passes:literal;)*) => {
+        $(
+            $(#[$doc])*
+            #[test]
+            fn $test() {
+                run_e2e($script, $args, $passes);
+            }
+        )*
+    };
 }
 
-/// Issue 33: a manager in one CLI watching a worker in the other; bursts of 1, 2 and 3 prompts typed into
-/// the worker (print mode and its TUI); the manager's next turn (resumed in print mode, and with its TUI
-/// open) holds exactly one notice per burst in the model's request, Stop never blocks, quiet turns hold
-/// none. Both directions.
-#[test]
-fn one_notice_per_burst_with_the_real_clis_both_directions() {
-    run_e2e("burst-e2e.sh", &["all"], 44);
-}
+e2e_tests! {
+    hooks_with_the_real_claude_code_and_codex_clis: "hooks-e2e.sh", &["all"], 22;
 
-/// Issue 34: from a fresh HOME to a watching fleet with `sessionwatch setup --yes` and the real CLIs on
-/// PATH, no SESSIONWATCH_* variable; `doctor` passes, then names a stopped gateway; the next Claude turn
-/// shows the user the outage line once; `setup --undo` gives every file its bytes back
-/// (`tests/agents/setup-e2e.sh`).
-#[test]
-fn setup_from_a_fresh_home_with_the_real_clis() {
-    run_e2e("setup-e2e.sh", &[], 23);
-}
+    /// Issue 33: a manager in one CLI watching a worker in the other; bursts of 1, 2 and 3 prompts typed into
+    /// the worker (print mode and its TUI); the manager's next turn (resumed in print mode, and with its TUI
+    /// open) holds exactly one notice per burst in the model's request, Stop never blocks, quiet turns hold
+    /// none. Both directions.
+    one_notice_per_burst_with_the_real_clis_both_directions: "burst-e2e.sh", &["all"], 44;
 
-/// Issue 38: the REAL Gemini CLI (0.61.0) with `sessionwatch hooks install gemini`: a Gemini manager watching
-/// a Gemini worker; a prompt into the worker (print mode, and typed into its TUI through tmux) is one human
-/// turn (also after the file monitor ticks), a `sessions_send` text is none; the manager's next model request
-/// holds the notice once, a change during its tool call comes back in that tool's function response
-/// (AfterTool); the gateway down changes nothing (`tests/agents/gemini-hooks-e2e.sh`).
-#[test]
-fn gemini_hooks_with_the_real_gemini_cli() {
-    run_e2e("gemini-hooks-e2e.sh", &["all"], 11);
-}
+    /// Issue 34: from a fresh HOME to a watching fleet with `sessionwatch setup --yes` and the real CLIs on
+    /// PATH, no SESSIONWATCH_* variable; `doctor` passes, then names a stopped gateway; the next Claude turn
+    /// shows the user the outage line once; `setup --undo` gives every file its bytes back
+    /// (`tests/agents/setup-e2e.sh`).
+    setup_from_a_fresh_home_with_the_real_clis: "setup-e2e.sh", &[], 23;
 
-/// Issue 38: the REAL OpenCode (1.18.33) with `sessionwatch hooks install opencode`: an OpenCode manager
-/// watching an OpenCode worker; a prompt typed into the worker's TUI is one human turn at once (also after
-/// the file monitor ticks), a `sessions_send` text typed there is none; the manager's next model request
-/// holds the notice once, a change during its tool call comes back in that tool's output; the gateway
-/// down changes nothing (`tests/agents/opencode-plugin-e2e.sh`).
-#[test]
-fn opencode_plugin_with_the_real_opencode() {
-    run_e2e("opencode-plugin-e2e.sh", &["all"], 14);
-}
+    /// Issue 38: the REAL Gemini CLI (0.61.0) with `sessionwatch hooks install gemini`: a Gemini manager
+    /// watching a Gemini worker; a prompt into the worker (print mode, and typed into its TUI through tmux)
+    /// is one human turn (also after the file monitor ticks), a `sessions_send` text is none; the manager's
+    /// next model request holds the notice once, a change during its tool call comes back in that tool's
+    /// function response (AfterTool); the gateway down changes nothing (`tests/agents/gemini-hooks-e2e.sh`).
+    gemini_hooks_with_the_real_gemini_cli: "gemini-hooks-e2e.sh", &["all"], 11;
 
-/// Issue 38: the REAL Pi (0.73.1) with the extension `sessionwatch hooks install pi` writes: a Pi manager
-/// watching a Pi worker; a prompt typed into the worker's TUI is one human turn at once (also after the
-/// file monitor ticks), a `sessions_send` text is none; the manager's next model request holds the notice
-/// once, a change during its tool call arrives in that tool's result, an idle manager TUI gets it queued
-/// for its next turn; the gateway down changes nothing for Pi (`tests/agents/pi-extension-e2e.sh`).
-#[test]
-fn pi_extension_with_the_real_pi() {
-    run_e2e("pi-extension-e2e.sh", &["all"], 18);
-}
+    /// Issue 38: the REAL OpenCode (1.18.33) with `sessionwatch hooks install opencode`: an OpenCode manager
+    /// watching an OpenCode worker; a prompt typed into the worker's TUI is one human turn at once (also
+    /// after the file monitor ticks), a `sessions_send` text typed there is none; the manager's next model
+    /// request holds the notice once, a change during its tool call comes back in that tool's output; the
+    /// gateway down changes nothing (`tests/agents/opencode-plugin-e2e.sh`).
+    opencode_plugin_with_the_real_opencode: "opencode-plugin-e2e.sh", &["all"], 14;
 
-/// Issue 35: A (Claude Code) and B (Codex) in one git repository; B's model edits a file with
-/// `apply_patch`, A's next model request holds exactly one notice about the workspace session whose
-/// reconcile names the file and B; and the reverse with Claude's `Write`, A's own turn holding no new
-/// notice (`tests/agents/workspace-e2e.sh`).
-#[test]
-fn workspace_edits_reach_the_other_real_cli_once() {
-    run_e2e("workspace-e2e.sh", &["all"], 8);
+    /// Issue 38: the REAL Pi (0.73.1) with the extension `sessionwatch hooks install pi` writes: a Pi manager
+    /// watching a Pi worker; a prompt typed into the worker's TUI is one human turn at once (also after the
+    /// file monitor ticks), a `sessions_send` text is none; the manager's next model request holds the notice
+    /// once, a change during its tool call arrives in that tool's result, an idle manager TUI gets it queued
+    /// for its next turn; the gateway down changes nothing for Pi (`tests/agents/pi-extension-e2e.sh`).
+    pi_extension_with_the_real_pi: "pi-extension-e2e.sh", &["all"], 18;
+
+    /// Issue 35: A (Claude Code) and B (Codex) in one git repository; B's model edits a file with
+    /// `apply_patch`, A's next model request holds exactly one notice about the workspace session whose
+    /// reconcile names the file and B; and the reverse with Claude's `Write`, A's own turn holding no new
+    /// notice (`tests/agents/workspace-e2e.sh`).
+    workspace_edits_reach_the_other_real_cli_once: "workspace-e2e.sh", &["all"], 8;
 }

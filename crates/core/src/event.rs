@@ -228,6 +228,18 @@ pub struct NewEvent {
     pub dedupe_key: Option<String>,
 }
 
+/// The builder setters of the fields a producer adds after a constructor: `with_x(v)` sets `x` to `v`.
+macro_rules! optional_field_setters {
+    ($($setter:ident: $field:ident: $ty:ty),* $(,)?) => {
+        $(
+            pub fn $setter(mut self, $field: $ty) -> NewEvent {
+                self.$field = $field;
+                self
+            }
+        )*
+    };
+}
+
 impl NewEvent {
     pub(crate) fn base(
         session_key: &str,
@@ -362,21 +374,11 @@ impl NewEvent {
         e
     }
 
-    pub fn with_session_id(mut self, session_id: Option<String>) -> NewEvent {
-        self.session_id = session_id;
-        self
-    }
-    pub fn with_run_id(mut self, run_id: Option<String>) -> NewEvent {
-        self.run_id = run_id;
-        self
-    }
-    pub fn with_occurred_at(mut self, at: Option<Millis>) -> NewEvent {
-        self.occurred_at = at;
-        self
-    }
-    pub fn with_dedupe_key(mut self, key: Option<String>) -> NewEvent {
-        self.dedupe_key = key;
-        self
+    optional_field_setters! {
+        with_session_id: session_id: Option<String>,
+        with_run_id: run_id: Option<String>,
+        with_occurred_at: occurred_at: Option<Millis>,
+        with_dedupe_key: dedupe_key: Option<String>,
     }
 }
 

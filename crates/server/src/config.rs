@@ -267,20 +267,24 @@ impl Config {
     /// Sets one key from a string (environment variables and flags use the same names and checks).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         let err = |message: &str| ConfigError::Value { key: key.to_string(), message: message.to_string() };
+        // A whole number (`unit`: " of days", …, as the refusal words it) from 1 to `max`, if any.
+        let count = |unit: &str, max: Option<u64>| match value.parse::<u64>() {
+            Err(_) => Err(err(&format!("expected a whole number{unit}"))),
+            Ok(v) if v == 0 || max.is_some_and(|max| v > max) => Err(err(&match max {
+                Some(max) => format!("must be between 1 and {max}"),
+                None => "must be at least 1".to_string(),
+            })),
+            Ok(v) => Ok(v),
+        };
         match key {
             "session.scope" => {
-                self.scope = match value {
-                    "per-sender" => Scope::PerSender,
-                    "global" => Scope::Global,
-                    _ => return Err(err("expected \"per-sender\" or \"global\"")),
-                }
+                self.scope = one_of(value, [("per-sender", Scope::PerSender), ("global", Scope::Global)])
+                    .map_err(|m| err(&m))?;
             }
             "session.groupScope" => {
-                self.group_scope = match value {
-                    "per-group" => GroupScope::PerGroup,
-                    "main" => GroupScope::Main,
-                    _ => return Err(err("expected \"per-group\" or \"main\"")),
-                }
+                self.group_scope =
+                    one_of(value, [("per-group", GroupScope::PerGroup), ("main", GroupScope::Main)])
+                        .map_err(|m| err(&m))?;
             }
             "session.mainKey" => {
                 let v = value.trim().to_ascii_lowercase();
@@ -292,33 +296,12 @@ impl Config {
             "session.notifyOnCreate" => {
                 self.notify_on_create = value.parse().map_err(|_| err("expected true or false"))?;
             }
-            "retention.days" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number of days"))?;
-                if v == 0 || v > 3650 {
-                    return Err(err("must be between 1 and 3650"));
-                }
-                self.retention_days = v;
-            }
-            "retention.maxRows" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number"))?;
-                if v == 0 {
-                    return Err(err("must be at least 1"));
-                }
-                self.retention_max_rows = v;
-            }
-            "monitor.intervalSeconds" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number of seconds"))?;
-                if v == 0 {
-                    return Err(err("must be at least 1"));
-                }
-                self.monitor_interval_secs = v;
-            }
+            "retention.days" => self.retention_days = count(" of days", Some(3650))?,
+            "retention.maxRows" => self.retention_max_rows = count("", None)?,
+            "monitor.intervalSeconds" => self.monitor_interval_secs = count(" of seconds", None)?,
             "workspace.awareness" => {
-                self.workspace_awareness = match value {
-                    "on" => true,
-                    "off" => false,
-                    _ => return Err(err("expected \"on\" or \"off\"")),
-                }
+                self.workspace_awareness =
+                    one_of(value, [("on", true), ("off", false)]).map_err(|m| err(&m))?;
             }
             "gateway.listen" => {
                 self.listen = value.parse().map_err(|_| err("expected an address such as 127.0.0.1:7420"))?;
@@ -330,11 +313,8 @@ impl Config {
                 self.database = Some(value.trim().to_string());
             }
             "gateway.auth" => {
-                self.auth = match value {
-                    "token" => AuthMode::Token,
-                    "none" => AuthMode::None,
-                    _ => return Err(err("expected \"token\" or \"none\"")),
-                }
+                self.auth = one_of(value, [("token", AuthMode::Token), ("none", AuthMode::None)])
+                    .map_err(|m| err(&m))?;
             }
             "gateway.mcpAllowedHosts" => {
                 let hosts: Vec<String> = value
@@ -348,11 +328,7 @@ impl Config {
                 self.mcp_allowed_hosts = hosts;
             }
             "gateway.headerTimeoutSeconds" | "gateway.bodyTimeoutSeconds" | "gateway.mcpIdleSeconds" => {
-                let v: u64 = value.parse().map_err(|_| err("expected a whole number of seconds"))?;
-                if v == 0 || v > 86_400 {
-                    return Err(err("must be between 1 and 86400"));
-                }
-                let d = std::time::Duration::from_secs(v);
+                let d = std::time::Duration::from_secs(count(" of seconds", Some(86_400))?);
                 match key {
                     "gateway.headerTimeoutSeconds" => self.limits.header_timeout = d,
                     "gateway.bodyTimeoutSeconds" => self.limits.body_timeout = d,
@@ -360,10 +336,8 @@ impl Config {
                 }
             }
             "gateway.maxConnections" | "gateway.mcpMaxSessions" => {
-                let v: usize = value.parse().map_err(|_| err("expected a whole number"))?;
-                if v == 0 || v > 100_000 {
-                    return Err(err("must be between 1 and 100000"));
-                }
+                // At most 100000, so it fits any `usize`.
+                let v = count("", Some(100_000))? as usize;
                 match key {
                     "gateway.maxConnections" => self.limits.max_connections = v,
                     _ => self.limits.mcp_max_sessions = v,
@@ -429,6 +403,17 @@ pub fn is_postgres_url(database: &str) -> bool {
     database.starts_with("postgres://") || database.starts_with("postgresql://")
 }
 
+/// `value` as one of a key's two words, refused as `expected "a" or "b"`.
+fn one_of<T>(value: &str, [(a, when_a), (b, when_b)]: [(&str, T); 2]) -> Result<T, String> {
+    if value == a {
+        Ok(when_a)
+    } else if value == b {
+        Ok(when_b)
+    } else {
+        Err(format!("expected \"{a}\" or \"{b}\""))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,6 +477,61 @@ mod tests {
         assert!(Config::from_toml("[workspace]\nawareness = \"on\"").unwrap().workspace_awareness);
         let e = Config::from_toml("[workspace]\nawareness = \"yes\"").unwrap_err().to_string();
         assert!(e.contains("workspace.awareness"), "{e}");
+    }
+
+    /// The keys of two words take either and refuse anything else naming both.
+    #[test]
+    fn two_word_keys_name_both_words() {
+        let mut c = Config::default();
+        let keys = [
+            ("session.scope", "per-sender", "global"),
+            ("session.groupScope", "per-group", "main"),
+            ("workspace.awareness", "on", "off"),
+            ("gateway.auth", "token", "none"),
+        ];
+        for (key, a, b) in keys {
+            c.set(key, a).unwrap();
+            c.set(key, b).unwrap();
+            let e = c.set(key, "other").unwrap_err().to_string();
+            assert_eq!(e, format!("{key}: expected \"{a}\" or \"{b}\""));
+        }
+        assert_eq!((c.scope, c.group_scope, c.workspace_awareness), (Scope::Global, GroupScope::Main, false));
+        assert_eq!(c.auth, AuthMode::None);
+    }
+
+    /// The numeric keys: their bounds and their refusals' words.
+    #[test]
+    fn numbers_are_whole_and_bounded() {
+        let refused = [
+            ("retention.days", "x", "expected a whole number of days"),
+            ("retention.days", "0", "must be between 1 and 3650"),
+            ("retention.days", "3651", "must be between 1 and 3650"),
+            ("retention.maxRows", "-1", "expected a whole number"),
+            ("retention.maxRows", "0", "must be at least 1"),
+            ("monitor.intervalSeconds", "1.5", "expected a whole number of seconds"),
+            ("monitor.intervalSeconds", "0", "must be at least 1"),
+            ("gateway.bodyTimeoutSeconds", "", "expected a whole number of seconds"),
+            ("gateway.mcpIdleSeconds", "86401", "must be between 1 and 86400"),
+            ("gateway.maxConnections", "many", "expected a whole number"),
+            ("gateway.mcpMaxSessions", "100001", "must be between 1 and 100000"),
+        ];
+        for (key, value, words) in refused {
+            let e = Config::default().set(key, value).unwrap_err().to_string();
+            assert_eq!(e, format!("{key}: {words}"), "{key} = {value:?}");
+        }
+        let mut c = Config::default();
+        for (key, value) in [
+            ("retention.days", "3650"),
+            ("retention.maxRows", "1"),
+            ("monitor.intervalSeconds", "1"),
+            ("gateway.headerTimeoutSeconds", "86400"),
+            ("gateway.maxConnections", "100000"),
+        ] {
+            c.set(key, value).unwrap();
+        }
+        assert_eq!((c.retention_days, c.retention_max_rows, c.monitor_interval_secs), (3650, 1, 1));
+        assert_eq!(c.limits.header_timeout, std::time::Duration::from_secs(86_400));
+        assert_eq!(c.limits.max_connections, 100_000);
     }
 
     #[test]

@@ -4,14 +4,17 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::gateway::{InboundTurn, NewSessionRequest};
-use crate::hook_protocol::{HookRequest, ToolUseJson};
+use crate::hook_protocol::{HookAnswer, HookRequest, ToolUseJson};
 use crate::host_protocol::{
-    ActorJson, AddMessageRequest, CatalogContinueRequest, ClearGoalRequest, CompactionRequest,
-    CreateSessionRequest, InboundRequest, NoFields, RunResultRequest, SetGoalRequest,
+    ActorJson, AddMessageRequest, CatalogContinueRequest, CatalogJson, ClearGoalRequest, CompactedJson,
+    CompactionRequest, CreateSessionRequest, DeletedJson, DrainedJson, GoalJson, InboundJson, InboundRequest,
+    MessageAddedJson, NoFields, ResetJson, RunResultJson, RunResultRequest, SessionCreatedJson,
+    SessionListingJson, SetGoalRequest, WatchJson,
 };
 use crate::request_body::{Body, non_empty};
 use crate::state::{Shared, query_param};
-use crate::wire::{self, host_answer};
+use crate::wire::{self, HostAnswer, host_json};
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -38,190 +41,167 @@ fn actor(a: Option<&ActorJson>, default: Actor) -> ApiResult<Actor> {
 pub(crate) async fn create_session<S: Store>(
     State(state): State<Shared<S>>,
     Body(body): Body<CreateSessionRequest>,
-) -> Response {
-    let run = async {
-        let req = NewSessionRequest {
-            session_key: non_empty("body.sessionKey", &body.session_key)?.to_string(),
-            agent_id: body.agent_id.map(|s| s.trim().to_ascii_lowercase()),
-            chat_type: body.chat_type,
-            channel: body.channel,
-            label: body.label,
-            created_via: body.created_via,
-            creator: body.creator.as_ref().map(|c| actor(Some(c), Actor::system())).transpose()?,
-            creator_label: body.creator.and_then(|c| c.label),
-            quiet: body.visibility.as_deref() == Some("draft") || body.incognito.unwrap_or(false),
-        };
-        if let Some(agent) = &req.agent_id
-            && !sessionwatch_core::is_valid_agent_id(agent)
-        {
-            return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")));
-        }
-        state.gateway.create_session(req).await.map(|o| wire::session_created(&o))
+) -> HostAnswer<SessionCreatedJson> {
+    let req = NewSessionRequest {
+        session_key: non_empty("body.sessionKey", &body.session_key)?.to_string(),
+        agent_id: body.agent_id.map(|s| s.trim().to_ascii_lowercase()),
+        chat_type: body.chat_type,
+        channel: body.channel,
+        label: body.label,
+        created_via: body.created_via,
+        creator: body.creator.as_ref().map(|c| actor(Some(c), Actor::system())).transpose()?,
+        creator_label: body.creator.and_then(|c| c.label),
+        quiet: body.visibility.as_deref() == Some("draft") || body.incognito.unwrap_or(false),
     };
-    host_answer(run.await)
+    if let Some(agent) = &req.agent_id
+        && !sessionwatch_core::is_valid_agent_id(agent)
+    {
+        return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")).into());
+    }
+    Ok(Json(wire::session_created(&state.gateway.create_session(req).await?)))
 }
 
 pub(crate) async fn inbound<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
     Body(body): Body<InboundRequest>,
-) -> Response {
-    let run = async {
-        let turn = InboundTurn {
-            text: non_empty("body.text", &body.text)?.to_string(),
-            channel: body.channel.unwrap_or_else(|| "unknown".into()),
-            actor: actor(body.actor.as_ref(), Actor::human(None))?,
-            chat_type: body.chat_type,
-            run_id: body.run_id,
-        };
-        state.gateway.inbound(&key, turn).await.map(|o| wire::inbound(&o))
+) -> HostAnswer<InboundJson> {
+    let turn = InboundTurn {
+        text: non_empty("body.text", &body.text)?.to_string(),
+        channel: body.channel.unwrap_or_else(|| "unknown".into()),
+        actor: actor(body.actor.as_ref(), Actor::human(None))?,
+        chat_type: body.chat_type,
+        run_id: body.run_id,
     };
-    host_answer(run.await)
+    Ok(Json(wire::inbound(&state.gateway.inbound(&key, turn).await?)))
 }
 
 pub(crate) async fn begin_turn<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
     Body(NoFields {}): Body<NoFields>,
-) -> Response {
-    host_answer(state.gateway.begin_turn(&key).await.map(|o| wire::drained(&o)))
+) -> HostAnswer<DrainedJson> {
+    Ok(Json(wire::drained(&state.gateway.begin_turn(&key).await?)))
 }
 
 pub(crate) async fn add_message<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
     Body(body): Body<AddMessageRequest>,
-) -> Response {
-    let run = async {
-        let role = non_empty("body.role", &body.role)?;
-        if !["assistant", "user", "tool", "system"].contains(&role) {
-            return Err(ApiError::invalid("role must be assistant, user, tool or system"));
-        }
-        state
-            .gateway
-            .add_message(&key, role, &body.text, body.run_id.as_deref())
-            .await
-            .map(|o| wire::message_added(&o))
-    };
-    host_answer(run.await)
+) -> HostAnswer<MessageAddedJson> {
+    let role = non_empty("body.role", &body.role)?;
+    if !["assistant", "user", "tool", "system"].contains(&role) {
+        return Err(ApiError::invalid("role must be assistant, user, tool or system").into());
+    }
+    let added = state.gateway.add_message(&key, role, &body.text, body.run_id.as_deref()).await?;
+    Ok(Json(wire::message_added(&added)))
 }
 
 pub(crate) async fn set_goal<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
     Body(body): Body<SetGoalRequest>,
-) -> Response {
-    let run = async {
-        if body.objective.is_none() && body.status.is_none() {
-            return Err(ApiError::invalid("give objective and/or status (DELETE clears the goal)"));
-        }
-        let actor = actor(body.actor.as_ref(), Actor::system())?;
-        state.gateway.set_goal(&key, body.objective, body.status, actor).await.map(|o| wire::goal(&o))
-    };
-    host_answer(run.await)
+) -> HostAnswer<GoalJson> {
+    if body.objective.is_none() && body.status.is_none() {
+        return Err(ApiError::invalid("give objective and/or status (DELETE clears the goal)").into());
+    }
+    let actor = actor(body.actor.as_ref(), Actor::system())?;
+    Ok(Json(wire::goal(&state.gateway.set_goal(&key, body.objective, body.status, actor).await?)))
 }
 
 pub(crate) async fn clear_goal<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
     Body(body): Body<ClearGoalRequest>,
-) -> Response {
-    let run = async {
-        let actor = actor(body.actor.as_ref(), Actor::system())?;
-        state.gateway.set_goal(&key, None, None, actor).await.map(|o| wire::goal(&o))
-    };
-    host_answer(run.await)
+) -> HostAnswer<GoalJson> {
+    let actor = actor(body.actor.as_ref(), Actor::system())?;
+    Ok(Json(wire::goal(&state.gateway.set_goal(&key, None, None, actor).await?)))
 }
 
 pub(crate) async fn compaction<S: Store>(
     State(state): State<Shared<S>>,
     Path(key): Path<String>,
     Body(body): Body<CompactionRequest>,
-) -> Response {
-    let run = async {
-        let operation = non_empty("body.operationId", &body.operation_id)?;
-        state.gateway.compacted(&key, operation, body.run_id).await.map(|o| wire::compacted(&o))
+) -> HostAnswer<CompactedJson> {
+    let operation = non_empty("body.operationId", &body.operation_id)?;
+    Ok(Json(wire::compacted(&state.gateway.compacted(&key, operation, body.run_id).await?)))
+}
+
+/// The handlers that are one gateway operation on the session `{key}`, answered as its `wire` projection.
+macro_rules! session_operations {
+    ($($(#[$doc:meta])* $handler:ident: $operation:ident => $projection:ident -> $answer:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub(crate) async fn $handler<S: Store>(
+                State(state): State<Shared<S>>,
+                Path(key): Path<String>,
+            ) -> HostAnswer<$answer> {
+                Ok(Json(wire::$projection(&state.gateway.$operation(&key).await?)))
+            }
+        )*
     };
-    host_answer(run.await)
 }
 
-/// Drains the session's system-event queue (acknowledging notices as a turn does), not its inbox.
-pub(crate) async fn drain_notices<S: Store>(
+session_operations! {
+    /// Drains the session's system-event queue (acknowledging notices as a turn does), not its inbox.
+    drain_notices: drain_notices => drained -> DrainedJson;
+    reset: reset => reset -> ResetJson;
+    delete_session: delete => deleted -> DeletedJson;
+}
+
+pub(crate) async fn list_sessions<S: Store>(
     State(state): State<Shared<S>>,
-    Path(key): Path<String>,
-) -> Response {
-    host_answer(state.gateway.drain_notices(&key).await.map(|o| wire::drained(&o)))
-}
-
-pub(crate) async fn reset<S: Store>(State(state): State<Shared<S>>, Path(key): Path<String>) -> Response {
-    host_answer(state.gateway.reset(&key).await.map(|o| wire::reset(&o)))
-}
-
-pub(crate) async fn list_sessions<S: Store>(State(state): State<Shared<S>>) -> Response {
-    host_answer(state.gateway.session_listing().await.map(|l| wire::session_listing(&l)))
+) -> HostAnswer<SessionListingJson> {
+    Ok(Json(wire::session_listing(&state.gateway.session_listing().await?)))
 }
 
 pub(crate) async fn watch_session<S: Store>(
     State(state): State<Shared<S>>,
     Path((target, watcher)): Path<(String, String)>,
-) -> Response {
-    host_answer(state.gateway.host_watch(&watcher, &target).await.map(|a| wire::watch(&a)))
-}
-
-pub(crate) async fn delete_session<S: Store>(
-    State(state): State<Shared<S>>,
-    Path(key): Path<String>,
-) -> Response {
-    host_answer(state.gateway.delete(&key).await.map(|k| wire::deleted(&k)))
+) -> HostAnswer<WatchJson> {
+    Ok(Json(wire::watch(&state.gateway.host_watch(&watcher, &target).await?)))
 }
 
 pub(crate) async fn run_result<S: Store>(
     State(state): State<Shared<S>>,
     Path(run_id): Path<String>,
     Body(body): Body<RunResultRequest>,
-) -> Response {
-    let run = async {
-        let status = RunStatus::parse(non_empty("body.status", &body.status)?)
-            .ok_or_else(|| ApiError::invalid("status must be ok, error, timeout or cancelled"))?;
-        state
-            .gateway
-            .run_result(&run_id, status, body.reply, body.session_id)
-            .await
-            .map(|o| wire::run_result(&o))
-    };
-    host_answer(run.await)
+) -> HostAnswer<RunResultJson> {
+    let status = RunStatus::parse(non_empty("body.status", &body.status)?)
+        .ok_or_else(|| ApiError::invalid("status must be ok, error, timeout or cancelled"))?;
+    let result = state.gateway.run_result(&run_id, status, body.reply, body.session_id).await?;
+    Ok(Json(wire::run_result(&result)))
 }
 
 /// `GET /v1/catalog`: adoptable native sessions (Claude Code, Codex, OpenCode, Pi, Gemini CLI).
-pub(crate) async fn catalog<S: Store>(State(state): State<Shared<S>>, uri: axum::http::Uri) -> Response {
+pub(crate) async fn catalog<S: Store>(
+    State(state): State<Shared<S>>,
+    uri: axum::http::Uri,
+) -> HostAnswer<CatalogJson> {
     let all = query_param(&uri, "all").is_some_and(|v| v == "true" || v == "1");
-    host_answer(state.gateway.catalog(all).await.map(|c| wire::catalog(&c)))
+    Ok(Json(wire::catalog(&state.gateway.catalog(all).await?)))
 }
 
 /// `POST /v1/catalog/continue {catalogId, threadId, agentId?}`: adopt one.
 pub(crate) async fn catalog_continue<S: Store>(
     State(state): State<Shared<S>>,
     Body(body): Body<CatalogContinueRequest>,
-) -> Response {
-    let run = async {
-        let catalog = non_empty("body.catalogId", &body.catalog_id)?;
-        let thread = non_empty("body.threadId", &body.thread_id)?;
-        state
-            .gateway
-            .continue_catalog(catalog, thread, body.agent_id.as_deref(), body.node.as_deref())
-            .await
-            .map(|a| wire::adoption(&a))
-    };
-    host_answer(run.await)
+) -> HostAnswer<Value> {
+    let catalog = non_empty("body.catalogId", &body.catalog_id)?;
+    let thread = non_empty("body.threadId", &body.thread_id)?;
+    let adopted = state
+        .gateway
+        .continue_catalog(catalog, thread, body.agent_id.as_deref(), body.node.as_deref())
+        .await?;
+    Ok(Json(wire::adoption(&adopted)))
 }
 
 /// `POST /v1/monitor/tick`: run one upstream monitor tick now; answers its report.
 pub(crate) async fn monitor_tick<S: Store>(
     State(state): State<Shared<S>>,
     Body(NoFields {}): Body<NoFields>,
-) -> Response {
-    let report = state.gateway.monitor_tick().await;
-    host_answer(serde_json::to_value(report).map_err(|e| ApiError::Internal(e.to_string())))
+) -> HostAnswer<Value> {
+    host_json(state.gateway.monitor_tick().await)
 }
 
 /// `POST /v1/hooks`: one Claude Code / Codex / Gemini CLI hook (`sessionwatch hook <event>` forwards its
@@ -233,43 +213,43 @@ pub(crate) async fn monitor_tick<S: Store>(
 pub(crate) async fn hook<S: Store>(
     State(state): State<Shared<S>>,
     Body(body): Body<HookRequest<Value>>,
-) -> Response {
+) -> HostAnswer<HookAnswer> {
     use sessionwatch_upstream::hook::{HookCli, parse_value};
     use sessionwatch_upstream::source::Installer;
-    let run = async {
-        let cli = non_empty("body.cli", &body.cli)?;
-        let cli = HookCli::parse(cli).ok_or_else(|| {
-            ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini, opencode or pi"))
-        })?;
-        let event = non_empty("body.event", &body.event)?;
-        if !body.input.is_object() {
-            return Err(ApiError::invalid("body.input must be the hook's JSON object"));
+    let cli = non_empty("body.cli", &body.cli)?;
+    let cli = HookCli::parse(cli).ok_or_else(|| {
+        ApiError::invalid(format!("unknown cli {cli:?}: expected claude, codex, gemini, opencode or pi"))
+    })?;
+    let event = non_empty("body.event", &body.event)?;
+    if !body.input.is_object() {
+        return Err(ApiError::invalid("body.input must be the hook's JSON object").into());
+    }
+    let input = match cli.source().installer {
+        // The plugin forwards OpenCode's own hook arguments, under OpenCode's hook name.
+        Installer::OpenCodePlugin => {
+            sessionwatch_upstream::hook::opencode::parse_plugin_call(event, &body.input)
         }
-        let input = match cli.source().installer {
-            // The plugin forwards OpenCode's own hook arguments, under OpenCode's hook name.
-            Installer::OpenCodePlugin => {
-                sessionwatch_upstream::hook::opencode::parse_plugin_call(event, &body.input)
-            }
-            Installer::Settings(_) | Installer::PiExtension => {
-                parse_value(&body.input, Some(event), Some(cli), None)
-            }
+        Installer::Settings(_) | Installer::PiExtension => {
+            parse_value(&body.input, Some(event), Some(cli), None)
         }
-        .map_err(|e| ApiError::invalid(e.to_string()))?;
-        let outcome = state
-            .gateway
-            .hook(&input, body.agent_id.as_deref(), body.node.as_deref(), body.workspace.as_ref())
-            .await?;
-        Ok(wire::hook_answer(&outcome))
-    };
-    host_answer(run.await)
+    }
+    .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let outcome = state
+        .gateway
+        .hook(&input, body.agent_id.as_deref(), body.node.as_deref(), body.workspace.as_ref())
+        .await?;
+    Ok(Json(wire::hook_answer(&outcome)))
 }
 
 /// `GET /v1/hooks/tool-uses/{id}`: the session whose `PreToolUse` hook announced this MCP tool call.
-pub(crate) async fn tool_use<S: Store>(State(state): State<Shared<S>>, Path(id): Path<String>) -> Response {
-    host_answer(match state.gateway.session_of_tool_use(&id) {
-        Some(session_key) => Ok(ToolUseJson { session_key }),
-        None => Err(ApiError::NotFound(format!("no hook announced tool use {id:?}"))),
-    })
+pub(crate) async fn tool_use<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(id): Path<String>,
+) -> HostAnswer<ToolUseJson> {
+    match state.gateway.session_of_tool_use(&id) {
+        Some(session_key) => Ok(Json(ToolUseJson { session_key })),
+        None => Err(ApiError::NotFound(format!("no hook announced tool use {id:?}")).into()),
+    }
 }
 
 pub(crate) async fn metrics<S: Store>(

@@ -2,17 +2,19 @@
 //! (a node token, which opens nothing else).
 
 use crate::error::ApiError;
-use crate::node_protocol::{BaselineReport, HeadReport, OutcomeReport, SyncRequest};
+use crate::host_protocol::NodeTokenJson;
+use crate::node_protocol::SyncAnswer;
 use crate::request_body::{Body, non_empty};
 use crate::state::{AppState, bearer_of};
-use crate::wire::{error_response, host_answer, host_error};
+use crate::wire::{HostAnswer, error_response, host_error, host_json};
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::{Extension, Json};
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use sessionwatch_store::Store;
 use std::sync::Arc;
 
@@ -53,41 +55,25 @@ pub(crate) async fn sync<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
-) -> Response {
-    let run = async {
-        let req: SyncRequest = typed(&body)?;
-        state.gateway.node_sync(&node, req).await
-    };
-    match run.await {
-        Ok(answer) => Json(answer).into_response(),
-        Err(e) => host_error(e),
-    }
+) -> HostAnswer<SyncAnswer> {
+    Ok(Json(state.gateway.node_sync(&node, typed(&body)?).await?))
 }
 
 pub(crate) async fn baselines<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
-) -> Response {
-    let run = async {
-        let reports: Vec<BaselineReport> = typed(&body)?;
-        let linked = state.gateway.node_baselines(&node, reports).await?;
-        Ok(serde_json::json!({ "linked": linked }))
-    };
-    host_answer(run.await)
+) -> HostAnswer<Value> {
+    let linked = state.gateway.node_baselines(&node, typed(&body)?).await?;
+    Ok(Json(serde_json::json!({ "linked": linked })))
 }
 
 pub(crate) async fn outcomes<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
-) -> Response {
-    let run = async {
-        let reports: Vec<OutcomeReport> = typed(&body)?;
-        let tick = state.gateway.node_outcomes(&node, reports).await?;
-        serde_json::to_value(tick).map_err(|e| ApiError::Internal(e.to_string()))
-    };
-    host_answer(run.await)
+) -> HostAnswer<Value> {
+    host_json(state.gateway.node_outcomes(&node, typed(&body)?).await?)
 }
 
 /// `POST /v1/node/heads`: HEAD moves in the git dirs the node follows for the gateway.
@@ -95,34 +81,30 @@ pub(crate) async fn heads<S: Store>(
     State(state): State<Shared<S>>,
     Extension(NodeName(node)): Extension<NodeName>,
     body: Bytes,
-) -> Response {
-    let run = async {
-        let reports: Vec<HeadReport> = typed(&body)?;
-        let answer = state.gateway.node_heads(&node, reports).await?;
-        serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))
-    };
-    host_answer(run.await)
+) -> HostAnswer<Value> {
+    host_json(state.gateway.node_heads(&node, typed(&body)?).await?)
 }
 
 /// `GET /v1/nodes`.
-pub(crate) async fn list<S: Store>(State(state): State<Shared<S>>) -> Response {
-    host_answer(state.gateway.node_statuses().await.map(|n| crate::wire::nodes(&n)))
+pub(crate) async fn list<S: Store>(State(state): State<Shared<S>>) -> HostAnswer<Value> {
+    Ok(Json(crate::wire::nodes(&state.gateway.node_statuses().await?)))
 }
 
 /// `POST /v1/nodes {name}`: issues a node token.
 pub(crate) async fn issue<S: Store>(
     State(state): State<Shared<S>>,
     Body(body): Body<crate::host_protocol::IssueNodeRequest>,
-) -> Response {
-    let run = async {
-        let name = non_empty("body.name", &body.name)?.trim().to_string();
-        let token = state.gateway.issue_node(&name).await?;
-        Ok(crate::wire::node_token(&name, &token))
-    };
-    host_answer(run.await)
+) -> HostAnswer<NodeTokenJson> {
+    let name = non_empty("body.name", &body.name)?.trim().to_string();
+    let token = state.gateway.issue_node(&name).await?;
+    Ok(Json(crate::wire::node_token(&name, &token)))
 }
 
 /// `DELETE /v1/nodes/{name}`: revokes its token.
-pub(crate) async fn revoke<S: Store>(State(state): State<Shared<S>>, Path(name): Path<String>) -> Response {
-    host_answer(state.gateway.revoke_node(&name).await.map(|()| serde_json::json!({ "revoked": name })))
+pub(crate) async fn revoke<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(name): Path<String>,
+) -> HostAnswer<Value> {
+    state.gateway.revoke_node(&name).await?;
+    Ok(Json(serde_json::json!({ "revoked": name })))
 }

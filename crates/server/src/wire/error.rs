@@ -2,7 +2,7 @@
 //! `{"ok":false,"error":{"type","message"}}` (`/tools/invoke` picks OpenClaw's statuses and types itself,
 //! `tool_invoke.rs`, and renders its body here too).
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 use crate::host_protocol::{ErrorBodyJson, ErrorJson};
 use crate::request_body::BodyRejection;
 use axum::Json;
@@ -68,12 +68,29 @@ pub(crate) fn host_error(e: ApiError) -> Response {
     error_response(error_status(&e), &e)
 }
 
-/// A host API answer: the value as JSON, or the error.
-pub(crate) fn host_answer(r: ApiResult<impl serde::Serialize>) -> Response {
-    match r {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => host_error(e),
+/// A host API handler's answer: the value as JSON, or the error as [`host_error`] answers it (so a
+/// handler takes the gateway's `ApiResult`s with `?`).
+pub(crate) type HostAnswer<T> = Result<Json<T>, HostError>;
+
+/// The error of a [`HostAnswer`].
+pub(crate) struct HostError(ApiError);
+
+impl From<ApiError> for HostError {
+    fn from(e: ApiError) -> Self {
+        HostError(e)
     }
+}
+
+impl IntoResponse for HostError {
+    fn into_response(self) -> Response {
+        host_error(self.0)
+    }
+}
+
+/// `value` as the JSON of a host API answer; a value serde refuses is an internal error, answered as
+/// JSON like every other (not axum's plain-text 500).
+pub(crate) fn host_json(value: impl serde::Serialize) -> HostAnswer<Value> {
+    serde_json::to_value(value).map(Json).map_err(|e| HostError(ApiError::Internal(e.to_string())))
 }
 
 impl IntoResponse for BodyRejection {

@@ -8,7 +8,9 @@ mod error;
 mod host;
 mod tools;
 
-pub(crate) use error::{error_body, error_detail, error_kind, error_response, host_answer, host_error};
+pub(crate) use error::{
+    HostAnswer, error_body, error_detail, error_kind, error_response, host_error, host_json,
+};
 
 pub(crate) use host::*;
 

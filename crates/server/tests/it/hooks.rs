@@ -76,14 +76,18 @@ async fn prompt(h: &Harness, home: &ClaudeHome, session: &str, prompt_id: &str, 
     hook(h, home, session, "UserPromptSubmit", json!({ "prompt_id": prompt_id, "prompt": text })).await
 }
 
-/// The manager and a worker both started (adopted by their SessionStart), the manager watching the worker.
-async fn manager_and_worker(h: &Harness, home: &ClaudeHome) {
+/// A gateway where the manager and a worker both started (adopted by their SessionStart), the manager
+/// watching the worker.
+async fn manager_and_worker() -> (Harness, ClaudeHome) {
+    let h = Harness::start().await;
+    let home = ClaudeHome::new(&h);
     for s in [MANAGER, WORKER] {
-        let started = hook(h, home, s, "SessionStart", json!({ "source": "startup" })).await;
+        let started = hook(&h, &home, s, "SessionStart", json!({ "source": "startup" })).await;
         assert_eq!(started["sessionKey"], key(s));
         assert_eq!(started["additionalContext"], Value::Null);
     }
     h.send_and_watch(&key(MANAGER), &key(WORKER), "take the parser").await;
+    (h, home)
 }
 
 /// The kinds of a `session_status` page's events, in order.
@@ -111,9 +115,7 @@ async fn session_start_adopts_the_session_once() {
 
 #[tokio::test]
 async fn a_human_prompt_notifies_the_watching_manager_inside_its_next_prompt_once() {
-    let h = Harness::start().await;
-    let home = ClaudeHome::new(&h);
-    manager_and_worker(&h, &home).await;
+    let (h, home) = manager_and_worker().await;
     let typed = prompt(&h, &home, WORKER, "p-1", "use the new grammar instead").await;
     assert_eq!(typed["recorded"], true);
     assert_eq!(typed["additionalContext"], Value::Null, "the worker itself has nothing pending");
@@ -133,9 +135,7 @@ async fn a_human_prompt_notifies_the_watching_manager_inside_its_next_prompt_onc
 
 #[tokio::test]
 async fn a_long_manager_turn_learns_mid_turn_from_post_tool_use() {
-    let h = Harness::start().await;
-    let home = ClaudeHome::new(&h);
-    manager_and_worker(&h, &home).await;
+    let (h, home) = manager_and_worker().await;
     prompt(&h, &home, WORKER, "p-1", "stop, wrong branch").await;
     let mid =
         hook(&h, &home, MANAGER, "PostToolUse", json!({ "tool_name": "Bash", "tool_use_id": "t1" })).await;
@@ -146,9 +146,7 @@ async fn a_long_manager_turn_learns_mid_turn_from_post_tool_use() {
 /// monitor ticks. Both derive the key from Claude's prompt id: one event.
 #[tokio::test]
 async fn a_turn_seen_by_the_hook_and_the_file_monitor_is_one_event() {
-    let h = Harness::start().await;
-    let home = ClaudeHome::new(&h);
-    manager_and_worker(&h, &home).await;
+    let (h, home) = manager_and_worker().await;
     prompt(&h, &home, WORKER, "p-1", "one turn").await;
     home.write_prompt(WORKER, "p-1", "one turn");
     let tick = h.tick().await;
@@ -165,9 +163,7 @@ async fn a_turn_seen_by_the_hook_and_the_file_monitor_is_one_event() {
 
 #[tokio::test]
 async fn a_prompt_sessionwatch_delivered_is_not_a_human_turn() {
-    let h = Harness::start().await;
-    let home = ClaudeHome::new(&h);
-    manager_and_worker(&h, &home).await;
+    let (h, home) = manager_and_worker().await;
     let echo = prompt(&h, &home, WORKER, "p-1", "take the parser").await;
     assert_eq!(echo["recorded"], false, "the manager's sessions_send text, typed in by the runtime");
     assert_eq!(human_events(&h, WORKER), 0);
@@ -176,9 +172,7 @@ async fn a_prompt_sessionwatch_delivered_is_not_a_human_turn() {
 
 #[tokio::test]
 async fn stop_blocks_once_with_the_notice_and_never_loops() {
-    let h = Harness::start().await;
-    let home = ClaudeHome::new(&h);
-    manager_and_worker(&h, &home).await;
+    let (h, home) = manager_and_worker().await;
     let idle = hook(&h, &home, MANAGER, "Stop", json!({ "stop_hook_active": false })).await;
     assert_eq!(idle["block"], Value::Null, "nothing pending: the agent stops");
     prompt(&h, &home, WORKER, "p-1", "the spec changed").await;
@@ -261,9 +255,7 @@ async fn an_mcp_call_acts_for_the_session_its_cli_names() {
     use rmcp::model::CallToolRequestParams;
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    let h = Harness::start().await;
-    let home = ClaudeHome::new(&h);
-    manager_and_worker(&h, &home).await;
+    let (h, home) = manager_and_worker().await;
     prompt(&h, &home, WORKER, "p-1", "a person steps in").await;
     let announced = hook(
         &h,

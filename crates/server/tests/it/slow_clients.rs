@@ -38,6 +38,18 @@ async fn healthz(h: &Harness, wait: Duration) -> bool {
     matches!(tokio::time::timeout(wait, probe).await, Ok(Ok(r)) if r.status() == 200)
 }
 
+/// A connection that sent the head of an authorized `POST /tools/invoke` whose body `framing` frames
+/// (`Content-Length: N` or `Transfer-Encoding: chunked`), and then `body_start`.
+async fn invoke_head_sent(h: &Harness, framing: &str, body_start: &str) -> TcpStream {
+    let mut tcp = TcpStream::connect(addr(h)).await.unwrap();
+    let head = format!(
+        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\n{framing}\r\n\r\n{body_start}"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_that_never_finish_their_headers_are_closed() {
     let h = start(Limits { header_timeout: Duration::from_millis(300), ..Limits::default() }).await;
@@ -58,13 +70,7 @@ async fn connections_that_never_finish_their_headers_are_closed() {
 
 /// A request whose body is still arriving: in flight, so its connection is never shed.
 async fn request_in_flight(h: &Harness) -> TcpStream {
-    let mut tcp = TcpStream::connect(addr(h)).await.unwrap();
-    let head = format!(
-        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
-         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tool\":"
-    );
-    tcp.write_all(head.as_bytes()).await.unwrap();
-    tcp
+    invoke_head_sent(h, "Content-Length: 100", "{\"tool\":").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,12 +124,7 @@ async fn at_the_cap_the_longest_idle_connection_gives_its_slot_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_declared_content_length_is_refused_before_the_body() {
     let h = start(Limits::default()).await;
-    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
-    let head = format!(
-        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
-         Content-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n"
-    );
-    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut tcp = invoke_head_sent(&h, "Content-Length: 10000000000", "").await;
     let mut buf = vec![0u8; 4096];
     let n = tokio::time::timeout(Duration::from_secs(3), tcp.read(&mut buf))
         .await
@@ -140,12 +141,7 @@ async fn a_huge_declared_content_length_is_refused_before_the_body() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_never_arrives_is_given_up() {
     let h = start(Limits { body_timeout: Duration::from_millis(300), ..Limits::default() }).await;
-    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
-    let head = format!(
-        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
-         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tool\":"
-    );
-    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut tcp = request_in_flight(&h).await;
     let answer =
         read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("the connection was given up");
     assert!(!answer.contains(" 200 "), "{answer}");
@@ -156,14 +152,8 @@ async fn a_body_that_never_arrives_is_given_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_writes_a_whole_oversized_body_first_reads_the_413() {
     let h = start(Limits::default()).await;
-    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
     let body = vec![b'a'; 3 * 1024 * 1024];
-    let head = format!(
-        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut tcp = invoke_head_sent(&h, &format!("Content-Length: {}", body.len()), "").await;
     tcp.write_all(&body).await.expect("the whole body is taken");
     let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
@@ -174,12 +164,7 @@ async fn a_client_that_writes_a_whole_oversized_body_first_reads_the_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_streams_a_whole_oversized_body_first_reads_the_413() {
     let h = start(Limits::default()).await;
-    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
-    let head = format!(
-        "POST /tools/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
-         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-    );
-    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut tcp = invoke_head_sent(&h, "Transfer-Encoding: chunked", "").await;
     let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "a".repeat(64 * 1024));
     for _ in 0..48 {
         tcp.write_all(chunk.as_bytes()).await.expect("the whole body is taken");

@@ -91,6 +91,15 @@ async fn entry(h: &Harness, src: Src) -> Value {
         .unwrap_or_else(|| panic!("{src:?} thread not in the catalog"))
 }
 
+/// `src`'s thread adopted, then sent `message` by the main session, which watches it: where the thread's
+/// file lies, and its session key.
+async fn adopt_watched(h: &Harness, src: Src, message: &str) -> (PathBuf, String) {
+    let location = PathBuf::from(entry(h, src).await["location"].as_str().unwrap());
+    let key = adopt(h, src).await["sessionKey"].as_str().unwrap().to_string();
+    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": message, "watch": true })).await;
+    (location, key)
+}
+
 /// Events of `key` after `since`.
 async fn changes(h: &Harness, key: &str, since: u64) -> Vec<Value> {
     let s = h.tool(MAIN, "session_status", json!({ "sessionKey": key, "changesSince": since })).await;
@@ -320,33 +329,30 @@ async fn end_to_end(src: Src) {
     assert!(h.turn(MAIN).await.is_empty());
 }
 
-#[tokio::test]
-async fn claude_end_to_end() {
-    end_to_end(Src::Claude).await;
+/// One test per source, each named for it.
+macro_rules! end_to_end_tests {
+    ($($test:ident: $src:expr),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $test() {
+                end_to_end($src).await;
+            }
+        )*
+    };
 }
 
-#[tokio::test]
-async fn codex_end_to_end() {
-    end_to_end(Src::Codex).await;
-}
-
-#[tokio::test]
-async fn opencode_end_to_end() {
-    end_to_end(Src::OpenCode).await;
-}
-
-#[tokio::test]
-async fn pi_end_to_end() {
-    end_to_end(Src::Pi).await;
+end_to_end_tests! {
+    claude_end_to_end: Src::Claude,
+    codex_end_to_end: Src::Codex,
+    opencode_end_to_end: Src::OpenCode,
+    pi_end_to_end: Src::Pi,
 }
 
 #[tokio::test]
 async fn a_burst_is_one_event_with_turns() {
     let home = home_with(&[Src::Pi]);
     let h = harness_at(home.path()).await;
-    let location = PathBuf::from(entry(&h, Src::Pi).await["location"].as_str().unwrap().to_string());
-    let key = adopt(&h, Src::Pi).await["sessionKey"].as_str().unwrap().to_string();
-    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "hi", "watch": true })).await;
+    let (location, key) = adopt_watched(&h, Src::Pi, "hi").await;
     for n in 1..=3 {
         append_user(Src::Pi, &location, &format!("human line {n}"), n);
     }
@@ -364,10 +370,8 @@ async fn a_burst_is_one_event_with_turns() {
 async fn missing_streak_survives_a_restart_and_continuing_again_makes_a_fresh_link() {
     let home = home_with(&[Src::Claude]);
     let h = harness_at(home.path()).await;
-    let location = PathBuf::from(entry(&h, Src::Claude).await["location"].as_str().unwrap().to_string());
+    let (location, key) = adopt_watched(&h, Src::Claude, "hi").await;
     let saved = std::fs::read(&location).unwrap();
-    let key = adopt(&h, Src::Claude).await["sessionKey"].as_str().unwrap().to_string();
-    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "hi", "watch": true })).await;
     std::fs::remove_file(&location).unwrap();
     for _ in 0..2 {
         assert_eq!(tick(&h).await["missing"], 1);
@@ -399,9 +403,7 @@ async fn missing_streak_survives_a_restart_and_continuing_again_makes_a_fresh_li
 async fn activity_resets_the_missing_streak() {
     let home = home_with(&[Src::Claude]);
     let h = harness_at(home.path()).await;
-    let location = PathBuf::from(entry(&h, Src::Claude).await["location"].as_str().unwrap().to_string());
-    let key = adopt(&h, Src::Claude).await["sessionKey"].as_str().unwrap().to_string();
-    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "hi", "watch": true })).await;
+    let (location, key) = adopt_watched(&h, Src::Claude, "hi").await;
     let saved = std::fs::read(&location).unwrap();
     std::fs::remove_file(&location).unwrap();
     tick(&h).await;
@@ -432,15 +434,10 @@ async fn garbage_in_one_link_does_not_stop_another() {
         .as_str()
         .unwrap()
         .to_string();
-    let good_loc = PathBuf::from(entry(&h, Src::Claude).await["location"].as_str().unwrap().to_string());
-    let good_key = adopt(&h, Src::Claude).await["sessionKey"].as_str().unwrap().to_string();
-    let pi_loc = PathBuf::from(entry(&h, Src::Pi).await["location"].as_str().unwrap().to_string());
-    let pi_key = adopt(&h, Src::Pi).await["sessionKey"].as_str().unwrap().to_string();
-    let codex_loc = PathBuf::from(entry(&h, Src::Codex).await["location"].as_str().unwrap().to_string());
-    let codex_key = adopt(&h, Src::Codex).await["sessionKey"].as_str().unwrap().to_string();
-    for k in [&bad_key, &good_key, &pi_key, &codex_key] {
-        h.tool(MAIN, "sessions_send", json!({ "sessionKey": k, "message": "hi", "watch": true })).await;
-    }
+    h.tool(MAIN, "sessions_send", json!({ "sessionKey": bad_key, "message": "hi", "watch": true })).await;
+    let (good_loc, good_key) = adopt_watched(&h, Src::Claude, "hi").await;
+    let (pi_loc, pi_key) = adopt_watched(&h, Src::Pi, "hi").await;
+    let (codex_loc, codex_key) = adopt_watched(&h, Src::Codex, "hi").await;
 
     let mut garbage: Vec<u8> = b"\xff\xfe\x00 not json at all \xc3\x28\n".to_vec();
     garbage.extend(b"{\"type\":\"user\",\"message\":\n");
@@ -479,9 +476,7 @@ async fn garbage_in_one_link_does_not_stop_another() {
 async fn ambiguous_keys_are_skipped() {
     let home = home_with(&[Src::Claude]);
     let h = harness_at(home.path()).await;
-    let location = PathBuf::from(entry(&h, Src::Claude).await["location"].as_str().unwrap().to_string());
-    let key = adopt(&h, Src::Claude).await["sessionKey"].as_str().unwrap().to_string();
-    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "hi", "watch": true })).await;
+    let (location, key) = adopt_watched(&h, Src::Claude, "hi").await;
     let store = h.gateway.store();
     let mut other = store.get_link(key.clone(), "main".into()).await.unwrap().unwrap();
     other.agent_id = "ops".into();
@@ -553,9 +548,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 async fn the_background_monitor_ticks_on_its_own() {
     let home = home_with(&[Src::Pi]);
     let h = harness_at(home.path()).await;
-    let location = PathBuf::from(entry(&h, Src::Pi).await["location"].as_str().unwrap().to_string());
-    let key = adopt(&h, Src::Pi).await["sessionKey"].as_str().unwrap().to_string();
-    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "hi", "watch": true })).await;
+    let (location, key) = adopt_watched(&h, Src::Pi, "hi").await;
     append_user(Src::Pi, &location, "typed while nobody ticked by hand", 1);
     let monitor = h.gateway.spawn_monitor(Duration::from_millis(20), Duration::from_millis(100));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -577,9 +570,7 @@ async fn the_background_monitor_ticks_on_its_own() {
 async fn a_tick_reads_our_own_texts_only_for_links_with_new_human_rows() {
     let home = home_with(&[Src::Pi]);
     let h = harness_at(home.path()).await;
-    let location = PathBuf::from(entry(&h, Src::Pi).await["location"].as_str().unwrap().to_string());
-    let key = adopt(&h, Src::Pi).await["sessionKey"].as_str().unwrap().to_string();
-    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": ECHO, "watch": true })).await;
+    let (location, _) = adopt_watched(&h, Src::Pi, ECHO).await;
     tick(&h).await;
     let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
     db.execute_batch("ALTER TABLE session_messages RENAME TO messages_away;").unwrap();

@@ -3,7 +3,8 @@
 
 use crate::common::*;
 use serde_json::{Value, json};
-use sessionwatch_upstream::{CatalogId, CheckOutcome, Probe, adopt, check, discover};
+use sessionwatch_upstream::{Adoption, CatalogId, CheckOutcome, Probe, adopt, check, discover};
+use std::path::Path;
 
 struct Case {
     cli: &'static str,
@@ -44,6 +45,20 @@ fn empty_marker(cat: CatalogId) -> String {
         CatalogId::OpenCode => json!({"seq": 0, "lastHumanMessageId": null}).to_string(),
         _ => json!({"offset": 0, "humans": 0}).to_string(),
     }
+}
+
+/// A tick's probe of an adopted session at its adoption marker, without own texts.
+fn probe_at_adoption(a: &Adoption) -> Probe<'_> {
+    Probe {
+        reference_json: &a.link.reference_json,
+        marker_json: &a.link.marker_json,
+        own_recent_user_texts: &[],
+    }
+}
+
+/// One JSON row appended to a session file, as the CLI writes it.
+fn append_row(path: &Path, row: Value) {
+    append(path, &format!("{row}\n"));
 }
 
 #[test]
@@ -92,12 +107,7 @@ fn ground_truth_turns_are_found_exactly_once() {
                 assert_eq!(drain(c.cat, reference, &empty, &some).0, 1, "{} {id} turn {skip}", c.cli);
             }
             // The adoption baseline reports nothing.
-            let probe = Probe {
-                reference_json: reference,
-                marker_json: &a.link.marker_json,
-                own_recent_user_texts: &[],
-            };
-            assert_eq!(check(c.cat, &probe), CheckOutcome::NoChange, "{} {id}", c.cli);
+            assert_eq!(check(c.cat, &probe_at_adoption(&a)), CheckOutcome::NoChange, "{} {id}", c.cli);
         }
     }
 }
@@ -127,19 +137,12 @@ fn new_human_turn_after_adoption_is_reported_once() {
     let (_d, homes) = fixture_home("claude");
     let a = adopt(&homes, CatalogId::Claude, "dabdface-a74f-47e7-a565-02a8eb260f31").unwrap();
     let path = std::path::PathBuf::from(&a.entry.location);
-    append(
+    append_row(
         &path,
-        &format!(
-            "{}\n",
-            json!({"type":"user","message":{"role":"user","content":"a fourth, typed later"},"timestamp":"2026-12-02T10:00:00.000Z","userType":"external"})
-        ),
+        json!({"type":"user","message":{"role":"user","content":"a fourth, typed later"},"timestamp":"2026-12-02T10:00:00.000Z","userType":"external"}),
     );
-    append(&path, &format!("{}\n", json!({"type":"last-prompt","lastPrompt":"a fourth, typed later"})));
-    let probe = Probe {
-        reference_json: &a.link.reference_json,
-        marker_json: &a.link.marker_json,
-        own_recent_user_texts: &[],
-    };
+    append_row(&path, json!({"type":"last-prompt","lastPrompt":"a fourth, typed later"}));
+    let probe = probe_at_adoption(&a);
     match check(CatalogId::Claude, &probe) {
         CheckOutcome::Activity { human_turns, occurred_at_ms, .. } => {
             assert_eq!(human_turns, 1);
@@ -151,19 +154,13 @@ fn new_human_turn_after_adoption_is_reported_once() {
     let (_d, homes) = fixture_home("codex");
     let a = adopt(&homes, CatalogId::Codex, "01a2361a-e5e2-70d2-8b99-d92b15fbab55").unwrap();
     let path = std::path::PathBuf::from(&a.entry.location);
-    append(
+    append_row(
         &path,
-        &format!(
-            "{}\n",
-            json!({"timestamp":"2026-12-02T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"steer it"}]}})
-        ),
+        json!({"timestamp":"2026-12-02T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"steer it"}]}}),
     );
-    append(
+    append_row(
         &path,
-        &format!(
-            "{}\n",
-            json!({"timestamp":"2026-12-02T10:00:00.000Z","type":"event_msg","payload":{"type":"item_completed","turn_id":"01a2361b-0fc3-7821-9c67-153a430e307b","item":{"type":"UserMessage","content":[{"type":"text","text":"steer it"}]},"completed_at_ms":1796205600001u64}})
-        ),
+        json!({"timestamp":"2026-12-02T10:00:00.000Z","type":"event_msg","payload":{"type":"item_completed","turn_id":"01a2361b-0fc3-7821-9c67-153a430e307b","item":{"type":"UserMessage","content":[{"type":"text","text":"steer it"}]},"completed_at_ms":1796205600001u64}}),
     );
     let (n, m, _) = drain(CatalogId::Codex, &a.link.reference_json, &a.link.marker_json, &[]);
     assert_eq!(n, 1);
@@ -174,12 +171,9 @@ fn new_human_turn_after_adoption_is_reported_once() {
     let (_d, homes) = fixture_home("pi");
     let a = adopt(&homes, CatalogId::Pi, "01a2361b-e99f-7755-a26e-cb8e6819ce44").unwrap();
     let path = std::path::PathBuf::from(&a.entry.location);
-    append(
+    append_row(
         &path,
-        &format!(
-            "{}\n",
-            json!({"type":"message","id":"x1","parentId":"277afb52","timestamp":"2026-12-02T10:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"one more"}],"timestamp":1796205600000u64}})
-        ),
+        json!({"type":"message","id":"x1","parentId":"277afb52","timestamp":"2026-12-02T10:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"one more"}],"timestamp":1796205600000u64}}),
     );
     assert_eq!(drain(CatalogId::Pi, &a.link.reference_json, &a.link.marker_json, &[]).0, 1);
     // OpenCode
@@ -190,11 +184,7 @@ fn new_human_turn_after_adoption_is_reported_once() {
     conn.execute("INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES ('msg_2361bffff001zzzzzzzzzzzzzz', ?1, 1796205600000, 1796205600000, ?2)", rusqlite::params![id, json!({"role":"user","time":{"created":1796205600000u64}}).to_string()]).unwrap();
     conn.execute("INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_new', 'msg_2361bffff001zzzzzzzzzzzzzz', ?1, 1, 1, ?2)", rusqlite::params![id, json!({"type":"text","text":"typed later"}).to_string()]).unwrap();
     conn.execute("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?1", [id]).unwrap();
-    let probe = Probe {
-        reference_json: &a.link.reference_json,
-        marker_json: &a.link.marker_json,
-        own_recent_user_texts: &[],
-    };
+    let probe = probe_at_adoption(&a);
     // Its parts may still be coming: nothing yet, and the marker stays so the next tick reads again.
     match check(CatalogId::OpenCode, &probe) {
         CheckOutcome::Activity { human_turns, next_marker_json, .. } => {
