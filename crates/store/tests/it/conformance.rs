@@ -12,7 +12,7 @@ use sessionwatch_core::{
 };
 use sessionwatch_store::{
     Acknowledged, AppendOutcome, AppendRequest, Head, NewSession, RetentionPolicy, SessionFilter, SessionRow,
-    Store, WatchEdge,
+    Store, WatchEdge, WatchRequest,
 };
 
 /// A backend hook that turns the (watcher, target) cursor into a legacy one.
@@ -188,7 +188,7 @@ async fn register<S: Store>(
     store: &str,
     now: Millis,
 ) -> RegisterDecision {
-    let out = s.register_watch(key(w), key(t), p, store.into(), now).await.expect("register");
+    let out = s.register_watch(WatchRequest::new(key(w), key(t), p, store), now).await.expect("register");
     assert_eq!(out.registered, !matches!(out.decision, RegisterDecision::Refused(_)));
     out.decision
 }

@@ -2,7 +2,7 @@
 
 use crate::conformance::Harness;
 use rusqlite::types::FromSql;
-use sessionwatch_store::{SessionStore, SignalLog, SqliteOptions, SqliteStore};
+use sessionwatch_store::{SessionStore, SignalLog, SqliteOptions, SqliteStore, WatchRequest};
 use std::path::PathBuf;
 use tempfile::TempDir;
 
@@ -462,7 +462,7 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
     let watchers: Vec<String> = (0..50).map(|i| format!("agent:w{i}:main")).collect();
     for w in &watchers {
         let (w, t) = (AgentSessionKey::parse(w).unwrap(), AgentSessionKey::parse(target).unwrap());
-        s.register_watch(w, t, Provenance::Explicit, "store".into(), 1).await.unwrap();
+        s.register_watch(WatchRequest::new(w, t, Provenance::Explicit, "store"), 1).await.unwrap();
     }
     let append = |e: NewEvent| {
         let mut r = req(e);

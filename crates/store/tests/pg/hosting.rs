@@ -4,7 +4,9 @@
 use crate::{AGENT, NOW, STORE, ensure_session, human, key, pg_schema, record, req};
 use sessionwatch_core::{Notice, Provenance};
 use sessionwatch_store::postgres::testing::admin_client;
-use sessionwatch_store::{HostSignal, PostgresStore, SessionStore, SqliteOptions, SqliteStore, Store};
+use sessionwatch_store::{
+    HostSignal, PostgresStore, SessionStore, SqliteOptions, SqliteStore, Store, WatchRequest,
+};
 use std::time::Duration;
 use tokio::sync::mpsc::Receiver;
 
@@ -54,7 +56,7 @@ async fn setup<S: Store>(s: &S) {
     ensure_session(s, W_FREE, None).await;
     for w in [W_B, W_FREE, W_NOROW] {
         assert!(
-            s.register_watch(key(w), key(T), Provenance::Explicit, STORE.into(), NOW)
+            s.register_watch(WatchRequest::new(key(w), key(T), Provenance::Explicit, STORE), NOW)
                 .await
                 .unwrap()
                 .registered

@@ -224,8 +224,8 @@ pub async fn registration_rules<S: Store>(h: &Harness<S>) {
     );
     assert_eq!(cursor(s, T, T).await, None);
     // Case differences are the same session.
-    let out =
-        s.register_watch(key("AGENT:main:Subagent:T"), key(T), Provenance::Explicit, STORE.into(), NOW).await;
+    let upper = WatchRequest::new(key("AGENT:main:Subagent:T"), key(T), Provenance::Explicit, STORE);
+    let out = s.register_watch(upper, NOW).await;
     assert_eq!(out.unwrap().decision, RegisterDecision::Refused(SkipReason::SelfWatch));
 }
 
