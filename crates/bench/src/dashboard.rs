@@ -4,7 +4,7 @@
 use crate::{Figure, percentile};
 use sessionwatch_core::{AgentSessionKey, Provenance};
 use sessionwatch_server::embedded::Embedded;
-use sessionwatch_store::{NewSession, SessionStore, SignalLog};
+use sessionwatch_store::{NewSession, SessionStore, SignalLog, WatchRequest};
 use std::time::{Duration, Instant};
 
 const SESSIONS: usize = 10_000;
@@ -41,7 +41,7 @@ async fn populate(gw: &Embedded, sessions: usize) -> anyhow::Result<()> {
     for chunk in pairs.chunks(512) {
         let writes = chunk.iter().map(|&(w, t)| {
             let (w, t) = (AgentSessionKey::parse(&key(w)).unwrap(), AgentSessionKey::parse(&key(t)).unwrap());
-            store.register_watch(w, t, Provenance::Explicit, "sessionwatch".into(), now)
+            store.register_watch(WatchRequest::new(w, t, Provenance::Explicit, "sessionwatch"), now)
         });
         for r in futures::future::join_all(writes).await {
             r?;

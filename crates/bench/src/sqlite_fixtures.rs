@@ -127,31 +127,12 @@ impl Loader {
         now: Millis,
         progress: &dyn Fn(u64),
     ) -> Result<()> {
-        let mut cursors = cursors.into_iter().peekable();
-        let mut written = 0u64;
-        while cursors.peek().is_some() {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql)?;
-            {
-                let mut cursor = tx
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO session_watch_cursors (watcher_session_key, target_session_key, \
-                         last_seen_sequence, notified_sequence, material_sequence, provenance, \
-                         watcher_store_path, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'explicit', ?6, ?7)",
-                    )
-                    .map_err(sql)?;
-                let mut session = tx.prepare_cached(INSERT_SESSION).map_err(sql)?;
-                for (w, t, l, n, m) in cursors.by_ref().take(ROWS_PER_COMMIT as usize) {
-                    cursor
-                        .execute(params![w, t, l as i64, n as i64, m as i64, store_path, now])
-                        .map_err(sql)?;
-                    session.execute(params![w, now]).map_err(sql)?;
-                    written += 1;
-                }
-            }
-            tx.commit().map_err(sql)?;
-            progress(written);
-        }
-        Ok(())
+        self.write_in_batches(cursors, progress, |tx, (w, t, l, n, m)| {
+            tx.prepare_cached(INSERT_CURSOR)
+                .and_then(|mut s| s.execute(params![w, t, l as i64, n as i64, m as i64, store_path, now]))
+                .map_err(sql)?;
+            insert_session(tx, &w, now)
+        })
     }
 
     /// Writes a session row (agent `bench`, kind `other`) for each of `keys`.
@@ -161,22 +142,41 @@ impl Loader {
         now: Millis,
         progress: &dyn Fn(u64),
     ) -> Result<()> {
-        let mut keys = keys.into_iter().peekable();
+        self.write_in_batches(keys, progress, |tx, key| insert_session(tx, &key, now))
+    }
+
+    /// Writes each of `rows` with `write`, committing every [`ROWS_PER_COMMIT`] rows and calling
+    /// `progress` with the rows written so far.
+    fn write_in_batches<T>(
+        &mut self,
+        rows: impl IntoIterator<Item = T>,
+        progress: &dyn Fn(u64),
+        mut write: impl FnMut(&Connection, T) -> Result<()>,
+    ) -> Result<()> {
+        let mut rows = rows.into_iter().peekable();
         let mut written = 0u64;
-        while keys.peek().is_some() {
+        while rows.peek().is_some() {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql)?;
-            {
-                let mut session = tx.prepare_cached(INSERT_SESSION).map_err(sql)?;
-                for key in keys.by_ref().take(ROWS_PER_COMMIT as usize) {
-                    session.execute(params![key, now]).map_err(sql)?;
-                    written += 1;
-                }
+            for row in rows.by_ref().take(ROWS_PER_COMMIT as usize) {
+                write(&tx, row)?;
+                written += 1;
             }
             tx.commit().map_err(sql)?;
             progress(written);
         }
         Ok(())
     }
+}
+
+/// An explicit cursor: (watcher, target, L, N, M, store path, now).
+const INSERT_CURSOR: &str = "INSERT OR REPLACE INTO session_watch_cursors (watcher_session_key, \
+     target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, \
+     watcher_store_path, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'explicit', ?6, ?7)";
+
+/// A session row (agent `bench`, kind `other`) for `key`, unless it exists.
+fn insert_session(tx: &Connection, key: &str, now: Millis) -> Result<()> {
+    tx.prepare_cached(INSERT_SESSION).and_then(|mut s| s.execute(params![key, now])).map_err(sql)?;
+    Ok(())
 }
 
 const INSERT_SESSION: &str = "INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, \
@@ -242,28 +242,13 @@ fn open_raw(path: &Path) -> Result<Connection> {
 /// sequence continuing after `first` (so blocks of a run can share one database). Answers the elapsed
 /// time.
 pub fn raw_commit_loop(path: &Path, first: u64, rows: u64) -> Result<Duration> {
-    let mut conn = open_raw(path)?;
-    // Where an append writes its row. The loop's rows are the only ones: its ids are its sequences.
-    let insert = insert_row("session_state_events_staged");
-    let start = Instant::now();
-    for i in first..first + rows {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql)?;
-        let (key, sequence, at) = ("agent:main:subagent:raw", (i + 1) as i64, 1_750_000_000_000i64);
-        tx.prepare_cached(&insert)
-            .and_then(|mut s| s.execute(params![key, "main", sequence, at, sequence]))
-            .map_err(sql)?;
-        tx.prepare_cached(MOVE_HEAD)
-            .and_then(|mut s| s.execute(params![key, "main", sequence, at, sequence, at]))
-            .map_err(sql)?;
-        tx.commit().map_err(sql)?;
-    }
-    Ok(start.elapsed())
+    raw_batched_loop(path, first, rows, 1, 1)
 }
 
-/// The bare baseline of concurrent writers: the same rows and head-row updates as [`raw_commit_loop`],
-/// spread round-robin over `sessions` sessions, committed `per_tx` rows per transaction on one connection
-/// (what 16 writers sharing group commits could at best do). `first` continues the ids of earlier
-/// blocks. Answers the elapsed time.
+/// The bare baseline of concurrent writers: the rows and head-row updates of [`raw_commit_loop`], spread
+/// round-robin over `sessions` sessions, committed `per_tx` rows per transaction on one connection (what
+/// 16 writers sharing group commits could at best do). `first` continues the ids of earlier blocks; the
+/// loop's rows are the only ones in the file. Answers the elapsed time.
 pub fn raw_batched_loop(path: &Path, first: u64, rows: u64, per_tx: u64, sessions: u64) -> Result<Duration> {
     let mut conn = open_raw(path)?;
     let insert = insert_row("session_state_events_staged");

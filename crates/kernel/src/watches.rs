@@ -5,7 +5,7 @@ use sessionwatch_core::{
     AgentSessionKey, Provenance, RegisterDecision, SkipReason, check_watch_address, classify_session_kind,
     context_key,
 };
-use sessionwatch_store::{NewSession, SessionStore, SignalLog, StoreError};
+use sessionwatch_store::{NewSession, SessionStore, SignalLog, StoreError, WatchRequest};
 
 /// What [`Kernel::register_watch`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,8 +79,8 @@ impl<S: SignalLog + SessionStore> Kernel<S> {
         };
         self.ensure_session(&w).await;
         let now = self.now();
-        let store = self.inner.config.store_identity.clone();
-        match self.inner.store.register_watch(w, t, provenance, store, now).await {
+        let req = WatchRequest::new(w, t, provenance, self.inner.config.store_identity.clone());
+        match self.inner.store.register_watch(req, now).await {
             Ok(outcome) => match outcome.decision {
                 RegisterDecision::Seed(c) => WatchOutcome::Seeded { at: c.last_seen },
                 RegisterDecision::Keep => WatchOutcome::Kept,

@@ -18,7 +18,7 @@ pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use types::*;
 
-use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
+use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice};
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -38,13 +38,11 @@ pub trait SignalLog: Send + Sync + 'static {
     /// Appends one event in one write transaction: dedupe, head bump, cursor seeding/updates.
     fn append(&self, req: AppendRequest, now: Millis) -> impl Future<Output = Result<AppendOutcome>> + Send;
 
-    /// Registers `watcher` on `target` at the target's current head (see `decide_registration`).
+    /// Registers the request's watcher on its target at the target's current head (see
+    /// `decide_registration`).
     fn register_watch(
         &self,
-        watcher: AgentSessionKey,
-        target: AgentSessionKey,
-        provenance: Provenance,
-        watcher_store: String,
+        req: WatchRequest,
         now: Millis,
     ) -> impl Future<Output = Result<RegisterOutcome>> + Send;
 

@@ -1,6 +1,7 @@
 pub use sessionwatch_core::Acknowledged;
 use sessionwatch_core::{
-    Cursor, DAY_MS, Millis, NewEvent, Notice, RecordPolicy, RegisterDecision, StoredEvent,
+    AgentSessionKey, Cursor, DAY_MS, Millis, NewEvent, Notice, Provenance, RecordPolicy, RegisterDecision,
+    StoredEvent, decide_registration,
 };
 use std::sync::Arc;
 
@@ -29,6 +30,33 @@ impl AppendRequest {
             watcher_store: watcher_store.into(),
             host_id: None,
         }
+    }
+}
+
+/// A watch registration: `watcher` watches `target`, bound to the store of the watchers hosted here.
+#[derive(Clone, Debug)]
+pub struct WatchRequest {
+    pub watcher: AgentSessionKey,
+    pub target: AgentSessionKey,
+    pub provenance: Provenance,
+    /// The physical store of the watchers hosted here (cursor store binding).
+    pub watcher_store: String,
+}
+
+impl WatchRequest {
+    pub fn new(
+        watcher: AgentSessionKey,
+        target: AgentSessionKey,
+        provenance: Provenance,
+        watcher_store: impl Into<String>,
+    ) -> WatchRequest {
+        WatchRequest { watcher, target, provenance, watcher_store: watcher_store.into() }
+    }
+
+    /// What core decides for it over the `existing` cursor, at the target's `head`.
+    pub(crate) fn decide(&self, existing: Option<&Cursor>, head: u64, now: Millis) -> RegisterDecision {
+        let (watcher, target) = (self.watcher.as_str(), self.target.as_str());
+        decide_registration(existing, watcher, target, self.provenance, &self.watcher_store, head, now)
     }
 }
 

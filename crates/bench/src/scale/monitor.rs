@@ -16,15 +16,43 @@ use std::time::{Duration, Instant};
 const CLAUDE: &str = include_str!(
     "../../../upstream/tests/fixtures/claude/home/.claude/projects/-home-user-work-demo/5ae04bcf-dcae-4d38-b508-e94477a366c6.jsonl"
 );
-const CLAUDE_ID: &str = "5ae04bcf-dcae-4d38-b508-e94477a366c6";
-const CODEX: &str = include_str!(
-    "../../../upstream/tests/fixtures/codex/home/.codex/sessions/2026/12/02/rollout-2026-12-02T09-34-20-01a2361a-df64-7aa1-a8f6-d12f148e569f.jsonl"
-);
-const CODEX_ID: &str = "01a2361a-df64-7aa1-a8f6-d12f148e569f";
-const PI: &str = include_str!(
-    "../../../upstream/tests/fixtures/pi/home/.pi/agent/sessions/--home-user-work-demo--/2026-12-02T09-35-23-040Z_01a2361b-d39f-759d-9272-bf2c2772ea6a.jsonl"
-);
-const PI_ID: &str = "01a2361b-d39f-759d-9272-bf2c2772ea6a";
+
+/// A real transcript of one file-based source, copied once per adopted session of that source.
+struct Transcript {
+    catalog: CatalogId,
+    text: &'static str,
+    /// The fixture's thread id (a UUID): each copy's thread keeps its first four groups.
+    id: &'static str,
+    /// Where the source keeps a thread's file under the home: this, the thread id, `.jsonl`.
+    file_prefix: &'static str,
+}
+
+/// The file-based sources, in the order [`write_sources`] deals sessions to them (OpenCode comes last).
+const TRANSCRIPTS: [Transcript; 3] = [
+    Transcript {
+        catalog: CatalogId::Claude,
+        text: CLAUDE,
+        id: "5ae04bcf-dcae-4d38-b508-e94477a366c6",
+        file_prefix: ".claude/projects/-bench/",
+    },
+    Transcript {
+        catalog: CatalogId::Codex,
+        text: include_str!(
+            "../../../upstream/tests/fixtures/codex/home/.codex/sessions/2026/12/02/rollout-2026-12-02T09-34-20-01a2361a-df64-7aa1-a8f6-d12f148e569f.jsonl"
+        ),
+        id: "01a2361a-df64-7aa1-a8f6-d12f148e569f",
+        file_prefix: ".codex/sessions/2026/12/02/rollout-2026-12-02T09-34-20-",
+    },
+    Transcript {
+        catalog: CatalogId::Pi,
+        text: include_str!(
+            "../../../upstream/tests/fixtures/pi/home/.pi/agent/sessions/--home-user-work-demo--/2026-12-02T09-35-23-040Z_01a2361b-d39f-759d-9272-bf2c2772ea6a.jsonl"
+        ),
+        id: "01a2361b-d39f-759d-9272-bf2c2772ea6a",
+        file_prefix: ".pi/agent/sessions/--bench--/2026-12-02T09-35-23-040Z_",
+    },
+];
+
 /// The session watching every adopted one.
 const WATCHER: &str = "agent:main:main";
 /// Messages in each generated OpenCode session.
@@ -37,11 +65,17 @@ struct Source {
     path: PathBuf,
 }
 
-/// The real file `text` (of thread `id`) copied as thread `thread` to `path`.
-fn copy_as(text: &str, id: &str, thread: &str, path: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
-    std::fs::write(path, text.replace(id, thread))?;
-    Ok(())
+impl Transcript {
+    /// The `i`th copy under `home`: the fixture's file under a thread id of its own (the UUID's last group
+    /// is `i`).
+    fn copy(&self, home: &Path, i: usize) -> anyhow::Result<Source> {
+        let uuid_head = &self.id[..self.id.rfind('-').expect("a UUID") + 1];
+        let thread = format!("{uuid_head}{i:012x}");
+        let path = home.join(format!("{}{thread}.jsonl", self.file_prefix));
+        std::fs::create_dir_all(path.parent().expect("a file in a directory"))?;
+        std::fs::write(&path, self.text.replace(self.id, &thread))?;
+        Ok(Source { catalog: self.catalog, thread, path })
+    }
 }
 
 /// `n` sessions, a quarter per source, under `home`.
@@ -51,34 +85,15 @@ fn write_sources(home: &Path, n: usize) -> anyhow::Result<Vec<Source>> {
     std::fs::create_dir_all(opencode_db.parent().expect("a dir"))?;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let (catalog, thread, path) = match i % 4 {
-            0 => {
-                let t = format!("5ae04bcf-dcae-4d38-b508-{i:012x}");
-                let path = home.join(format!(".claude/projects/-bench/{t}.jsonl"));
-                copy_as(CLAUDE, CLAUDE_ID, &t, &path)?;
-                (CatalogId::Claude, t, path)
-            }
-            1 => {
-                let t = format!("01a2361a-df64-7aa1-a8f6-{i:012x}");
-                let path =
-                    home.join(format!(".codex/sessions/2026/12/02/rollout-2026-12-02T09-34-20-{t}.jsonl"));
-                copy_as(CODEX, CODEX_ID, &t, &path)?;
-                (CatalogId::Codex, t, path)
-            }
-            2 => {
-                let t = format!("01a2361b-d39f-759d-9272-{i:012x}");
-                let path =
-                    home.join(format!(".pi/agent/sessions/--bench--/2026-12-02T09-35-23-040Z_{t}.jsonl"));
-                copy_as(PI, PI_ID, &t, &path)?;
-                (CatalogId::Pi, t, path)
-            }
-            _ => {
-                let t = format!("ses_bench{i:021}");
-                crate::upstream::build_opencode_db(&opencode_db, &t, OPENCODE_MESSAGES)?;
-                (CatalogId::OpenCode, t, opencode_db.clone())
+        let source = match TRANSCRIPTS.get(i % (TRANSCRIPTS.len() + 1)) {
+            Some(transcript) => transcript.copy(home, i)?,
+            None => {
+                let thread = format!("ses_bench{i:021}");
+                crate::upstream::build_opencode_db(&opencode_db, &thread, OPENCODE_MESSAGES)?;
+                Source { catalog: CatalogId::OpenCode, thread, path: opencode_db.clone() }
             }
         };
-        out.push(Source { catalog, thread, path });
+        out.push(source);
         pb.inc(1);
     }
     pb.finish_and_clear();

@@ -1,24 +1,15 @@
 //! The kernel's interface: what a watch registration reports, acknowledging without a drain, typed
 //! notices, the head that comes with a page, and shutdown.
 
-use crate::common::{Env, notices};
+use crate::common::{Env, human_sequence as human, notices};
 use sessionwatch_core::{
-    AgentSessionKey, HumanTurnSource, Limit, NewEvent, Provenance, QueuedEvent, RecordPolicy, SkipReason,
+    AgentSessionKey, Limit, NewEvent, Provenance, QueuedEvent, RecordPolicy, SkipReason,
 };
-use sessionwatch_kernel::{Kernel, RecordOutcome, WatchOutcome};
-use sessionwatch_store::SqliteStore;
+use sessionwatch_kernel::WatchOutcome;
 
 const W: &str = "agent:main:main";
 const T: &str = "agent:main:subagent:t";
 const T2: &str = "agent:main:subagent:u";
-
-async fn human(k: &Kernel<SqliteStore>, target: &str) -> u64 {
-    let policy = RecordPolicy::human_turn(HumanTurnSource::Gateway, None);
-    match k.record(NewEvent::human_message(target, "main", "web", None), policy).await {
-        RecordOutcome::Recorded(e) => e.sequence,
-        other => panic!("expected Recorded, got {other:?}"),
-    }
-}
 
 fn key(s: &str) -> AgentSessionKey {
     AgentSessionKey::parse(s).unwrap()

@@ -5,7 +5,7 @@ use sessionwatch_core::{
     notice_text,
 };
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
-use sessionwatch_store::{RetentionPolicy, SqliteOptions, SqliteStore};
+use sessionwatch_store::{RetentionPolicy, SignalLog, SqliteOptions, SqliteStore};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tempfile::TempDir;
@@ -65,12 +65,20 @@ pub fn notices(events: &[QueuedEvent]) -> Vec<(String, u64)> {
 
 /// A person's message into `target` (agent `main`, from Telegram), recorded as the gateway records a
 /// human turn.
-pub async fn human_turn(k: &Kernel<SqliteStore>, target: &str) -> RecordOutcome {
+pub async fn human_turn<S: SignalLog>(k: &Kernel<S>, target: &str) -> RecordOutcome {
     k.record(
         NewEvent::human_message(target, "main", "telegram", None),
         RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
     )
     .await
+}
+
+/// [`human_turn`], which must be recorded: answers its sequence.
+pub async fn human_sequence<S: SignalLog>(k: &Kernel<S>, target: &str) -> u64 {
+    match human_turn(k, target).await {
+        RecordOutcome::Recorded(e) => e.sequence,
+        other => panic!("expected Recorded, got {other:?}"),
+    }
 }
 
 /// The sequences of every event of `key` (agent `main`) the log answers, read page by page from 0.

@@ -6,6 +6,8 @@
 //! `cargo nextest`, which both run the same libtest harness binary.
 
 use crate::common::all_sequences;
+use proptest::prelude::RngExt;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{NewEvent, Provenance, SystemClock};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
@@ -52,16 +54,6 @@ fn crash_child_append_loop() {
             }
         }
     });
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// Runs the child until it acknowledged `kill_after` appends (plus a random few microseconds), then
@@ -119,14 +111,15 @@ fn sigkill_mid_append_loses_no_acknowledged_append() {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
         });
     eprintln!("crash test seed {seed} (replay: SESSIONWATCH_CRASH_SEED={seed})");
-    let mut rng = Rng(seed);
+    let mut rng =
+        TestRng::from_seed(RngAlgorithm::XorShift, &[seed.to_le_bytes(), seed.to_be_bytes()].concat());
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("state.db");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let mut max_acked: BTreeMap<String, u64> = BTreeMap::new();
     for round in 0..5 {
-        let kill_after = 1 + (rng.next() % 400) as usize;
-        let extra_us = rng.next() % 3000;
+        let kill_after = rng.random_range(1..=400);
+        let extra_us = rng.random_range(0..3000);
         let acked = run_child_and_kill(&db, kill_after, extra_us);
         assert!(acked.len() >= kill_after);
         for (key, seq) in &acked {

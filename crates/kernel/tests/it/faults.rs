@@ -126,79 +126,77 @@ fn a_clean_close_is_recorded_and_taken_away_by_the_next_open() {
     assert!(!record.exists());
 }
 
-#[test]
-fn truncated_database_is_refused_untouched() {
+/// Makes a file with `make` where the database goes, and checks that the store refuses it as corrupt and
+/// leaves it untouched; answers the error, and the file's directory for what a case checks after.
+fn refused_as_corrupt(what: &str, make: impl FnOnce(&Path)) -> (StoreError, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    healthy_db(&path, 3000);
-    let bytes = std::fs::read(&path).unwrap();
-    assert!(bytes.len() > 64 * 1024, "big enough to cut: {}", bytes.len());
-    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-    let err = assert_refused(&path, "truncated");
-    assert_corrupt(&err, &path, "truncated");
+    make(&path);
+    let err = assert_refused(&path, what);
+    assert_corrupt(&err, &path, what);
+    (err, dir)
+}
+
+#[test]
+fn truncated_database_is_refused_untouched() {
+    refused_as_corrupt("truncated", |path| {
+        healthy_db(path, 3000);
+        let bytes = std::fs::read(path).unwrap();
+        assert!(bytes.len() > 64 * 1024, "big enough to cut: {}", bytes.len());
+        std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap();
+    });
 }
 
 #[test]
 fn garbage_bytes_are_refused_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let garbage: Vec<u8> = (0..16 * 1024)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
-    std::fs::write(&path, &garbage).unwrap();
-    let err = assert_refused(&path, "garbage");
-    assert_corrupt(&err, &path, "garbage");
+    refused_as_corrupt("garbage", |path| {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let garbage: Vec<u8> = (0..16 * 1024)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        std::fs::write(path, &garbage).unwrap();
+    });
 }
 
 #[test]
 fn damaged_pages_inside_a_database_are_refused_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    healthy_db(&path, 3000);
-    let mut bytes = std::fs::read(&path).unwrap();
-    // Overwrite a run of bytes in the middle of the file, past the header page.
-    let mid = bytes.len() / 2;
-    for (i, b) in bytes[mid..mid + 8192].iter_mut().enumerate() {
-        *b = (i * 31 % 251) as u8;
-    }
-    std::fs::write(&path, &bytes).unwrap();
-    let err = assert_refused(&path, "damaged pages");
-    assert_corrupt(&err, &path, "damaged pages");
+    refused_as_corrupt("damaged pages", |path| {
+        healthy_db(path, 3000);
+        let mut bytes = std::fs::read(path).unwrap();
+        // Overwrite a run of bytes in the middle of the file, past the header page.
+        let mid = bytes.len() / 2;
+        for (i, b) in bytes[mid..mid + 8192].iter_mut().enumerate() {
+            *b = (i * 31 % 251) as u8;
+        }
+        std::fs::write(path, &bytes).unwrap();
+    });
 }
 
 #[test]
 fn zero_length_file_is_refused_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    std::fs::write(&path, b"").unwrap();
-    let err = assert_refused(&path, "zero length");
-    assert_corrupt(&err, &path, "zero length");
+    let (err, _dir) = refused_as_corrupt("zero length", |path| std::fs::write(path, b"").unwrap());
     assert!(err.to_string().contains("empty"), "{err}");
 }
 
 #[test]
 fn someone_elses_sqlite_database_is_refused_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(
-            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
-             INSERT INTO users (name) VALUES ('ada'), ('grace');",
-        )
-        .unwrap();
-    }
-    let err = assert_refused(&path, "foreign schema");
-    assert_corrupt(&err, &path, "foreign schema");
+    let (err, dir) = refused_as_corrupt("foreign schema", |path| {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+                 INSERT INTO users (name) VALUES ('ada'), ('grace');",
+            )
+            .unwrap();
+    });
     assert!(err.to_string().contains("users"), "the error says what it found: {err}");
     // The other program's data is intact.
-    let c = rusqlite::Connection::open(&path).unwrap();
+    let c = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
     let n: i64 = c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 2);
 }

@@ -3,32 +3,14 @@
 //! claims the notice through the present: work added before it is coalesced into the one notice, work
 //! added after it ("Add while processing") comes back exactly once, and then the queue is empty.
 
-use crate::common::{Env, notices};
-use sessionwatch_core::HumanTurnSource;
-use sessionwatch_core::NewEvent;
-use sessionwatch_core::RecordPolicy;
+use crate::common::{Env, human_sequence as human, notices};
 use sessionwatch_core::{Limit, Provenance};
-use sessionwatch_kernel::{Kernel, RecordOutcome};
-use sessionwatch_store::SqliteStore;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 const W: &str = "agent:main:main";
 const T: &str = "agent:main:subagent:t";
-
-async fn human(k: &Kernel<SqliteStore>, target: &str) -> u64 {
-    match k
-        .record(
-            NewEvent::human_message(target, "main", "web", None),
-            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-        )
-        .await
-    {
-        RecordOutcome::Recorded(e) => e.sequence,
-        other => panic!("expected Recorded, got {other:?}"),
-    }
-}
 
 /// `TestReinsert`: work added while the item is being processed comes back once after `Done`, then
 /// the queue is empty. `TestLen`: duplicate adds do not grow the queue.

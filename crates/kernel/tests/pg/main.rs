@@ -1,7 +1,7 @@
 //! Two gateways (two kernels, two pools) on one PostgreSQL database: notices pushed across processes.
 //! Each test runs in its own fresh schema; `SKIPPED` without a server unless `SESSIONWATCH_REQUIRE_PG=1`.
 
-use sessionwatch_core::HumanTurnSource;
+use common::human_sequence;
 use sessionwatch_core::RecordPolicy;
 use sessionwatch_core::{AgentSessionKey, Clock, Limit, NewEvent, Provenance, SystemClock, notice_text};
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome, Signal};
@@ -44,25 +44,14 @@ async fn wait_listening(k: &Kernel<PostgresStore>, connects: u64) {
     }
 }
 
-/// Gateway b hosts W, which watches T.
-async fn watch_on_b(schema: &TestSchema, b: &Kernel<PostgresStore>) {
+/// Gateways a and b on `schema`; b hosts W, which watches T.
+async fn a_and_b_watching(schema: &TestSchema) -> (Kernel<PostgresStore>, Kernel<PostgresStore>) {
+    let (a, b) = (gateway(schema, "a").await, gateway(schema, "b").await);
     assert!(b.register_watch(W, T, Provenance::Explicit).await.is_watching());
     b.host_session(W, "main").await;
     let row = schema.store().await.get_session(W.into(), "main".into()).await.unwrap().unwrap();
     assert_eq!(row.host_id.as_deref(), Some("b"));
-}
-
-async fn human_turn(k: &Kernel<PostgresStore>) -> u64 {
-    match k
-        .record(
-            NewEvent::human_message(T, "main", "telegram", None),
-            RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-        )
-        .await
-    {
-        RecordOutcome::Recorded(e) => e.sequence,
-        other => panic!("not recorded: {other:?}"),
-    }
+    (a, b)
 }
 
 fn text(since: u64) -> String {
@@ -102,11 +91,10 @@ fn queued(k: &Kernel<PostgresStore>) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_human_turn_on_a_wakes_the_watcher_on_b_once() {
     let schema = pg_schema!("a_human_turn_on_a_wakes_the_watcher_on_b_once");
-    let (a, b) = (gateway(&schema, "a").await, gateway(&schema, "b").await);
-    watch_on_b(&schema, &b).await;
+    let (a, b) = a_and_b_watching(&schema).await;
     let (mut sig_a, mut sig_b) = (a.subscribe(), b.subscribe());
     let started = Instant::now();
-    assert_eq!(human_turn(&a).await, 1);
+    assert_eq!(human_sequence(&a, T).await, 1);
     // The wake arrives on b's stream within a second.
     let first = tokio::time::timeout(Duration::from_secs(1), async {
         loop {
@@ -130,11 +118,10 @@ async fn a_human_turn_on_a_wakes_the_watcher_on_b_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_rapid_changes_one_notice_across_gateways() {
     let schema = pg_schema!("twenty_rapid_changes_one_notice_across_gateways");
-    let (a, b) = (gateway(&schema, "a").await, gateway(&schema, "b").await);
-    watch_on_b(&schema, &b).await;
+    let (a, b) = a_and_b_watching(&schema).await;
     let mut sig_b = b.subscribe();
     for _ in 0..20 {
-        human_turn(&a).await;
+        human_sequence(&a, T).await;
     }
     let got = collect(&mut sig_b, W, Duration::from_secs(1)).await;
     assert_eq!(notices(&got), vec![text(0)], "twenty changes, one notice");
@@ -151,7 +138,7 @@ async fn twenty_rapid_changes_one_notice_across_gateways() {
     // a records more: exactly one new notice.
     let _ = collect(&mut sig_b, W, Duration::from_millis(100)).await;
     for _ in 0..5 {
-        human_turn(&a).await;
+        human_sequence(&a, T).await;
     }
     let got = collect(&mut sig_b, W, Duration::from_secs(1)).await;
     assert_eq!(notices(&got), vec![text(20)], "one notice for the next burst");
@@ -162,8 +149,7 @@ async fn twenty_rapid_changes_one_notice_across_gateways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_listen_connection_loses_no_notice() {
     let schema = pg_schema!("a_lost_listen_connection_loses_no_notice");
-    let (a, b) = (gateway(&schema, "a").await, gateway(&schema, "b").await);
-    watch_on_b(&schema, &b).await;
+    let (a, b) = a_and_b_watching(&schema).await;
     let mut sig_b = b.subscribe();
     let admin = admin_client(schema.url()).await.unwrap();
     let app = schema.store().await.listener_application_name("b");
@@ -181,7 +167,7 @@ async fn a_lost_listen_connection_loses_no_notice() {
         let a = a.clone();
         tokio::spawn(async move {
             for _ in 0..10 {
-                human_turn(&a).await;
+                human_sequence(&a, T).await;
                 tokio::time::sleep(Duration::from_millis(30)).await;
             }
         })
@@ -195,7 +181,7 @@ async fn a_lost_listen_connection_loses_no_notice() {
     b.drain(W).await;
     b.drain(W).await;
     let _ = collect(&mut sig_b, W, Duration::from_millis(100)).await;
-    let seq = human_turn(&a).await;
+    let seq = human_sequence(&a, T).await;
     let got = collect(&mut sig_b, W, Duration::from_secs(1)).await;
     assert_eq!(notices(&got), vec![text(seq - 1)]);
 }
@@ -203,10 +189,8 @@ async fn a_lost_listen_connection_loses_no_notice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_gateway_gets_its_pending_notices_back_once() {
     let schema = pg_schema!("a_restarted_gateway_gets_its_pending_notices_back_once");
-    let a = gateway(&schema, "a").await;
-    let b = gateway(&schema, "b").await;
-    watch_on_b(&schema, &b).await;
-    human_turn(&a).await;
+    let (a, b) = a_and_b_watching(&schema).await;
+    human_sequence(&a, T).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while queued(&b).is_empty() {
         assert!(Instant::now() < deadline, "the notice never reached b");
@@ -216,7 +200,7 @@ async fn a_restarted_gateway_gets_its_pending_notices_back_once() {
     // b goes away (its in-memory queue with it); a keeps writing while nobody listens for b.
     drop(b);
     for _ in 0..3 {
-        human_turn(&a).await;
+        human_sequence(&a, T).await;
     }
     let b = gateway(&schema, "b").await; // sweep, then LISTEN and reconcile
     let mut sig_b = b.subscribe();

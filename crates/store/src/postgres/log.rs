@@ -44,25 +44,23 @@ pub(crate) fn event_from_row(r: &Row) -> Result<StoredEvent> {
     })
 }
 
+const HEAD: &str = "SELECT head, floor FROM session_state_heads WHERE session_key = $1 AND agent_id = $2";
+const HEAD_FOR_SHARE: &str =
+    "SELECT head, floor FROM session_state_heads WHERE session_key = $1 AND agent_id = $2 FOR SHARE";
+
 pub(crate) async fn head<C: GenericClient + Sync>(c: &C, key: &str, agent: &str) -> Result<Head> {
-    let row = query_opt(
-        c,
-        "SELECT head, floor FROM session_state_heads WHERE session_key = $1 AND agent_id = $2",
-        &[&key, &agent],
-    )
-    .await?;
-    Ok(row.map_or(Head::default(), |r| Head { head: u(r.get(0)), floor: u(r.get(1)) }))
+    read_head(c, HEAD, key, agent).await
 }
 
 /// The head under a share lock: appends to the session wait until the caller commits (and an append in
 /// flight commits before the read), so a registration sees a head no append is about to pass.
 pub(crate) async fn head_for_share<C: GenericClient + Sync>(c: &C, key: &str, agent: &str) -> Result<Head> {
-    let row = query_opt(
-        c,
-        "SELECT head, floor FROM session_state_heads WHERE session_key = $1 AND agent_id = $2 FOR SHARE",
-        &[&key, &agent],
-    )
-    .await?;
+    read_head(c, HEAD_FOR_SHARE, key, agent).await
+}
+
+/// The head row `sql` (one of [`HEAD`], [`HEAD_FOR_SHARE`]) reads; a session with none is at zero.
+async fn read_head<C: GenericClient + Sync>(c: &C, sql: &str, key: &str, agent: &str) -> Result<Head> {
+    let row = query_opt(c, sql, &[&key, &agent]).await?;
     Ok(row.map_or(Head::default(), |r| Head { head: u(r.get(0)), floor: u(r.get(1)) }))
 }
 

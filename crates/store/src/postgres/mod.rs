@@ -24,15 +24,15 @@ mod watch;
 
 pub use schema::SCHEMA_VERSION;
 
-use crate::SessionActivity;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, HostSignal, InboxItem,
     LinkUpsert, Links, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result,
     RetentionPolicy, RunRow, SessionFilter, SessionRow, SessionStore, SignalLog, StoreError,
     TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge,
 };
+use crate::{SessionActivity, WatchRequest};
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
+use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -268,15 +268,8 @@ impl SignalLog for PostgresStore {
         }
     }
 
-    async fn register_watch(
-        &self,
-        watcher: AgentSessionKey,
-        target: AgentSessionKey,
-        provenance: Provenance,
-        watcher_store: String,
-        now: Millis,
-    ) -> Result<RegisterOutcome> {
-        self.register_watch_pg(&watcher, &target, provenance, &watcher_store, now).await
+    async fn register_watch(&self, req: WatchRequest, now: Millis) -> Result<RegisterOutcome> {
+        self.register_watch_pg(&req, now).await
     }
 
     async fn unwatch(&self, watcher: String, target: String) -> Result<bool> {

@@ -3,11 +3,10 @@
 //! (watcher, target) order, so concurrent gateways neither lose updates nor deadlock.
 
 use super::{PostgresStore, execute, i, query, query_opt, u};
-use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
+use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge, WatchRequest};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
-    AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, decide_registration,
-    policy,
+    AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, policy,
 };
 use tokio_postgres::Row;
 
@@ -200,33 +199,45 @@ pub(crate) async fn settle_pending<C: GenericClient + Sync>(c: &C) -> Result<()>
     Ok(())
 }
 
+/// Writes a cursor, or overwrites the one there: ($1 watcher, $2 target, $3 L, $4 N, $5 M, $6 provenance,
+/// $7 store path, $8 updated at).
+const UPSERT_CURSOR: &str = "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+     last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+     ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+     last_seen_sequence = $3, notified_sequence = $4, material_sequence = $5, provenance = $6, \
+     watcher_store_path = $7, updated_at = $8";
+
+/// Writes a cursor unless one is there (the parameters of [`UPSERT_CURSOR`]).
+const INSERT_CURSOR_IF_ABSENT: &str = "INSERT INTO session_watch_cursors (watcher_session_key, \
+     target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, \
+     watcher_store_path, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING";
+
 pub(crate) async fn save_cursor<C: GenericClient + Sync>(
     c: &C,
     watcher: &str,
     target: &str,
     cur: &Cursor,
 ) -> Result<()> {
+    write_cursor(c, UPSERT_CURSOR, watcher, target, cur).await?;
+    Ok(())
+}
+
+/// Runs `sql` ([`UPSERT_CURSOR`] or [`INSERT_CURSOR_IF_ABSENT`]) on `cur`: answers the rows written.
+async fn write_cursor<C: GenericClient + Sync>(
+    c: &C,
+    sql: &str,
+    watcher: &str,
+    target: &str,
+    cur: &Cursor,
+) -> Result<u64> {
+    let (l, n, m) = (i(cur.last_seen), i(cur.notified), i(cur.material));
     execute(
         c,
-        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, \
-         notified_sequence, material_sequence, provenance, watcher_store_path, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
-         last_seen_sequence = $3, notified_sequence = $4, material_sequence = $5, provenance = $6, \
-         watcher_store_path = $7, updated_at = $8",
-        &[
-            &watcher,
-            &target,
-            &i(cur.last_seen),
-            &i(cur.notified),
-            &i(cur.material),
-            &cur.provenance.as_str(),
-            &cur.store_path,
-            &cur.updated_at,
-        ],
+        sql,
+        &[&watcher, &target, &l, &n, &m, &cur.provenance.as_str(), &cur.store_path, &cur.updated_at],
     )
-    .await?;
-    Ok(())
+    .await
 }
 
 pub(crate) async fn is_watched<C: GenericClient + Sync>(c: &C, target: &str) -> Result<bool> {
@@ -314,60 +325,30 @@ pub(crate) async fn pending_cursors<C: GenericClient + Sync>(
 }
 
 impl PostgresStore {
-    pub(crate) async fn register_watch_pg(
-        &self,
-        watcher: &AgentSessionKey,
-        target: &AgentSessionKey,
-        provenance: Provenance,
-        store: &str,
-        now: Millis,
-    ) -> Result<RegisterOutcome> {
+    pub(crate) async fn register_watch_pg(&self, req: &WatchRequest, now: Millis) -> Result<RegisterOutcome> {
+        let (watcher, target) = (&req.watcher, &req.target);
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         // Lock order, as in appends: the target's head row, then the cursor row.
         let head = super::log::head_for_share(&tx, target.as_str(), target.agent_id()).await?.head;
         let mut existing = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await?;
         if existing.is_none() {
-            let decision =
-                decide_registration(None, watcher.as_str(), target.as_str(), provenance, store, head, now);
+            let decision = req.decide(None, head, now);
             let RegisterDecision::Seed(seed) = &decision else {
                 tx.rollback().await?;
                 return Ok(RegisterOutcome { registered: false, decision });
             };
             // No row to lock yet: insert only if still absent, so a concurrent registration from another
             // gateway is never overwritten (the loser sees the winner's cursor below).
-            let inserted = execute(
-                &tx,
-                "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, \
-                 notified_sequence, material_sequence, provenance, watcher_store_path, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
-                &[
-                    &watcher.as_str(),
-                    &target.as_str(),
-                    &i(seed.last_seen),
-                    &i(seed.notified),
-                    &i(seed.material),
-                    &seed.provenance.as_str(),
-                    &seed.store_path,
-                    &seed.updated_at,
-                ],
-            )
-            .await?;
+            let inserted =
+                write_cursor(&tx, INSERT_CURSOR_IF_ABSENT, watcher.as_str(), target.as_str(), seed).await?;
             if inserted == 1 {
                 tx.commit().await?;
                 return Ok(RegisterOutcome { registered: true, decision });
             }
             existing = load_cursor(&tx, watcher.as_str(), target.as_str(), true).await?;
         }
-        let decision = decide_registration(
-            existing.as_ref(),
-            watcher.as_str(),
-            target.as_str(),
-            provenance,
-            store,
-            head,
-            now,
-        );
+        let decision = req.decide(existing.as_ref(), head, now);
         match &decision {
             RegisterDecision::Refused(_) | RegisterDecision::Keep => {}
             RegisterDecision::UpgradeToExplicit => {

@@ -403,7 +403,7 @@ fn log_page(
 #[cfg(test)]
 mod tests {
     use super::LOG_PAGE;
-    use crate::{AppendRequest, SignalLog, SqliteOptions, SqliteStore};
+    use crate::{AppendOutcome, AppendRequest, SignalLog, SqliteOptions, SqliteStore};
     use sessionwatch_core::{Limit, NewEvent};
     use tempfile::TempDir;
 
@@ -415,13 +415,25 @@ mod tests {
         store.write_async(|_| Ok(())).await.unwrap();
     }
 
+    /// A human message to [`KEY`].
+    fn human() -> AppendRequest {
+        AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s")
+    }
+
+    /// Appends [`human`], which must be recorded: answers its sequence.
+    async fn human_sequence(store: &SqliteStore, now: i64) -> u64 {
+        match store.append(human(), now).await.unwrap() {
+            AppendOutcome::Recorded { event, .. } => event.sequence,
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// A fresh store with `events` human messages appended to [`KEY`].
     async fn store_with(events: i64) -> (SqliteStore, TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
         for i in 0..events {
-            let req = AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
-            store.append(req, 1_000 + i).await.unwrap();
+            human_sequence(&store, 1_000 + i).await;
         }
         (store, dir)
     }
@@ -447,9 +459,8 @@ mod tests {
     /// numbering.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_append_rolled_back_with_its_batch_leaves_no_hole() {
-        use crate::{AppendOutcome, StoreError};
+        use crate::StoreError;
         let (store, _dir) = store_with(1).await;
-        let human = || AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
         let held = store.inner.writer.hold();
         let (appended, failed, ()) = tokio::join!(
             store.append(human(), 2_000),
@@ -464,10 +475,7 @@ mod tests {
         );
         assert!(appended.is_err(), "rolled back with the failed job: {appended:?}");
         assert!(failed.is_err());
-        match store.append(human(), 3_000).await.unwrap() {
-            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 2),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(human_sequence(&store, 3_000).await, 2, "no hole");
     }
 
     /// The writer remembers the head an append moved; when a later failure in the same transaction rolls
@@ -475,10 +483,9 @@ mod tests {
     /// memory goes with it and the next append numbers on from the log, leaving no hole.
     #[tokio::test]
     async fn a_rolled_back_append_is_not_remembered() {
+        use crate::StoreError;
         use crate::sqlite::{transaction::WriteTx, writer::Memory};
-        use crate::{AppendOutcome, StoreError};
         let (store, _dir) = store_with(1).await;
-        let human = || AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
         let held = store.inner.writer.hold();
         let appended = store.append(human(), 2_000);
         let (tx, failed) = tokio::sync::oneshot::channel();
@@ -494,23 +501,15 @@ mod tests {
         });
         assert!(appended.is_err(), "rolled back with the failed job: {appended:?}");
         assert!(failed.await.unwrap().is_err());
-        match store.append(human(), 3_000).await.unwrap() {
-            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 2),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(human_sequence(&store, 3_000).await, 2, "no hole");
     }
 
     /// A session whose state was deleted starts again from 1, with nothing else appended in between.
     #[tokio::test]
     async fn a_deleted_session_numbers_from_one_again() {
-        use crate::AppendOutcome;
         let (store, _dir) = store_with(3).await;
         store.delete_session_state(KEY.into(), "main".into()).await.unwrap();
-        let req = AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
-        match store.append(req, 2_000).await.unwrap() {
-            AppendOutcome::Recorded { event, .. } => assert_eq!(event.sequence, 1),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(human_sequence(&store, 2_000).await, 1);
     }
 
     /// After retention moved a session's floor, the appends that follow fill a tail entry that answers
@@ -521,8 +520,7 @@ mod tests {
         let (store, _dir) = store_with(5).await;
         let policy = RetentionPolicy { max_rows: 2, ..RetentionPolicy::default() };
         store.prune(policy, 2_000).await.unwrap();
-        let req = AppendRequest::new(NewEvent::human_message(KEY, "main", "telegram", None), "s");
-        store.append(req, 3_000).await.unwrap();
+        assert_eq!(human_sequence(&store, 3_000).await, 6);
         tail_filled(&store).await;
         let limit = Limit::new(200).unwrap();
         let page = store.tail_page_now(KEY, "main", 5, limit).expect("served from the tail");

@@ -21,7 +21,6 @@ pub use checkpoint::WAL_CHECKPOINT_PAGES;
 pub use lock::GatewayLock;
 pub use schema::{SCHEMA_VERSION, migrate_to};
 
-use crate::SessionActivity;
 use crate::tail::TailChange;
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert, Links,
@@ -29,8 +28,9 @@ use crate::{
     SessionFilter, SessionRow, SessionStore, SignalLog, StoreError, TranscriptMessage, Turn, TurnOutcome,
     UpstreamLinkRow, WatchEdge,
 };
+use crate::{SessionActivity, WatchRequest};
 use rusqlite::{Connection, OpenFlags};
-use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice, Provenance};
+use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -370,18 +370,8 @@ impl SignalLog for SqliteStore {
         Ok(outcome)
     }
 
-    async fn register_watch(
-        &self,
-        watcher: AgentSessionKey,
-        target: AgentSessionKey,
-        provenance: Provenance,
-        watcher_store: String,
-        now: Millis,
-    ) -> Result<RegisterOutcome> {
-        self.write_async(move |c| {
-            SqliteStore::register_watch_op(c, &watcher, &target, provenance, &watcher_store, now)
-        })
-        .await
+    async fn register_watch(&self, req: WatchRequest, now: Millis) -> Result<RegisterOutcome> {
+        self.write_async(move |c| SqliteStore::register_watch_op(c, &req, now)).await
     }
 
     async fn unwatch(&self, watcher: String, target: String) -> Result<bool> {

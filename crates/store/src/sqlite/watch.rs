@@ -2,11 +2,10 @@
 
 use super::SqliteStore;
 use super::transaction::WriteTx;
-use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge};
+use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge, WatchRequest};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::{
-    AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, decide_registration,
-    policy,
+    AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, policy,
 };
 use std::sync::LazyLock;
 
@@ -191,23 +190,13 @@ fn pending_cursors(
 impl SqliteStore {
     pub(crate) fn register_watch_op(
         tx: &Connection,
-        watcher: &AgentSessionKey,
-        target: &AgentSessionKey,
-        provenance: Provenance,
-        store: &str,
+        req: &WatchRequest,
         now: Millis,
     ) -> Result<RegisterOutcome> {
+        let (watcher, target) = (&req.watcher, &req.target);
         let existing = load_cursor(tx, watcher.as_str(), target.as_str())?;
         let head = super::log::head(tx, target.as_str(), target.agent_id())?.head;
-        let decision = decide_registration(
-            existing.as_ref(),
-            watcher.as_str(),
-            target.as_str(),
-            provenance,
-            store,
-            head,
-            now,
-        );
+        let decision = req.decide(existing.as_ref(), head, now);
         match &decision {
             RegisterDecision::Refused(_) | RegisterDecision::Keep => {}
             RegisterDecision::UpgradeToExplicit => {

@@ -12,7 +12,7 @@ use sessionwatch_core::{
 };
 use sessionwatch_store::{
     Acknowledged, AppendOutcome, AppendRequest, Head, NewSession, RetentionPolicy, SessionFilter, SessionRow,
-    Store, WatchEdge,
+    Store, WatchEdge, WatchRequest,
 };
 
 /// A backend hook that turns the (watcher, target) cursor into a legacy one.
@@ -188,7 +188,7 @@ async fn register<S: Store>(
     store: &str,
     now: Millis,
 ) -> RegisterDecision {
-    let out = s.register_watch(key(w), key(t), p, store.into(), now).await.expect("register");
+    let out = s.register_watch(WatchRequest::new(key(w), key(t), p, store), now).await.expect("register");
     assert_eq!(out.registered, !matches!(out.decision, RegisterDecision::Refused(_)));
     out.decision
 }
@@ -612,13 +612,19 @@ pub async fn unwatch_removes_one_cursor<S: Store>(h: &Harness<S>) {
     assert_eq!(append(s, r, NOW).await, AppendOutcome::Unwatched);
 }
 
-pub async fn clear_watcher_removes_all_its_cursors<S: Store>(h: &Harness<S>) {
-    let s = &h.store;
+/// A small watch graph: W watches T (explicitly) and T2 (by group), W2 watches T; then T changes, so both
+/// watchers of T have a notice pending.
+async fn watch_graph<S: Store>(s: &S) {
     register(s, W, T, Provenance::Explicit, STORE, NOW).await;
     register(s, W, T2, Provenance::AmbientGroup, STORE, NOW).await;
     register(s, W2, T, Provenance::Explicit, STORE, NOW).await;
-    register(s, T, W, Provenance::Explicit, STORE, NOW).await;
     record(s, req(human(T)), NOW + 1).await;
+}
+
+pub async fn clear_watcher_removes_all_its_cursors<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    watch_graph(s).await;
+    register(s, T, W, Provenance::Explicit, STORE, NOW).await;
     let mut cleared = s.clear_watcher(W.into()).await.unwrap();
     cleared.sort();
     assert_eq!(cleared, vec![T.to_string(), T2.to_string()]);

@@ -2,7 +2,8 @@
 
 use crate::conformance::Harness;
 use rusqlite::types::FromSql;
-use sessionwatch_store::{SessionStore, SignalLog, SqliteOptions, SqliteStore};
+use sessionwatch_store::{SessionStore, SignalLog, SqliteOptions, SqliteStore, WatchRequest};
+use std::path::PathBuf;
 use tempfile::TempDir;
 
 fn make() -> (Harness<SqliteStore>, TempDir) {
@@ -230,11 +231,19 @@ async fn a_bursts_staged_rows_are_folded_when_the_writer_is_idle() {
 }
 
 /// A database file as version `version` of sessionwatch left it (its migrations and nothing else), with
-/// `sql` run on it.
-fn file_at_schema(path: &std::path::Path, version: i64, sql: &str) {
-    let mut c = rusqlite::Connection::open(path).unwrap();
+/// `sql` run on it, then opened by this version, which upgrades it: the store, the file's path and its
+/// directory.
+fn opened_from_schema(version: i64, sql: &str) -> (SqliteStore, PathBuf, TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut c = rusqlite::Connection::open(&path).unwrap();
     sessionwatch_store::sqlite::migrate_to(&mut c, version).unwrap();
     c.execute_batch(sql).unwrap();
+    drop(c);
+    let store = SqliteStore::open(&path, SqliteOptions::default())
+        .unwrap_or_else(|e| panic!("a schema {version} file opens: {e}"));
+    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION, "upgraded");
+    (store, path, dir)
 }
 
 /// An event row in every layout the log has had: (session, sequence, id, dedupe key).
@@ -256,17 +265,14 @@ fn opened_version(path: &std::path::Path) -> i64 {
 /// heads are exact, so the derived head is the same.
 #[tokio::test]
 async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
     // As schema 3 left a session whose log retention emptied: head 7, floor 7, no rows.
-    file_at_schema(&path, 3, "INSERT INTO session_state_heads VALUES ('agent:main:a', 'main', 7, 7, 1000);");
-    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 3 file opens");
+    let (store, _path, _dir) =
+        opened_from_schema(3, "INSERT INTO session_state_heads VALUES ('agent:main:a', 'main', 7, 7, 1000);");
     let sequence = match store.append(human(KEY), 2_000).await.unwrap() {
         sessionwatch_store::AppendOutcome::Recorded { event, .. } => event.sequence,
         other => panic!("{other:?}"),
     };
     assert_eq!(sequence, 8);
-    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
 }
 
 /// A schema 4 log (clustered by session) is rewritten ordered by id when opened: every event, its
@@ -275,8 +281,6 @@ async fn a_schema_3_database_numbers_on_from_its_stored_heads() {
 async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
     use sessionwatch_core::{Limit, NewEvent};
     use sessionwatch_store::AppendOutcome;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
     let other = "agent:main:b";
     let rows = [
         old_event(KEY, 1, 1, None),
@@ -285,9 +289,7 @@ async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
         old_event(other, 2, 4, None),
         old_event(KEY, 3, 5, Some("turn-9")),
     ];
-    file_at_schema(&path, 4, &rows.concat());
-    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 4 file opens");
-    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
+    let (store, path, _dir) = opened_from_schema(4, &rows.concat());
     let page = |key: &'static str| {
         let store = store.clone();
         async move { store.changes_since(key.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap() }
@@ -371,8 +373,6 @@ async fn a_fold_that_fails_leaves_its_append_recorded_and_the_rows_staged() {
 async fn a_schema_5_file_gets_head_rows_from_its_log_and_numbers_on() {
     use sessionwatch_core::{Limit, NewEvent};
     use sessionwatch_store::AppendOutcome;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
     let (b, c) = ("agent:main:b", "agent:main:c");
     let rows = [
         old_event(KEY, 1, 1, None),
@@ -383,9 +383,7 @@ async fn a_schema_5_file_gets_head_rows_from_its_log_and_numbers_on() {
         format!("INSERT INTO session_state_heads VALUES ('{b}', 'main', 1, 1, 900);"),
         format!("INSERT INTO session_state_heads VALUES ('{c}', 'main', 7, 7, 1000);"),
     ];
-    file_at_schema(&path, 5, &rows.concat());
-    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 5 file opens");
-    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
+    let (store, path, _dir) = opened_from_schema(5, &rows.concat());
     let heads: Vec<(String, i64, i64)> = rows3(
         &path,
         "SELECT session_key, head * 10 + floor, head_id * 10000 + head_at FROM session_state_heads ORDER BY 1",
@@ -464,7 +462,7 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
     let watchers: Vec<String> = (0..50).map(|i| format!("agent:w{i}:main")).collect();
     for w in &watchers {
         let (w, t) = (AgentSessionKey::parse(w).unwrap(), AgentSessionKey::parse(target).unwrap());
-        s.register_watch(w, t, Provenance::Explicit, "store".into(), 1).await.unwrap();
+        s.register_watch(WatchRequest::new(w, t, Provenance::Explicit, "store"), 1).await.unwrap();
     }
     let append = |e: NewEvent| {
         let mut r = req(e);
@@ -508,13 +506,9 @@ async fn a_burst_writes_each_pending_cursor_once_and_reads_derive_m() {
 #[tokio::test]
 async fn a_schema_2_database_gains_the_settled_cursor_index() {
     use sessionwatch_core::Limit;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
-    file_at_schema(&path, 2, &old_event(KEY, 1, 1, None));
-    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 2 file opens");
+    let (store, path, _dir) = opened_from_schema(2, &old_event(KEY, 1, 1, None));
     let page = store.changes_since(KEY.into(), "main".into(), 0, Limit::new(200).unwrap()).await.unwrap();
     assert_eq!(page.events.len(), 1, "the data is kept");
-    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
     let c = rusqlite::Connection::open(&path).unwrap();
     let indexes: i64 = c
         .query_row(
@@ -531,11 +525,7 @@ async fn a_schema_2_database_gains_the_settled_cursor_index() {
 /// over 1M cursors, 1k pending, was 16-20x one over 10k when it scanned).
 #[tokio::test]
 async fn pending_cursors_are_read_through_their_own_index() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
-    file_at_schema(&path, 8, &old_event(KEY, 1, 1, None));
-    let _store = SqliteStore::open(&path, SqliteOptions::default()).expect("a schema 8 file opens");
-    assert_eq!(opened_version(&path), sessionwatch_store::sqlite::SCHEMA_VERSION);
+    let (_store, path, _dir) = opened_from_schema(8, &old_event(KEY, 1, 1, None));
     let c = rusqlite::Connection::open(&path).unwrap();
     let plan: Vec<String> = c
         .prepare(

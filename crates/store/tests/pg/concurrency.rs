@@ -2,7 +2,7 @@
 
 use crate::{AGENT, NOW, STORE, ensure_session, goal, human, key, pg_schema, record, req, seqs};
 use sessionwatch_core::{DAY_MS, Limit, Provenance};
-use sessionwatch_store::{AppendOutcome, Head, RetentionPolicy, SignalLog};
+use sessionwatch_store::{AppendOutcome, Head, RetentionPolicy, SignalLog, WatchRequest};
 
 const T: &str = "agent:main:subagent:t";
 const W: &str = "agent:main:main";
@@ -48,7 +48,7 @@ async fn a_concurrent_burst_notifies_each_watcher_once() {
     let (a, b) = (schema.store().await, schema.store().await);
     let watchers: Vec<String> = (0..5).map(|i| format!("agent:w{i}:main")).collect();
     for w in &watchers {
-        a.register_watch(key(w), key(T), Provenance::Explicit, STORE.into(), NOW).await.unwrap();
+        a.register_watch(WatchRequest::new(key(w), key(T), Provenance::Explicit, STORE), NOW).await.unwrap();
     }
     // Eight appends queued before the driver runs: they share the first batch.
     let r = || async { record(&a, req(human(T)), NOW).await };
@@ -121,7 +121,9 @@ async fn concurrent_acknowledgements_deliver_once() {
     ensure_session(&a, W, None).await;
     for round in 0..10u64 {
         let target = format!("{T}{round}");
-        a.register_watch(key(W), key(&target), Provenance::Explicit, STORE.into(), NOW).await.unwrap();
+        a.register_watch(WatchRequest::new(key(W), key(&target), Provenance::Explicit, STORE), NOW)
+            .await
+            .unwrap();
         record(&a, req(human(&target)), NOW).await; // pending: L=0, N=1, M=1
         record(&b, req(goal(&target)), NOW).await; // M=2 while pending: N stays 1
         // Two gateways acknowledge the same drained notice at once, while a third change lands.

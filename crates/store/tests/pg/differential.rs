@@ -9,7 +9,7 @@ use sessionwatch_core::{
 };
 use sessionwatch_store::{
     AppendRequest, InboxItem, NewMessage, NewSession, RetentionPolicy, RunRow, SessionFilter, SqliteOptions,
-    SqliteStore, Store, UpstreamLinkRow,
+    SqliteStore, Store, UpstreamLinkRow, WatchRequest,
 };
 
 const KEYS: &[&str] = &[
@@ -88,7 +88,7 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
         30..=39 => match (AgentSessionKey::parse(k), AgentSessionKey::parse(k2)) {
             (Some(w), Some(t)) => {
                 let p = if r.chance(50) { Provenance::Explicit } else { Provenance::AmbientGroup };
-                show(s.register_watch(w, t, p, store, now).await)
+                show(s.register_watch(WatchRequest::new(w, t, p, store), now).await)
             }
             _ => String::new(),
         },

@@ -4,7 +4,9 @@
 use crate::{AGENT, NOW, STORE, ensure_session, human, key, pg_schema, record, req};
 use sessionwatch_core::{Notice, Provenance};
 use sessionwatch_store::postgres::testing::admin_client;
-use sessionwatch_store::{HostSignal, SessionStore, SqliteOptions, SqliteStore, Store};
+use sessionwatch_store::{
+    HostSignal, PostgresStore, SessionStore, SqliteOptions, SqliteStore, Store, WatchRequest,
+};
 use std::time::Duration;
 use tokio::sync::mpsc::Receiver;
 
@@ -21,6 +23,20 @@ async fn quiet(rx: &mut Receiver<HostSignal>) {
     if let Ok(s) = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {
         panic!("unexpected host signal {s:?}");
     }
+}
+
+/// `host`'s cross-gateway listener, once it listens.
+async fn listening(s: &PostgresStore, host: &str) -> Receiver<HostSignal> {
+    let mut rx = s.listen(host);
+    assert_eq!(next(&mut rx).await, HostSignal::Listening);
+    rx
+}
+
+/// A human turn on `T` appended by gateway `host`: the notices answered for its own delivery.
+async fn record_on(s: &PostgresStore, host: &str) -> Vec<Notice> {
+    let mut r = req(human(T));
+    r.host_id = Some(host.into());
+    record(s, r, NOW).await.1
 }
 
 fn notice(w: &str, since: u64) -> Notice {
@@ -40,7 +56,7 @@ async fn setup<S: Store>(s: &S) {
     ensure_session(s, W_FREE, None).await;
     for w in [W_B, W_FREE, W_NOROW] {
         assert!(
-            s.register_watch(key(w), key(T), Provenance::Explicit, STORE.into(), NOW)
+            s.register_watch(WatchRequest::new(key(w), key(T), Provenance::Explicit, STORE), NOW)
                 .await
                 .unwrap()
                 .registered
@@ -53,12 +69,9 @@ async fn appends_push_notices_to_the_hosting_gateway() {
     let schema = pg_schema!("appends_push_notices_to_the_hosting_gateway");
     let (a, b) = (schema.store().await, schema.store().await);
     setup(&a).await;
-    let mut rx = b.listen("b");
-    assert_eq!(next(&mut rx).await, HostSignal::Listening);
+    let mut rx = listening(&b, "b").await;
 
-    let mut r = req(human(T));
-    r.host_id = Some("a".into());
-    let (_, local) = record(&a, r, NOW).await;
+    let local = record_on(&a, "a").await;
     assert_eq!(local, vec![notice(W_NOROW, 0), notice(W_FREE, 0)], "b's watcher is pushed, not answered");
     assert_eq!(next(&mut rx).await, HostSignal::Watcher(W_B.into()));
     quiet(&mut rx).await;
@@ -76,12 +89,8 @@ async fn appends_push_notices_to_the_hosting_gateway() {
     settle_all(&a).await;
 
     // From gateway b itself: its own watcher is local, a's (just claimed) is pushed to a.
-    let mut ra = a.listen("a");
-    assert_eq!(next(&mut ra).await, HostSignal::Listening);
-    let mut r = req(human(T));
-    r.host_id = Some("b".into());
-    let (_, local) = record(&b, r, NOW).await;
-    assert_eq!(local, vec![notice(W_B, 2), notice(W_NOROW, 2)]);
+    let mut ra = listening(&a, "a").await;
+    assert_eq!(record_on(&b, "b").await, vec![notice(W_B, 2), notice(W_NOROW, 2)]);
     assert_eq!(next(&mut ra).await, HostSignal::Watcher(W_FREE.into()));
     quiet(&mut rx).await;
     settle_all(&a).await;
@@ -97,8 +106,7 @@ async fn appends_push_notices_to_the_hosting_gateway() {
 async fn the_listener_reconnects_and_says_so() {
     let schema = pg_schema!("the_listener_reconnects_and_says_so");
     let b = schema.store().await;
-    let mut rx = b.listen("b");
-    assert_eq!(next(&mut rx).await, HostSignal::Listening);
+    let mut rx = listening(&b, "b").await;
     let admin = admin_client(schema.url()).await.unwrap();
     let killed: i64 = admin
         .query_one(

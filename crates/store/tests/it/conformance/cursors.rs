@@ -224,8 +224,8 @@ pub async fn registration_rules<S: Store>(h: &Harness<S>) {
     );
     assert_eq!(cursor(s, T, T).await, None);
     // Case differences are the same session.
-    let out =
-        s.register_watch(key("AGENT:main:Subagent:T"), key(T), Provenance::Explicit, STORE.into(), NOW).await;
+    let upper = WatchRequest::new(key("AGENT:main:Subagent:T"), key(T), Provenance::Explicit, STORE);
+    let out = s.register_watch(upper, NOW).await;
     assert_eq!(out.unwrap().decision, RegisterDecision::Refused(SkipReason::SelfWatch));
 }
 
@@ -331,11 +331,8 @@ pub async fn sweep_reopens_pending_cursors_of_existing_watchers<S: Store>(h: &Ha
 
 pub async fn watch_edges_name_both_ends<S: Store>(h: &Harness<S>) {
     let s = &h.store;
-    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
-    register(s, W, T2, Provenance::AmbientGroup, STORE, NOW).await;
-    register(s, W2, T, Provenance::Explicit, STORE, NOW).await;
+    watch_graph(s).await;
     register(s, T2, W2, Provenance::Explicit, STORE, NOW).await;
-    record(s, req(human(T)), NOW + 1).await;
     let ends = |edges: Vec<WatchEdge>| -> Vec<(String, String)> {
         edges.into_iter().map(|e| (e.watcher, e.target)).collect()
     };
