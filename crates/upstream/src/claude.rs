@@ -273,7 +273,7 @@ fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError
     } else {
         // Adopted at `SessionStart` before the first prompt: read from the start once written.
         let mut extra = Map::new();
-        extra.insert(AWAITING_FILE.into(), Value::Bool(true));
+        extra.insert(jsonl::AWAITING_FILE.into(), Value::Bool(true));
         jsonl::JsonlMarker { offset: 0, humans: Some(0), extra, ..Default::default() }
     };
     Ok(Adoption {
@@ -287,17 +287,15 @@ fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError
     })
 }
 
-/// Marker flag of a link adopted before its transcript was written.
-const AWAITING_FILE: &str = "awaitingFile";
-
 pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad claude reference".into());
     };
     let mut cls = ClaudeClassifier::default();
-    match jsonl::JsonlMarker::parse(probe.marker_json).filter(|m| m.extra.contains_key(AWAITING_FILE)) {
+    let awaiting = jsonl::MarkerEnd::parse(probe.marker_json).is_some_and(|end| end.awaits_file());
+    match jsonl::JsonlMarker::parse(probe.marker_json).filter(|_| awaiting) {
         Some(mut m) => {
-            m.extra.remove(AWAITING_FILE);
+            m.extra.remove(jsonl::AWAITING_FILE);
             // An idle session writes no transcript until its first prompt: not yet written is no
             // evidence that it is gone. Once written, it is read from its start like any other.
             if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {

@@ -368,7 +368,6 @@ pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamErro
 }
 
 /// Marker flag of a link adopted before its rollout was written.
-const AWAITING_FILE: &str = "awaitingFile";
 
 fn link_file(
     entry: CatalogEntry,
@@ -387,7 +386,7 @@ fn link_file(
             .map_err(|e| UpstreamError::Io { path: file.clone(), source: e })?
     } else {
         let mut extra = Map::new();
-        extra.insert(AWAITING_FILE.into(), json!(true));
+        extra.insert(jsonl::AWAITING_FILE.into(), json!(true));
         jsonl::JsonlMarker { offset: 0, humans: None, extra, ..Default::default() }
     };
     let mut reference = json!({ "filePath": file.to_string_lossy(), "threadId": thread_id });
@@ -422,18 +421,18 @@ fn relocations(reference: &Value, path: &Path) -> Vec<PathBuf> {
 }
 
 pub fn check(probe: &Probe<'_>) -> CheckOutcome {
-    let Ok(reference) = serde_json::from_str::<Value>(probe.reference_json) else {
-        return CheckOutcome::Inconclusive("bad codex reference".into());
-    };
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad codex reference".into());
     };
-    if jsonl::JsonlMarker::parse(probe.marker_json).is_some_and(|m| m.extra.contains_key(AWAITING_FILE)) {
+    if jsonl::MarkerEnd::parse(probe.marker_json).is_some_and(|end| end.awaits_file()) {
         return first_sight(&path);
     }
     let mut cls = CodexClassifier::default();
     match jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut cls) {
         CheckOutcome::Missing => {
+            let Ok(reference) = serde_json::from_str::<Value>(probe.reference_json) else {
+                return CheckOutcome::Inconclusive("bad codex reference".into());
+            };
             // Compressed or archived rollouts are not missing.
             for alt in relocations(&reference, &path) {
                 if alt.extension().is_some_and(|e| e == "zst") {

@@ -13,6 +13,7 @@
 use crate::json_stream::{StreamLimits, StreamedRow, stream_row};
 use crate::text::{NormText, OwnTexts};
 use crate::{CheckOutcome, io_outcome};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -52,6 +53,41 @@ pub trait RowClassifier {
     /// Dedupe id for an activity ending at `offset` with `humans` human-shaped rows so far.
     fn dedupe_id(&self, offset: u64, humans: u64) -> String {
         format!("{offset}:{humans}")
+    }
+}
+
+/// Marker flag of a link adopted before its file was written (Claude, Codex).
+pub(crate) const AWAITING_FILE: &str = "awaitingFile";
+
+/// What a tick needs of a marker before anything else: where the classified part of the file ends, and
+/// whether the file is still awaited. Read without building the rest (most ticks stop here).
+#[derive(serde::Deserialize)]
+pub(crate) struct MarkerEnd {
+    offset: Option<u64>,
+    size: Option<u64>,
+    #[serde(rename = "awaitingFile", default, deserialize_with = "present")]
+    awaiting_file: bool,
+}
+
+/// A key that is there, whatever its value.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
+
+impl MarkerEnd {
+    pub(crate) fn parse(marker_json: &str) -> Option<MarkerEnd> {
+        serde_json::from_str(marker_json).ok()
+    }
+
+    pub(crate) fn awaits_file(&self) -> bool {
+        self.awaiting_file
+    }
+
+    /// Nothing to classify: `path` is a regular file whose size is where the marker ends (one stat,
+    /// nothing opened; a same-size rewrite is caught once the file grows, as in [`check_file`]).
+    fn is_idle_at(&self, path: &Path) -> bool {
+        let Some(end) = self.offset.or(self.size) else { return false };
+        !self.awaiting_file && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == end)
     }
 }
 
@@ -290,6 +326,9 @@ pub fn check_file_with_window(
     cls: &mut dyn RowClassifier,
     window: usize,
 ) -> CheckOutcome {
+    if MarkerEnd::parse(marker_json).is_some_and(|end| end.is_idle_at(path)) {
+        return CheckOutcome::NoChange;
+    }
     let Some(mut marker) = JsonlMarker::parse(marker_json) else {
         return CheckOutcome::Inconclusive("unreadable marker".into());
     };
@@ -443,4 +482,30 @@ pub fn for_each_row(
         offset = end;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MarkerEnd;
+
+    #[test]
+    fn a_file_is_idle_only_at_its_marker_s_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.jsonl");
+        std::fs::write(&file, "{\"a\":1}\n").unwrap();
+        let idle = |marker: &str, path: &std::path::Path| {
+            MarkerEnd::parse(marker).is_some_and(|e| e.is_idle_at(path))
+        };
+        assert!(idle(r#"{"offset":8,"humans":0}"#, &file));
+        assert!(idle(r#"{"size":8}"#, &file), "older markers name the end `size`");
+        assert!(!idle(r#"{"offset":4}"#, &file), "grown since");
+        assert!(!idle(r#"{"offset":9}"#, &file), "shrunk since");
+        assert!(!idle(r#"{"offset":8,"awaitingFile":true}"#, &file));
+        assert!(!idle(r#"{"offset":8,"awaitingFile":null}"#, &file), "the flag counts whatever its value");
+        assert!(!idle(r#"{"humans":0}"#, &file), "no end");
+        assert!(!idle(r#"{"offset":"8"}"#, &file), "not a number");
+        assert!(!idle("not json", &file));
+        assert!(!idle(r#"{"offset":8}"#, &dir.path().join("gone.jsonl")));
+        assert!(!idle(r#"{"offset":4096}"#, dir.path()), "a directory is no file, whatever its size");
+    }
 }

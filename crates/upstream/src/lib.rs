@@ -341,14 +341,15 @@ pub fn check_many(catalog: CatalogId, jobs: &[source::CheckJob]) -> Vec<CheckOut
     (catalog.source().check_many)(jobs)
 }
 
-/// File path from a `{filePath}` reference.
+/// File path from a `{filePath}` reference (read on every tick of every file link: no JSON tree built).
 pub(crate) fn reference_path(reference_json: &str) -> Option<PathBuf> {
-    let v: serde_json::Value = serde_json::from_str(reference_json).ok()?;
-    let p = v.get("filePath")?.as_str()?;
-    if p.is_empty() {
-        return None;
+    #[derive(serde::Deserialize)]
+    struct FileReference {
+        #[serde(rename = "filePath")]
+        file_path: PathBuf,
     }
-    Some(PathBuf::from(p))
+    let reference: FileReference = serde_json::from_str(reference_json).ok()?;
+    (!reference.file_path.as_os_str().is_empty()).then_some(reference.file_path)
 }
 
 /// List `dir`'s entries, sorted; unreadable directories give nothing.
