@@ -161,6 +161,8 @@ pub(super) async fn appends_during_prune(dir: &Path, sz: &Sizes) -> anyhow::Resu
         Figure::new("prune_ms", prune_took.as_secs_f64() * 1e3, "ms"),
         Figure::new("appends_during_prune", during.len() as f64, "appends"),
         Figure::new("append_p99_us_idle", idle_p99, "us"),
+        Figure::new("append_p50_us_during_prune", us(percentile(&during, 0.5)), "us"),
+        Figure::new("append_p90_us_during_prune", us(percentile(&during, 0.9)), "us"),
         Figure::new("append_p99_us_during_prune", during_p99, "us"),
         Figure::new("append_p99_during_prune_vs_idle_ratio", ratio(during_p99, idle_p99), "x"),
         // The longest wait: how long the prune held the writer in one piece.
