@@ -295,7 +295,8 @@ fn restore(file: &Path, original: Option<&str>) -> anyhow::Result<()> {
     }
 }
 
-/// Replaces `file` atomically (keeping its permissions).
+/// Replaces `file` atomically, keeping its permissions (a new file: the user's umask); `setup` writes
+/// its files with it too.
 pub(crate) fn write_file(file: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
