@@ -334,7 +334,7 @@ fn opencode_plugin_row(file: &Path) -> Row {
             format!("{} exists and is not sessionwatch's plugin", file.display()),
             "move it away, then `sessionwatch hooks install opencode`",
         ),
-        Ok(opencode::Found::Nothing) => fail(check, format!("{} does not exist", file.display()), fix),
+        Ok(opencode::Found::Missing) => fail(check, format!("{} does not exist", file.display()), fix),
         Err(e) => fail(check, format!("{e:#}"), "check the file's permissions"),
     }
 }

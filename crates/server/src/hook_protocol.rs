@@ -6,24 +6,23 @@
 //! the hook process renders what its CLI reads.
 
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 /// `POST /v1/hooks`: `cli` is `claude`, `codex`, `gemini`, `pi` or `opencode`; `event` the hook event
 /// (OpenCode: its hook's name, `chat.message` or `tool.execute.after`); `input` the hook's JSON object
 /// (`serde_json::value::RawValue` where it is forwarded unread, `Value` where it is read).
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HookRequest<I> {
     pub cli: String,
     pub event: String,
     /// The sessionwatch agent owning the session (default `main`).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub agent_id: Option<String>,
     /// The remote node this hook runs on, if any.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub node: Option<String>,
     /// With `node`: the worktree the hook's cwd lies in, resolved on the node (the gateway cannot read
     /// the node's files).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub workspace: Option<crate::node_protocol::HookWorkspace>,
     /// Absent reads as `null`, which the handler refuses with the same words as any other non-object.
     #[serde(default)]

@@ -6,22 +6,25 @@
 //!
 //! A request field the handler requires is a plain `String`: absent or `null` is refused as `is
 //! required`, as before. Answers list their fields in alphabetical order, the order their JSON objects
-//! always had, so the bytes on the wire are those of before.
+//! always had, so the bytes on the wire are those of before. An `Option` field is left out of the JSON when
+//! it is `None` (`#[skip_serializing_none]` on each type that has one), as in `wire/tools.rs` and
+//! `hook_protocol.rs`; a field that must read `null` instead says `#[serialize_always]`.
 
 use crate::request_body::optional_object;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 use sessionwatch_store::PayloadJson;
 
 /// `POST /tools/invoke` as our own clients send it (the CLI, `demo`, `doctor`, the MCP server in front of
 /// a gateway). The handler reads OpenClaw's envelope, which is more lenient (`tool` or `name`, `args`
 /// absent or `[]`, `agentId`, …): `tool_invoke::tool_envelope`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall<A> {
     pub tool: String,
     pub args: A,
     /// The calling session (default: the main session).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub session_key: Option<String>,
 }
 
@@ -43,53 +46,44 @@ pub struct ErrorJson {
 
 /// Who acts (`actor` of an inbound turn or a goal, `creator` of a session): `type` is `human`, `agent`
 /// (with `id`, the acting session key) or `system`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActorJson {
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub label: Option<String>,
 }
 
 /// `POST /v1/sessions`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateSessionRequest {
     pub session_key: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub agent_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub chat_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub channel: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub created_via: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "optional_object")]
+    #[serde(default, deserialize_with = "optional_object")]
     pub creator: Option<ActorJson>,
     /// `draft`: created quietly (no creation notice), as `incognito: true`.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub visibility: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub incognito: Option<bool>,
 }
 
 /// `POST /v1/sessions/{key}/inbound`: a turn that arrived on a channel (a human's unless `actor` says).
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InboundRequest {
     pub text: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub channel: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "optional_object")]
+    #[serde(default, deserialize_with = "optional_object")]
     pub actor: Option<ActorJson>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub chat_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_id: Option<String>,
 }
 
@@ -100,64 +94,62 @@ pub struct InboundRequest {
 pub struct NoFields {}
 
 /// `POST /v1/sessions/{key}/messages`: `role` is `assistant`, `user`, `tool` or `system`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddMessageRequest {
     pub role: String,
     pub text: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_id: Option<String>,
 }
 
 /// `PUT /v1/sessions/{key}/goal` (objective and/or status), and `DELETE` (only `actor`).
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetGoalRequest {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub objective: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub status: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "optional_object")]
+    #[serde(default, deserialize_with = "optional_object")]
     pub actor: Option<ActorJson>,
 }
 
 /// `DELETE /v1/sessions/{key}/goal`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ClearGoalRequest {
-    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "optional_object")]
+    #[serde(default, deserialize_with = "optional_object")]
     pub actor: Option<ActorJson>,
 }
 
 /// `POST /v1/sessions/{key}/compactions`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompactionRequest {
     pub operation_id: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_id: Option<String>,
 }
 
 /// `POST /v1/runs/{runId}/result`: `status` is `ok`, `error`, `timeout` or `cancelled`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunResultRequest {
     pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reply: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub session_id: Option<String>,
 }
 
 /// `POST /v1/catalog/continue`: adopt one native session (on `node`, if given).
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CatalogContinueRequest {
     pub catalog_id: String,
     pub thread_id: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub agent_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub node: Option<String>,
 }
 
@@ -193,10 +185,10 @@ pub(crate) struct SessionCreatedJson {
 }
 
 /// `POST /v1/sessions/{key}/inbound`: `event` when a human turn was recorded.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InboundJson {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub event: Option<EventJson>,
     pub session_id: String,
     pub session_key: String,
@@ -204,23 +196,22 @@ pub(crate) struct InboundJson {
 }
 
 /// A turn's drained notices (`POST …/turns`, `…/notices`); a turn also takes the inbox.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrainedJson {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub inbox: Option<Vec<InboxItemJson>>,
     pub session_key: String,
     pub system_events: Vec<SystemEventJson>,
 }
 
 /// One message of a session's inbox.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InboxItemJson {
     pub created_at: i64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from_session_key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_id: Option<String>,
     pub text: String,
 }
@@ -234,21 +225,21 @@ pub(crate) struct MessageAddedJson {
 }
 
 /// `PUT` / `DELETE /v1/sessions/{key}/goal`: `event` when `changed`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct GoalJson {
     pub changed: bool,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub event: Option<EventJson>,
     pub session_key: String,
     pub state_version: u64,
 }
 
 /// `POST /v1/sessions/{key}/compactions`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CompactedJson {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub event: Option<EventJson>,
     pub recorded: bool,
     pub session_key: String,
@@ -298,6 +289,7 @@ pub struct SessionListingJson {
 }
 
 /// One session of [`SessionListingJson`].
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedSessionJson {
@@ -307,18 +299,14 @@ pub struct ListedSessionJson {
     pub source: String,
     /// The native session id (an adopted session's last key segment), else the gateway's session id.
     pub native_id: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub node: Option<String>,
     pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cwd: Option<String>,
     /// `running`, `waiting` (for its user), `idle`; a gateway session's latest run may also say
     /// `done`, `failed`, `timeout` or `cancelled`.
     pub state: String,
     pub state_version: u64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub parent_session_key: Option<String>,
     pub updated_at: i64,
 }
@@ -326,19 +314,19 @@ pub struct ListedSessionJson {
 /// `PUT /v1/sessions/{target}/watchers/{watcher}`: `outcome` is `watching` (a new watch, from
 /// `fromStateVersion`), `already-watching`, `upgraded` (an ambient watch became explicit) or `refused`
 /// (with `reason`).
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchJson {
     pub watcher: String,
     pub target: String,
     pub outcome: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from_state_version: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
 }
 
 /// One event of `stateChanges.events`: only the documented fields.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventJson {
@@ -347,11 +335,8 @@ pub struct EventJson {
     pub actor_type: String,
     pub occurred_at: i64,
     pub summary: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub actor_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub payload: Option<PayloadJson>,
 }
 

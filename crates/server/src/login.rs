@@ -7,7 +7,7 @@
 
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub(crate) const COOKIE_NAME: &str = "sessionwatch_login";
@@ -18,65 +18,88 @@ pub(crate) const LINK_TTL: Duration = Duration::from_secs(120);
 const MAX_LOGINS: usize = 1024;
 const MAX_LINKS: usize = 64;
 
-#[derive(Default)]
 pub struct Logins {
-    /// SHA-256 of a cookie value → when it expires (the value itself is not kept).
-    cookies: Mutex<HashMap<[u8; 32], Instant>>,
-    /// SHA-256 of a one-time code → when it expires.
-    links: Mutex<HashMap<[u8; 32], Instant>>,
+    /// Browser logins (cookie values).
+    cookies: Secrets,
+    /// One-time login codes.
+    links: Secrets,
+}
+
+impl Default for Logins {
+    fn default() -> Logins {
+        Logins { cookies: Secrets::new(LOGIN_TTL, MAX_LOGINS), links: Secrets::new(LINK_TTL, MAX_LINKS) }
+    }
+}
+
+/// Random secrets handed out, each valid for `ttl`, at most `cap` at once; only their SHA-256 is kept.
+struct Secrets {
+    /// SHA-256 of a secret → when it expires.
+    expiry: Mutex<HashMap<[u8; 32], Instant>>,
+    ttl: Duration,
+    cap: usize,
+}
+
+impl Secrets {
+    fn new(ttl: Duration, cap: usize) -> Secrets {
+        Secrets { expiry: Mutex::default(), ttl, cap }
+    }
+
+    fn expiry(&self) -> MutexGuard<'_, HashMap<[u8; 32], Instant>> {
+        self.expiry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new secret, dropping expired ones and, when full, the one expiring first.
+    fn issue(&self) -> String {
+        let value = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+        let now = Instant::now();
+        let mut map = self.expiry();
+        map.retain(|_, expires| *expires > now);
+        if map.len() >= self.cap
+            && let Some(oldest) = map.iter().min_by_key(|(_, e)| **e).map(|(k, _)| *k)
+        {
+            map.remove(&oldest);
+        }
+        map.insert(digest(&value), now + self.ttl);
+        value
+    }
+
+    fn is_live(&self, value: &str) -> bool {
+        self.expiry().get(&digest(value)).is_some_and(|expires| *expires > Instant::now())
+    }
+
+    /// Forgets `value`; answers whether it was live.
+    fn take(&self, value: &str) -> bool {
+        self.expiry().remove(&digest(value)).is_some_and(|expires| expires > Instant::now())
+    }
 }
 
 fn digest(value: &str) -> [u8; 32] {
     Sha256::digest(value.as_bytes()).into()
 }
 
-fn random_secret() -> String {
-    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
-}
-
-/// Inserts `key` valid for `ttl`, dropping expired entries and, when full, the one expiring first.
-fn insert_bounded(map: &mut HashMap<[u8; 32], Instant>, key: [u8; 32], ttl: Duration, cap: usize) {
-    let now = Instant::now();
-    map.retain(|_, expires| *expires > now);
-    if map.len() >= cap
-        && let Some(oldest) = map.iter().min_by_key(|(_, e)| **e).map(|(k, _)| *k)
-    {
-        map.remove(&oldest);
-    }
-    map.insert(key, now + ttl);
-}
-
 impl Logins {
     /// A new browser login: the cookie value to set.
     pub fn open(&self) -> String {
-        let value = random_secret();
-        let mut cookies = self.cookies.lock().unwrap_or_else(|p| p.into_inner());
-        insert_bounded(&mut cookies, digest(&value), LOGIN_TTL, MAX_LOGINS);
-        value
+        self.cookies.issue()
     }
 
     /// True when `value` is a live login.
     pub fn is_valid(&self, value: &str) -> bool {
-        let cookies = self.cookies.lock().unwrap_or_else(|p| p.into_inner());
-        cookies.get(&digest(value)).is_some_and(|expires| *expires > Instant::now())
+        self.cookies.is_live(value)
     }
 
     pub fn close(&self, value: &str) {
-        self.cookies.lock().unwrap_or_else(|p| p.into_inner()).remove(&digest(value));
+        self.cookies.take(value);
     }
 
     /// A one-time login code (for a link printed by `sessionwatch ui`).
     pub fn issue_link(&self) -> String {
-        let code = random_secret();
-        let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
-        insert_bounded(&mut links, digest(&code), LINK_TTL, MAX_LINKS);
-        code
+        self.links.issue()
     }
 
     /// Uses up a one-time code: true the first time, while it is fresh.
     pub fn redeem_link(&self, code: &str) -> bool {
-        let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
-        links.remove(&digest(code)).is_some_and(|expires| expires > Instant::now())
+        self.links.take(code)
     }
 }
 
@@ -128,7 +151,7 @@ mod tests {
             logins.open();
         }
         assert!(!logins.is_valid(&first), "the oldest login made room");
-        assert_eq!(logins.cookies.lock().unwrap().len(), MAX_LOGINS);
+        assert_eq!(logins.cookies.expiry().len(), MAX_LOGINS);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 pub(crate) mod codex_trust;
 mod json;
+mod marked;
 pub(crate) mod opencode;
 pub(crate) mod pi;
 mod record;
@@ -142,25 +143,16 @@ pub fn run(cmd: HooksCommand) -> anyhow::Result<ExitCode> {
 /// OpenCode: the plugin file.
 fn run_opencode(action: &str, file: &Path, target: &Target) -> anyhow::Result<ExitCode> {
     let config = opencode::config_here(target.agent.clone());
-    match action {
-        "install" => {
-            let changed = opencode::install(file, &config)?;
-            println!(
-                "opencode {}: sessionwatch plugin {} (OpenCode loads it when it starts)",
-                file.display(),
-                if changed { "installed" } else { "already installed" }
-            );
+    let changed = match action {
+        "install" => opencode::install(file, &config)?,
+        "uninstall" => opencode::uninstall(file)?,
+        _ => {
+            opencode::status(file, &config)?;
+            return Ok(ExitCode::SUCCESS);
         }
-        "uninstall" => {
-            let removed = opencode::uninstall(file)?;
-            println!(
-                "opencode {}: sessionwatch plugin {}",
-                file.display(),
-                if removed { "removed" } else { "was not installed" }
-            );
-        }
-        _ => opencode::status(file, &config)?,
-    }
+    };
+    let when = if action == "install" { " (OpenCode loads it when it starts)" } else { "" };
+    println!("{}{when}", marked::outcome("opencode", file, "plugin", action, changed));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -177,37 +169,15 @@ pub(crate) fn pi_config(agent: Option<&str>) -> pi::ExtensionConfig {
 
 /// `hooks install|uninstall|status pi`: the one extension file.
 fn run_pi(action: &str, file: &Path, target: &Target) -> anyhow::Result<ExitCode> {
-    match action {
-        "install" => {
-            let changed = pi::install(file, &pi_config(target.agent.as_deref()))?;
-            println!(
-                "pi {}: sessionwatch extension {}",
-                file.display(),
-                if changed { "installed" } else { "already installed" }
-            );
-        }
-        "uninstall" => {
-            let removed = pi::uninstall(file)?;
-            println!(
-                "pi {}: sessionwatch extension {}",
-                file.display(),
-                if removed { "removed" } else { "was not installed" }
-            );
-        }
+    let changed = match action {
+        "install" => pi::install(file, &pi_config(target.agent.as_deref()))?,
+        "uninstall" => pi::uninstall(file)?,
         _ => {
-            println!("pi {}", file.display());
-            match pi::inspect(file)? {
-                pi::Found::Missing => println!("  extension         not installed"),
-                pi::Found::Theirs => {
-                    println!("  extension         not installed (a file of that name is not ours)")
-                }
-                pi::Found::Ours(text) => {
-                    let config = pi::installed_config(&text).map(|c| c.to_string()).unwrap_or_default();
-                    println!("  extension         installed: {config}");
-                }
-            }
+            pi::status(file)?;
+            return Ok(ExitCode::SUCCESS);
         }
-    }
+    };
+    println!("{}", marked::outcome("pi", file, "extension", action, changed));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -325,7 +295,8 @@ fn restore(file: &Path, original: Option<&str>) -> anyhow::Result<()> {
     }
 }
 
-/// Replaces `file` atomically (keeping its permissions).
+/// Replaces `file` atomically, keeping its permissions (a new file: the user's umask); `setup` writes
+/// its files with it too.
 pub(crate) fn write_file(file: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -6,7 +6,7 @@
 //! never written over or removed. Installing writes the file (again only if its text changed, e.g. another
 //! data dir or agent); uninstalling removes it (there was no file before: we never replace one).
 
-use anyhow::{Context, bail};
+use super::marked::MarkedFile;
 use std::path::{Path, PathBuf};
 
 /// The first line of every plugin file we write.
@@ -36,57 +36,34 @@ pub fn render(config: &PluginConfig) -> String {
     text
 }
 
-/// What is at the plugin's path.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Found {
-    Nothing,
-    /// Our file, with this text.
-    Ours(String),
-    /// Someone else's file of that name.
-    Theirs,
-}
+pub use super::marked::Found;
+
+/// The plugin file: ours when its first line is [`MARKER`].
+const PLUGIN: MarkedFile = MarkedFile {
+    is_ours: |text| text.lines().next() == Some(MARKER),
+    write: super::write_file,
+    refusal: |file| {
+        format!(
+            "{} exists and is not sessionwatch's plugin (its first line is not {MARKER:?}): it was left \
+             untouched; move it away, or install with --scope project or --file PATH",
+            file.display()
+        )
+    },
+};
 
 pub fn inspect(file: &Path) -> anyhow::Result<Found> {
-    match std::fs::read(file) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            Ok(if text.lines().next() == Some(MARKER) {
-                Found::Ours(text.into_owned())
-            } else {
-                Found::Theirs
-            })
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Found::Nothing),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", file.display())),
-    }
+    PLUGIN.inspect(file)
 }
 
 /// Writes the plugin; `Ok(false)`: the same text was already there. A file of that name that is not
 /// ours is refused, and left as it is.
 pub fn install(file: &Path, config: &PluginConfig) -> anyhow::Result<bool> {
-    let text = render(config);
-    match inspect(file)? {
-        Found::Ours(t) if t == text => return Ok(false),
-        Found::Theirs => bail!(
-            "{} exists and is not sessionwatch's plugin (its first line is not {MARKER:?}): it was left \
-             untouched; move it away, or install with --scope project or --file PATH",
-            file.display()
-        ),
-        Found::Ours(_) | Found::Nothing => {}
-    }
-    super::write_file(file, &text)?;
-    Ok(true)
+    PLUGIN.install(file, &render(config))
 }
 
 /// Removes our plugin file; `Ok(false)`: there was none of ours (a file that is not ours stays).
 pub fn uninstall(file: &Path) -> anyhow::Result<bool> {
-    match inspect(file)? {
-        Found::Ours(_) => {
-            std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))?;
-            Ok(true)
-        }
-        Found::Nothing | Found::Theirs => Ok(false),
-    }
+    Ok(matches!(PLUGIN.remove(file)?, Found::Ours(_)))
 }
 
 /// Whether the plugin installed at `file` is the one `config` makes (setup's and doctor's check).
@@ -127,7 +104,7 @@ pub fn config_here(agent: Option<String>) -> PluginConfig {
 pub fn status(file: &Path, config: &PluginConfig) -> anyhow::Result<()> {
     println!("opencode {}", file.display());
     let said = match inspect(file)? {
-        Found::Nothing => "not installed".to_string(),
+        Found::Missing => "not installed".to_string(),
         Found::Theirs => "not installed (a file of that name that is not sessionwatch's is there)".into(),
         Found::Ours(t) if t == render(config) => {
             "installed: chat.message, tool.execute.after and event post to the gateway".into()

@@ -8,6 +8,7 @@
 //! uninstall removes only ours. The file holds no secret (the token is read from the data dir at run
 //! time) but is written 0600 like the other install records.
 
+use super::marked::MarkedFile;
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 
@@ -54,57 +55,40 @@ pub fn extension_file(project: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(agent_dir.join("extensions").join(FILE_NAME))
 }
 
-/// What is at the extension's path.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Found {
-    Missing,
-    /// Ours, with its text.
-    Ours(String),
-    /// A file of that name that we did not write.
-    Theirs,
-}
+pub use super::marked::Found;
+
+/// The extension file, written 0600 like the other install records.
+const EXTENSION: MarkedFile = MarkedFile {
+    is_ours,
+    write: super::write_private,
+    refusal: |file| {
+        format!(
+            "{} exists and was not written by sessionwatch (no {MARKER} marker on its first line): left \
+             alone. Move it away and install again. Nothing was changed.",
+            file.display()
+        )
+    },
+};
 
 pub fn inspect(file: &Path) -> anyhow::Result<Found> {
-    match std::fs::read(file) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            Ok(if is_ours(&text) { Found::Ours(text) } else { Found::Theirs })
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Found::Missing),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", file.display())),
-    }
+    EXTENSION.inspect(file)
 }
 
 /// Writes the extension; answers whether the file changed. A file of that name that is not ours is
 /// refused and left as it is.
 pub fn install(file: &Path, config: &ExtensionConfig) -> anyhow::Result<bool> {
-    let text = render(config);
-    match inspect(file)? {
-        Found::Ours(old) if old == text => return Ok(false),
-        Found::Theirs => bail!(
-            "{} exists and was not written by sessionwatch (no {MARKER} marker on its first line): left \
-             alone. Move it away and install again. Nothing was changed.",
-            file.display()
-        ),
-        Found::Ours(_) | Found::Missing => {}
-    }
-    super::write_private(file, &text)?;
-    Ok(true)
+    EXTENSION.install(file, &render(config))
 }
 
 /// Removes the extension if it is ours; answers whether it was removed. A file of that name that is not
 /// ours is reported and left alone.
 pub fn uninstall(file: &Path) -> anyhow::Result<bool> {
-    match inspect(file)? {
-        Found::Missing => Ok(false),
+    match EXTENSION.remove(file)? {
         Found::Theirs => bail!(
             "{} was not written by sessionwatch (no {MARKER} marker on its first line): left alone",
             file.display()
         ),
-        Found::Ours(_) => {
-            std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))?;
-            Ok(true)
-        }
+        found => Ok(matches!(found, Found::Ours(_))),
     }
 }
 
@@ -113,6 +97,20 @@ pub fn installed_config(text: &str) -> Option<serde_json::Value> {
     let line = text.lines().find(|l| l.starts_with("const CONFIG"))?;
     let json = line.split_once("*/")?.1.trim().trim_end_matches(';');
     serde_json::from_str(json).ok()
+}
+
+/// `hooks status pi`.
+pub fn status(file: &Path) -> anyhow::Result<()> {
+    println!("pi {}", file.display());
+    match inspect(file)? {
+        Found::Missing => println!("  extension         not installed"),
+        Found::Theirs => println!("  extension         not installed (a file of that name is not ours)"),
+        Found::Ours(text) => {
+            let config = installed_config(&text).map(|c| c.to_string()).unwrap_or_default();
+            println!("  extension         installed: {config}");
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod editors;
 mod manifest;
 pub mod service;
 
+use super::hooks_install::write_file;
 use anyhow::Context;
 use clap::{Args, Parser};
 pub use editors::{CLAUDE_ALLOW_RULE, SERVER, jsonc_object};
@@ -390,19 +391,6 @@ fn read_text(path: &Path) -> anyhow::Result<Option<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
-}
-
-/// Replaces `file` atomically, keeping its permissions (a new file: the user's umask).
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let tmp = path.with_extension("sessionwatch-setup-tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
 }
 
 /// Puts `path` back to `text` (`None`: it did not exist).

@@ -80,18 +80,21 @@ fn access<S: Store>(state: &AppState<S>, headers: &HeaderMap) -> Access {
     Access::Denied
 }
 
-/// Whether a page may be shown: `Ok(true)` for a logged-in browser (its pages offer a logout), else a
-/// redirect to the login form.
+/// A page's request: whether it may be shown, `Ok((true, _))` for a logged-in browser (its pages offer a
+/// logout), with its query; else a redirect to the login form, or a malformed query's refusal.
 #[allow(clippy::result_large_err)]
-fn page_access<S: Store>(
+fn page_request<S: Store, P>(
     state: &AppState<S>,
     headers: &HeaderMap,
     uri: &axum::http::Uri,
-) -> Result<bool, Response> {
-    match access(state, headers) {
-        Access::Denied => Err(to_login(uri)),
-        a => Ok(a == Access::Cookie),
-    }
+    params: Result<Query<P>, QueryRejection>,
+) -> Result<(bool, P), Response> {
+    let logged_in = match access(state, headers) {
+        Access::Denied => return Err(to_login(uri)),
+        a => a == Access::Cookie,
+    };
+    let Ok(Query(p)) = params else { return Err(bad_request(false, "the query string is malformed")) };
+    Ok((logged_in, p))
 }
 
 /// True when a browser's login cookie opens this request (the stream's check).
@@ -172,11 +175,10 @@ async fn overview<S: Store>(
     uri: axum::http::Uri,
     params: Result<Query<OverviewParams>, QueryRejection>,
 ) -> Response {
-    let logged_in = match page_access(&state, &headers, &uri) {
-        Ok(cookie) => cookie,
-        Err(to_login) => return to_login,
+    let (logged_in, p) = match page_request(&state, &headers, &uri, params) {
+        Ok(request) => request,
+        Err(refused) => return refused,
     };
-    let Ok(Query(p)) = params else { return bad_request(false, "the query string is malformed") };
     let kind = match p.kind.as_deref().filter(|k| !k.is_empty()) {
         None => None,
         Some(k) => match SessionKind::parse(k) {
@@ -220,11 +222,10 @@ async fn session<S: Store>(
     Path((agent, rest)): Path<(String, String)>,
     params: Result<Query<SessionParams>, QueryRejection>,
 ) -> Response {
-    let logged_in = match page_access(&state, &headers, &uri) {
-        Ok(cookie) => cookie,
-        Err(to_login) => return to_login,
+    let (logged_in, p) = match page_request(&state, &headers, &uri, params) {
+        Ok(request) => request,
+        Err(refused) => return refused,
     };
-    let Ok(Query(p)) = params else { return bad_request(false, "the query string is malformed") };
     let (Ok(before), Ok(since)) = (sequence_param(p.before.as_deref()), sequence_param(p.since.as_deref()))
     else {
         return bad_request(logged_in, "before and since are sequence numbers (0 or more)");

@@ -9,6 +9,7 @@ use crate::host_protocol::{EventJson, SystemEventJson};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_with::skip_serializing_none;
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 use sessionwatch_store::{PayloadJson, SessionActivity, SessionRow, TranscriptMessage};
 use std::borrow::Cow;
@@ -52,6 +53,7 @@ impl From<&ChangesPage> for StateChangesJson {
 
 /// `session_status`. `ok`, `agentId` and `changedModel` as OpenClaw answers them (the model never
 /// changes here).
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusJson {
@@ -62,7 +64,6 @@ pub struct StatusJson {
     pub session_id: String,
     pub kind: String,
     pub state_version: u64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub state_changes: Option<StateChangesJson>,
     pub status_text: StatusText,
     /// Arguments ignored or clamped (absent when none).
@@ -114,11 +115,13 @@ impl<'de> Deserialize<'de> for StatusText {
 }
 
 /// One row of `sessions_list`, with OpenClaw's row fields (sessions here are never archived or pinned).
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRowJson {
     pub key: String,
     pub kind: String,
+    #[serialize_always]
     pub channel: Option<String>,
     /// Its label, else its key.
     pub display_name: String,
@@ -129,15 +132,12 @@ pub struct SessionRowJson {
     pub updated_at: i64,
     pub session_id: String,
     /// Absent for a session without history.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub state_version: Option<u64>,
     pub agent_id: String,
     pub archived: bool,
     pub pinned: bool,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub parent_session_key: Option<String>,
     /// A workspace session's members (the sessions working in its worktree now); absent on other rows.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub members: Option<Vec<String>>,
 }
 
@@ -176,15 +176,14 @@ pub struct ListJson {
 }
 
 /// A transcript message.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageJson {
     pub role: String,
     pub text: String,
     pub created_at: i64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from_session_key: Option<String>,
 }
 
@@ -231,13 +230,12 @@ pub struct PendingInputsJson {
 }
 
 /// One unread inbox item.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingInputJson {
     pub id: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from_session_key: Option<String>,
     pub created_at: i64,
 }
@@ -249,6 +247,7 @@ pub struct DeliveryJson {
 }
 
 /// `sessions_send`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendJson {
@@ -257,17 +256,12 @@ pub struct SendJson {
     pub session_key: String,
     pub target_disposition: String,
     pub delivery: DeliveryJson,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reply: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub watched: Option<bool>,
     /// Fire-and-forget only (OpenClaw's fields): the queued inbox item, that it is stored (`"durable"`),
     /// and that a run of the target was started for it.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub notification_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub durability: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub run_started: Option<bool>,
     /// Arguments ignored or clamped (absent when none).
     #[serde(flatten, default)]

@@ -40,7 +40,7 @@ fn the_plugin_is_plain_javascript_whose_only_export_is_the_plugin_function() {
 fn install_status_and_uninstall_are_idempotent() {
     let d = tempfile::tempdir().unwrap();
     let file = d.path().join(".config/opencode/plugins/sessionwatch.js");
-    assert_eq!(inspect(&file).unwrap(), Found::Nothing);
+    assert_eq!(inspect(&file).unwrap(), Found::Missing);
     assert!(!uninstall(&file).unwrap(), "nothing to remove");
     assert!(install(&file, &config()).unwrap(), "written");
     assert!(!install(&file, &config()).unwrap(), "the second install changes nothing");
