@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use sessionwatch_server::node_protocol::{
     BaselineReport, BaselineResult, NodeLink, OutcomeReport, RemoteEntry, SyncAnswer, SyncRequest,
 };
-use sessionwatch_upstream::{CatalogId, Homes, UpstreamError};
+use sessionwatch_upstream::{CatalogId, Homes, Probe, UpstreamError};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -198,12 +198,19 @@ async fn tick(
     }
     let mut reports = vec![];
     for (catalog, links) in by_catalog {
-        let jobs: Vec<(String, String, Vec<String>)> = links
-            .iter()
-            .map(|l| (l.reference_json.clone(), l.marker_json.clone(), l.own_texts.clone()))
-            .collect();
-        let outcomes =
-            tokio::task::spawn_blocking(move || sessionwatch_upstream::check_many(catalog, &jobs)).await?;
+        let (links, outcomes) = tokio::task::spawn_blocking(move || {
+            let probes: Vec<Probe<'_>> = links
+                .iter()
+                .map(|l| Probe {
+                    reference_json: &l.reference_json,
+                    marker_json: &l.marker_json,
+                    own_recent_user_texts: &l.own_texts,
+                })
+                .collect();
+            let outcomes = sessionwatch_upstream::check_many(catalog, &probes);
+            (links, outcomes)
+        })
+        .await?;
         for (l, o) in links.into_iter().zip(outcomes) {
             reports.push(OutcomeReport {
                 session_key: l.session_key,

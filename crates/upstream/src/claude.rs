@@ -293,7 +293,7 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     };
     let mut cls = ClaudeClassifier::default();
     let awaiting = jsonl::MarkerEnd::parse(probe.marker_json).is_some_and(|end| end.awaits_file());
-    match jsonl::JsonlMarker::parse(probe.marker_json).filter(|_| awaiting) {
+    match awaiting.then(|| jsonl::JsonlMarker::parse(probe.marker_json)).flatten() {
         Some(mut m) => {
             m.extra.remove(jsonl::AWAITING_FILE);
             // An idle session writes no transcript until its first prompt: not yet written is no

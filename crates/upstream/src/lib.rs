@@ -337,8 +337,8 @@ pub fn check_opencode_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOu
 /// Runs one catalog's checks (blocking) for `(reference, marker, own recent user texts)` jobs, in order.
 /// What the gateway's monitor and `sessionwatch node` both run. OpenCode links sharing a database are checked in one
 /// batched query; a panic in one check costs only that link.
-pub fn check_many(catalog: CatalogId, jobs: &[source::CheckJob]) -> Vec<CheckOutcome> {
-    (catalog.source().check_many)(jobs)
+pub fn check_many(catalog: CatalogId, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
+    (catalog.source().check_many)(probes)
 }
 
 /// File path from a `{filePath}` reference (read on every tick of every file link: no JSON tree built).

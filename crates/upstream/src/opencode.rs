@@ -221,13 +221,17 @@ pub struct Marker {
 }
 
 impl Marker {
+    /// Read on every tick of every link: typed, no JSON tree.
     pub fn parse(s: &str) -> Option<Marker> {
-        let v: Value = serde_json::from_str(s).ok()?;
-        Some(Marker {
-            seq: v.get("seq")?.as_i64()?,
-            last_human_message_id: v.get("lastHumanMessageId").and_then(Value::as_str).map(str::to_string),
-            v2_seq: v.get("v2Seq").and_then(Value::as_i64),
-        })
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored {
+            seq: i64,
+            last_human_message_id: Option<String>,
+            v2_seq: Option<i64>,
+        }
+        let Stored { seq, last_human_message_id, v2_seq } = serde_json::from_str(s).ok()?;
+        Some(Marker { seq, last_human_message_id, v2_seq })
     }
     pub fn to_json(&self) -> String {
         let mut v = json!({ "seq": self.seq, "lastHumanMessageId": self.last_human_message_id });
@@ -401,14 +405,22 @@ fn v2_rows(
 
 /// Database path from a reference.
 pub fn reference_db(reference_json: &str) -> Option<PathBuf> {
-    let v: Value = serde_json::from_str(reference_json).ok()?;
-    Some(PathBuf::from(v.get("dbPath")?.as_str()?))
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        #[serde(rename = "dbPath")]
+        db_path: PathBuf,
+    }
+    serde_json::from_str::<Reference>(reference_json).ok().map(|r| r.db_path)
 }
 
 fn reference_thread(reference_json: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(reference_json).ok()?;
-    let t = v.get("threadId")?.as_str()?;
-    (!t.is_empty()).then(|| t.to_string())
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        #[serde(rename = "threadId")]
+        thread_id: String,
+    }
+    let thread = serde_json::from_str::<Reference>(reference_json).ok()?.thread_id;
+    (!thread.is_empty()).then_some(thread)
 }
 
 /// Latest event sequence per session (missing row = 0; no `event_sequence` table: the
@@ -618,25 +630,18 @@ fn check_one(probe: &Probe<'_>) -> CheckOutcome {
 }
 
 /// Links sharing a database are checked in one batched query; a panic costs only that database's links.
-fn check_many(jobs: &[crate::source::CheckJob]) -> Vec<CheckOutcome> {
+fn check_many(jobs: &[Probe<'_>]) -> Vec<CheckOutcome> {
     let no_outcome = || CheckOutcome::Inconclusive("no outcome".into());
     let mut out: Vec<Option<CheckOutcome>> = vec![None; jobs.len()];
     let mut by_db: std::collections::BTreeMap<PathBuf, Vec<usize>> = std::collections::BTreeMap::new();
-    for (i, (r, _, _)) in jobs.iter().enumerate() {
-        match reference_db(r) {
+    for (i, probe) in jobs.iter().enumerate() {
+        match reference_db(probe.reference_json) {
             Some(db) => by_db.entry(db).or_default().push(i),
             None => out[i] = Some(CheckOutcome::Inconclusive("bad opencode reference".into())),
         }
     }
     for (db, idx) in by_db {
-        let probes: Vec<Probe<'_>> = idx
-            .iter()
-            .map(|&i| Probe {
-                reference_json: &jobs[i].0,
-                marker_json: &jobs[i].1,
-                own_recent_user_texts: &jobs[i].2,
-            })
-            .collect();
+        let probes: Vec<Probe<'_>> = idx.iter().map(|&i| jobs[i]).collect();
         let outcomes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_batch(&db, &probes)))
             .unwrap_or_default();
         for (n, &i) in idx.iter().enumerate() {

@@ -8,9 +8,6 @@ use crate::hook::{HookCli, HookEvent};
 use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError};
 use std::path::{Path, PathBuf};
 
-/// One link to check: `(reference, marker, own recent user texts)`.
-pub type CheckJob = (String, String, Vec<String>);
-
 /// Discovery's second half: the catalog entries of the candidates, calling `step` once per candidate.
 pub type EntriesFn = fn(&Homes, &[PathBuf], &mut dyn FnMut()) -> Vec<CatalogEntry>;
 
@@ -34,7 +31,7 @@ pub struct Source {
     /// One tick for one link.
     pub check: fn(&Probe<'_>) -> CheckOutcome,
     /// One tick for many links, in order (a source may batch them); a panic costs only its links.
-    pub check_many: fn(&[CheckJob]) -> Vec<CheckOutcome>,
+    pub check_many: fn(&[Probe<'_>]) -> Vec<CheckOutcome>,
     pub hook: HookSpec,
     /// How `sessionwatch hooks install` puts the hooks in place.
     pub installer: Installer,
@@ -116,11 +113,11 @@ pub(crate) fn entries_per_file(
 }
 
 /// Runs `check` for each job in order; a panic costs only that job.
-pub(crate) fn check_each(check: fn(&Probe<'_>) -> CheckOutcome, jobs: &[CheckJob]) -> Vec<CheckOutcome> {
-    jobs.iter()
-        .map(|(r, m, own)| {
-            let probe = Probe { reference_json: r, marker_json: m, own_recent_user_texts: own };
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&probe)))
+pub(crate) fn check_each(check: fn(&Probe<'_>) -> CheckOutcome, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
+    probes
+        .iter()
+        .map(|probe| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(probe)))
                 .unwrap_or_else(|_| CheckOutcome::Inconclusive("classifier panicked".into()))
         })
         .collect()

@@ -6,7 +6,7 @@ use crate::gateway::{Gateway, SessionRef, nodes};
 use sessionwatch_core::{HumanTurnSource, NewEvent, RecordPolicy};
 use sessionwatch_kernel::RecordOutcome;
 use sessionwatch_store::{Store, UpstreamLinkRow};
-use sessionwatch_upstream::{CatalogId, CheckOutcome};
+use sessionwatch_upstream::{CatalogId, CheckOutcome, Probe};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -114,17 +114,21 @@ impl<S: Store> Gateway<S> {
         }
         let timeout = super::DEFAULT_SOURCE_TIMEOUT;
         let tasks = by_catalog.into_iter().map(|(catalog, items)| async move {
-            let (items, jobs): (Vec<Work>, Vec<_>) = items
-                .into_iter()
-                .map(|(w, texts)| {
-                    let job = (w.link.reference_json.clone(), w.link.marker_json.clone(), texts);
-                    (w, job)
-                })
-                .unzip();
-            let handle =
-                tokio::task::spawn_blocking(move || sessionwatch_upstream::check_many(catalog, &jobs));
-            let outcomes = match tokio::time::timeout(timeout, handle).await {
-                Ok(Ok(o)) => Some(o),
+            // The links travel to the blocking pool and back: the probes borrow their texts there.
+            let handle = tokio::task::spawn_blocking(move || {
+                let probes: Vec<Probe<'_>> = items
+                    .iter()
+                    .map(|(w, texts)| Probe {
+                        reference_json: &w.link.reference_json,
+                        marker_json: &w.link.marker_json,
+                        own_recent_user_texts: texts,
+                    })
+                    .collect();
+                let outcomes = sessionwatch_upstream::check_many(catalog, &probes);
+                (items, outcomes)
+            });
+            let checked = match tokio::time::timeout(timeout, handle).await {
+                Ok(Ok(checked)) => Some(checked),
                 Ok(Err(e)) => {
                     tracing::warn!(catalog = catalog.as_str(), error = %e, "upstream classifiers failed");
                     None
@@ -134,12 +138,12 @@ impl<S: Store> Gateway<S> {
                     None
                 }
             };
-            (catalog, items, outcomes)
+            (catalog, checked)
         });
         let mut out = Vec::new();
-        for (catalog, items, outcomes) in futures::future::join_all(tasks).await {
-            match outcomes {
-                Some(outcomes) => out.extend(items.into_iter().zip(outcomes)),
+        for (catalog, checked) in futures::future::join_all(tasks).await {
+            match checked {
+                Some((items, outcomes)) => out.extend(items.into_iter().map(|(w, _)| w).zip(outcomes)),
                 None => report.timed_out.push(catalog.as_str().to_string()),
             }
         }
