@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 mod error;
 mod host;
+mod literal;
 mod tools;
 
 pub(crate) use error::{error_body, error_detail, error_kind, error_response, host_answer, host_error};
