@@ -237,7 +237,7 @@ fn notices_text(notices: &[SystemEventJson]) -> String {
 /// A readable rendering of a tool result for models that read text only.
 fn summary(result: &ToolJson) -> String {
     let head = match result {
-        ToolJson::Status(s) => return s.status_text.as_str().to_string(),
+        ToolJson::Status(s) => return s.status_text.text(),
         ToolJson::List(l) => {
             let mut s = format!("{} session(s):", l.sessions.len());
             for r in &l.sessions {

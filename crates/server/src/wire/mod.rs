@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 mod error;
 mod host;
+mod literal;
 mod tools;
 
 pub(crate) use error::{

@@ -6,6 +6,7 @@ use crate::gateway::listing::run_state;
 use crate::gateway::results::{HistoryOutput, ListOutput, SendOutput, SendStatus, StatusOutput, ToolOutput};
 use crate::gateway::tool_args::ArgNotes;
 use crate::host_protocol::{EventJson, SystemEventJson};
+use crate::wire::literal::StringLiteral;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -71,23 +72,24 @@ pub struct StatusJson {
     pub notes: ArgNotesJson,
 }
 
-/// A status text with its JSON string form, escaped once: a `/tools/invoke` answer carries the text twice
-/// (the content text and `details.statusText`), and escaping it twice was a third of the CPU a status
-/// answer cost (callgrind: 109k of 284k instructions).
+/// A status text as its JSON string literal: a `/tools/invoke` answer carries the text twice (the content
+/// text and `details.statusText`), so it is escaped once, when it is built ([`StringLiteral`], which also
+/// writes the page of changes in it already escaped).
 #[derive(Clone, Debug)]
 pub struct StatusText {
-    text: String,
     json: Box<RawValue>,
 }
 
 impl StatusText {
-    pub(crate) fn new(text: String) -> StatusText {
-        let json = serde_json::value::to_raw_value(&text).expect("a string always serializes");
-        StatusText { text, json }
+    pub(crate) fn new(text: &str) -> StatusText {
+        let mut literal = StringLiteral::with_capacity(text.len() + 2);
+        literal.push_text(text);
+        StatusText { json: literal.finish() }
     }
 
-    pub(crate) fn as_str(&self) -> &str {
-        &self.text
+    /// The text (decoded from its literal: only the MCP server's readable summary asks for it).
+    pub(crate) fn text(&self) -> String {
+        serde_json::from_str(self.json.get()).expect("a status text is a JSON string")
     }
 
     /// The text as a JSON string literal.
@@ -96,9 +98,10 @@ impl StatusText {
     }
 }
 
+/// Equal literals are equal texts: serde_json escapes a text one way only.
 impl PartialEq for StatusText {
     fn eq(&self, other: &StatusText) -> bool {
-        self.text == other.text
+        self.json.get() == other.json.get()
     }
 }
 
@@ -110,7 +113,7 @@ impl Serialize for StatusText {
 
 impl<'de> Deserialize<'de> for StatusText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<StatusText, D::Error> {
-        String::deserialize(deserializer).map(StatusText::new)
+        String::deserialize(deserializer).map(|text| StatusText::new(&text))
     }
 }
 
@@ -399,8 +402,9 @@ impl ToolJson {
         match self {
             ToolJson::Status(s) => Cow::Borrowed(s.status_text.as_json()),
             other => {
-                let text = serde_json::to_string_pretty(other).expect("tool results always serialize");
-                Cow::Owned(serde_json::value::to_raw_value(&text).expect("a string always serializes"))
+                let mut text = StringLiteral::with_capacity(1024);
+                text.push_pretty(other).expect("tool results always serialize");
+                Cow::Owned(text.finish())
             }
         }
     }
@@ -408,17 +412,20 @@ impl ToolJson {
 
 fn status(s: &StatusOutput) -> StatusJson {
     let row = &s.session;
-    let mut text = format!(
+    let changes = s.changes.as_ref().map(StateChangesJson::from);
+    // The page's indented JSON takes some 200 bytes an event once escaped.
+    let events = changes.as_ref().map_or(0, |c| c.events.len());
+    let mut text = StringLiteral::with_capacity(256 + 256 * events);
+    text.push_text(&format!(
         "Session {} ({}), session id {}, state version {}.",
         row.session_key, row.kind, row.session_id, s.state_version
-    );
+    ));
     if let Some(goal) = &row.goal_objective {
-        text.push_str(&format!("\nGoal: {goal}"));
+        text.push_text(&format!("\nGoal: {goal}"));
         if let Some(st) = &row.goal_status {
-            text.push_str(&format!(" ({st})"));
+            text.push_text(&format!(" ({st})"));
         }
     }
-    let changes = s.changes.as_ref().map(StateChangesJson::from);
     if let Some(changes) = &changes {
         // Keys in OpenClaw's order (a `json!` object would sort them), serialized without a `Value` tree.
         #[derive(Serialize)]
@@ -428,10 +435,9 @@ fn status(s: &StatusOutput) -> StatusJson {
             state_changes: &'a StateChangesJson,
         }
         let block = Block { state_version: s.state_version, state_changes: changes };
-        text.push_str(&format!(
-            "\n\nSession state changes:\n```json\n{}\n```",
-            serde_json::to_string_pretty(&block).expect("changes always serialize")
-        ));
+        text.push_text("\n\nSession state changes:\n```json\n");
+        text.push_pretty(&block).expect("changes always serialize");
+        text.push_text("\n```");
     }
     StatusJson {
         ok: true,
@@ -442,7 +448,7 @@ fn status(s: &StatusOutput) -> StatusJson {
         kind: row.kind.clone(),
         state_version: s.state_version,
         state_changes: changes,
-        status_text: StatusText::new(text),
+        status_text: StatusText { json: text.finish() },
         notes: ArgNotesJson::default(),
     }
 }

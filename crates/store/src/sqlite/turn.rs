@@ -5,7 +5,7 @@ use super::sessions::TranscriptLengths;
 use super::transaction::WriteTx;
 use super::{SqliteStore, log};
 use crate::tail::HeadRow;
-use crate::{Result, Turn, TurnOutcome};
+use crate::{AppendOutcome, Head, Result, Turn, TurnOutcome};
 use sessionwatch_core::Millis;
 
 impl SqliteStore {
@@ -19,17 +19,20 @@ impl SqliteStore {
         now: Millis,
         fold_every: i64,
     ) -> Result<(TurnOutcome, Option<HeadRow>)> {
+        // The savepoint's statements are prepared once (`execute_batch` parsed them on every turn).
+        let savepoint = |sql: &'static str| tx.with(sql, |st| Ok(st.execute([])?));
         let (event, row) = match turn.event.take() {
             None => (None, None),
             Some(req) => {
-                tx.execute_batch("SAVEPOINT turn_event")?;
+                savepoint("SAVEPOINT turn_event")?;
                 match SqliteStore::append_op(tx, req, now, fold_every) {
                     Ok((outcome, row)) => {
-                        tx.execute_batch("RELEASE turn_event")?;
+                        savepoint("RELEASE turn_event")?;
                         (Some(Ok(outcome)), row)
                     }
                     Err(e) => {
-                        tx.execute_batch("ROLLBACK TO turn_event; RELEASE turn_event")?;
+                        savepoint("ROLLBACK TO turn_event")?;
+                        savepoint("RELEASE turn_event")?;
                         tx.forget();
                         (Some(Err(e)), None)
                     }
@@ -45,7 +48,15 @@ impl SqliteStore {
         }
         let inbox_id = SqliteStore::push_inbox_op(tx, key, agent, &turn.inbox_item(now))?;
         let message_id = SqliteStore::append_message_op(tx, lengths, key, agent, &turn.message(), now)?;
-        let head = log::head(tx, key, agent)?;
+        // A recorded event left the session's head row, which the rest of the turn does not move.
+        let head = match (&event, row) {
+            (Some(Ok(AppendOutcome::Recorded { event, .. })), Some(row))
+                if event.session_key == key && event.agent_id == agent =>
+            {
+                Head { head: row.head, floor: row.floor }
+            }
+            _ => log::head(tx, key, agent)?,
+        };
         Ok((TurnOutcome { inbox_id, message_id, event, head }, row))
     }
 }
