@@ -367,8 +367,6 @@ pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamErro
     )
 }
 
-/// Marker flag of a link adopted before its rollout was written.
-
 fn link_file(
     entry: CatalogEntry,
     file: PathBuf,
