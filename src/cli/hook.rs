@@ -18,7 +18,6 @@ use sessionwatch_upstream::hook::{
 };
 use std::process::ExitCode;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 #[derive(Args, Debug)]
 pub struct HookArgs {
@@ -155,8 +154,7 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
             "OpenCode runs no hook command: its plugin posts to the gateway itself (`sessionwatch hooks install opencode`)"
         );
     }
-    let mut stdin = Vec::new();
-    tokio::io::stdin().take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut stdin).await?;
+    let stdin = read_stdin().await?;
     let claude_session = std::env::var("CLAUDE_CODE_SESSION_ID").ok();
     // The one decode of the input here; the gateway gets the bytes as they came.
     let input = parse_input(&stdin, Some(&args.event), cli, claude_session.as_deref())?;
@@ -174,6 +172,22 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
         data_dir: found.data_dir,
         token,
     })
+}
+
+/// The hook's stdin, up to one byte past [`MAX_INPUT_BYTES`] (the parser refuses more), read on a thread
+/// of its own: tokio's stdin would start the runtime's blocking pool, whose threads the process then waits
+/// for at exit (`bench hooks`), and a read that never ends (a CLI that keeps stdin open) would hold the
+/// runtime's shutdown. This thread is not waited for: the caller's deadline bounds the wait, and the
+/// process exits whatever the thread is doing.
+async fn read_stdin() -> anyhow::Result<Vec<u8>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new().name("hook-stdin".into()).spawn(move || {
+        use std::io::Read;
+        let mut stdin = Vec::new();
+        let read = std::io::stdin().lock().take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut stdin);
+        let _ = tx.send(read.map(|_| stdin));
+    })?;
+    Ok(rx.await.map_err(|_| anyhow::anyhow!("the stdin reader stopped"))??)
 }
 
 /// The `POST /v1/hooks` body: the [`HookRequest`] whose `input` is `stdin` byte for byte (checked as

@@ -285,6 +285,41 @@ fn the_hook_command_never_fails_the_agent() {
 
 /// With a gateway up, the hook prints what the CLI reads: a Stop with nothing pending prints nothing;
 /// a prompt is recorded at once.
+/// A CLI that never closes the hook's stdin: the hook gives up at its deadline and exits 0, instead of
+/// waiting at exit for a read that never ends (tokio's stdin read on its blocking pool, which the
+/// runtime's shutdown waited for).
+#[test]
+fn a_hook_whose_stdin_stays_open_gives_up_and_exits() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin())
+        .args(["hook", "Stop", "--url", "http://127.0.0.1:9", "--token", "t", "--timeout-ms", "300"])
+        .env("SESSIONWATCH_HOME", home.path())
+        .env_remove("SESSIONWATCH_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open, never written, until the hook has exited.
+    let _stdin = child.stdin.take().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the hook still waits for its stdin after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gave up after 300 ms"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing for the model");
+}
+
 #[test]
 fn the_hook_command_talks_to_the_gateway() {
     let dir = tempfile::tempdir().unwrap();
