@@ -61,7 +61,7 @@ pub(crate) const AWAITING_FILE: &str = "awaitingFile";
 
 /// What a tick needs of a marker before anything else: where the classified part of the file ends, and
 /// whether the file is still awaited. Read without building the rest (most ticks stop here).
-#[derive(serde::Deserialize)]
+#[derive(Deserialize)]
 pub(crate) struct MarkerEnd {
     offset: Option<u64>,
     size: Option<u64>,

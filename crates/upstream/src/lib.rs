@@ -334,7 +334,7 @@ pub fn check_opencode_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOu
     opencode::check_batch(db_path, probes)
 }
 
-/// Runs one catalog's checks (blocking) for `(reference, marker, own recent user texts)` jobs, in order.
+/// Runs one catalog's checks (blocking) for `probes`, in order.
 /// What the gateway's monitor and `sessionwatch node` both run. OpenCode links sharing a database are checked in one
 /// batched query; a panic in one check costs only that link.
 pub fn check_many(catalog: CatalogId, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {

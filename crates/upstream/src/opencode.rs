@@ -211,8 +211,9 @@ fn replay_texts(m: &Message) -> Vec<NormText> {
     out
 }
 
-/// The OpenCode marker.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// The OpenCode marker, read typed on every tick of every link (no JSON tree).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Marker {
     pub seq: i64,
     pub last_human_message_id: Option<String>,
@@ -221,17 +222,8 @@ pub struct Marker {
 }
 
 impl Marker {
-    /// Read on every tick of every link: typed, no JSON tree.
     pub fn parse(s: &str) -> Option<Marker> {
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Stored {
-            seq: i64,
-            last_human_message_id: Option<String>,
-            v2_seq: Option<i64>,
-        }
-        let Stored { seq, last_human_message_id, v2_seq } = serde_json::from_str(s).ok()?;
-        Some(Marker { seq, last_human_message_id, v2_seq })
+        serde_json::from_str(s).ok()
     }
     pub fn to_json(&self) -> String {
         let mut v = json!({ "seq": self.seq, "lastHumanMessageId": self.last_human_message_id });

@@ -112,7 +112,7 @@ pub(crate) fn entries_per_file(
     out
 }
 
-/// Runs `check` for each job in order; a panic costs only that job.
+/// Runs `check` for each probe in order; a panic costs only that probe's link.
 pub(crate) fn check_each(check: fn(&Probe<'_>) -> CheckOutcome, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
     probes
         .iter()
