@@ -127,26 +127,26 @@ pub(crate) async fn compaction<S: Store>(
     Ok(Json(wire::compacted(&state.gateway.compacted(&key, operation, body.run_id).await?)))
 }
 
-/// The handlers that are one gateway operation on the session `{key}`, answered as its `wire` projection.
-macro_rules! session_operations {
-    ($($(#[$doc:meta])* $handler:ident: $operation:ident => $projection:ident -> $answer:ty;)*) => {
-        $(
-            $(#[$doc])*
-            pub(crate) async fn $handler<S: Store>(
-                State(state): State<Shared<S>>,
-                Path(key): Path<String>,
-            ) -> HostAnswer<$answer> {
-                Ok(Json(wire::$projection(&state.gateway.$operation(&key).await?)))
-            }
-        )*
-    };
+/// Drains the session's system-event queue (acknowledging notices as a turn does), not its inbox.
+pub(crate) async fn drain_notices<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+) -> HostAnswer<DrainedJson> {
+    Ok(Json(wire::drained(&state.gateway.drain_notices(&key).await?)))
 }
 
-session_operations! {
-    /// Drains the session's system-event queue (acknowledging notices as a turn does), not its inbox.
-    drain_notices: drain_notices => drained -> DrainedJson;
-    reset: reset => reset -> ResetJson;
-    delete_session: delete => deleted -> DeletedJson;
+pub(crate) async fn reset<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+) -> HostAnswer<ResetJson> {
+    Ok(Json(wire::reset(&state.gateway.reset(&key).await?)))
+}
+
+pub(crate) async fn delete_session<S: Store>(
+    State(state): State<Shared<S>>,
+    Path(key): Path<String>,
+) -> HostAnswer<DeletedJson> {
+    Ok(Json(wire::deleted(&state.gateway.delete(&key).await?)))
 }
 
 pub(crate) async fn list_sessions<S: Store>(
