@@ -23,7 +23,7 @@ fn i(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-pub use sessionwatch_store::postgres::unique_schema_name;
+pub use sessionwatch_store::postgres::{drop_schema, unique_schema_name};
 
 /// A bare connection to the database at `url` (no TLS: the benches run on loopback), its search path
 /// `schema` when given; its driver runs on a task of its own. Notifications are dropped.
@@ -45,15 +45,6 @@ fn configured(url: &str, schema: Option<&str>) -> Result<tokio_postgres::Config>
         config.options(format!("-c search_path={schema}"));
     }
     Ok(config)
-}
-
-/// Drops `schema` and everything in it.
-pub async fn drop_schema(url: &str, schema: &str) -> Result<()> {
-    if !sessionwatch_store::postgres::valid_schema_name(schema) {
-        return Err(format!("invalid schema name {schema:?}"));
-    }
-    let client = connect(url, None).await?;
-    client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await.map_err(pg)
 }
 
 /// Appends `per_session` human-message rows to each of `sessions` (key, agent; no duplicates),

@@ -22,7 +22,7 @@ mod tls;
 mod turn;
 mod watch;
 
-pub use schema::SCHEMA_VERSION;
+pub use schema::{SCHEMA_VERSION, drop_schema};
 
 use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, HostSignal, InboxItem,

@@ -2,6 +2,8 @@
 
 use crate::{Result, StoreError};
 use deadpool_postgres::Object;
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
 pub const SCHEMA_VERSION: i64 = 5;
@@ -244,4 +246,50 @@ pub(crate) async fn migrate(client: &mut Object, schema: Option<&str>) -> Result
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// Drops `schema` and everything in it.
+///
+/// A test or bench can end with a transaction still open on the schema: a background task cut off mid-way
+/// whose connection lives on a runtime that no longer runs (a current-thread runtime blocked in this very
+/// drop).
+/// Its locks would make `DROP SCHEMA` wait forever, so the drop waits for locks a short while only; then
+/// the backends holding locks on the schema's relations are terminated and the drop is tried again.
+pub async fn drop_schema(url: &str, schema: &str) -> Result<()> {
+    if !super::valid_schema_name(schema) {
+        return Err(StoreError::Config(format!("invalid schema name {schema:?}")));
+    }
+    let (client, connection) = url
+        .parse::<tokio_postgres::Config>()
+        .map_err(|e| StoreError::Config(e.to_string()))?
+        .connect(NoTls)
+        .await?;
+    let driver = tokio::spawn(connection);
+    let out = drop_or_terminate_holders(&client, schema).await;
+    drop(client);
+    let _ = driver.await;
+    out
+}
+
+async fn drop_or_terminate_holders(client: &tokio_postgres::Client, schema: &str) -> Result<()> {
+    const ATTEMPTS: usize = 5;
+    client.batch_execute("SET lock_timeout = '2s'").await?;
+    let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+    let mut attempt = 1;
+    loop {
+        match client.batch_execute(&drop).await {
+            Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) && attempt < ATTEMPTS => {
+                client
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM (SELECT DISTINCT l.pid FROM pg_locks l \
+                         JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace \
+                         WHERE n.nspname = $1 AND l.pid <> pg_backend_pid()) AS holders",
+                        &[&schema],
+                    )
+                    .await?;
+                attempt += 1;
+            }
+            out => return Ok(out?),
+        }
+    }
 }

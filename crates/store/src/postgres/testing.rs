@@ -27,23 +27,6 @@ fn required() -> bool {
 
 pub use super::unique_schema_name;
 
-/// Drops `schema` and everything in it.
-pub async fn drop_schema(url: &str, schema: &str) -> Result<()> {
-    if !super::valid_schema_name(schema) {
-        return Err(StoreError::Config(format!("invalid schema name {schema:?}")));
-    }
-    let (client, connection) = url
-        .parse::<tokio_postgres::Config>()
-        .map_err(|e| StoreError::Config(e.to_string()))?
-        .connect(NoTls)
-        .await?;
-    let driver = tokio::spawn(connection);
-    let out = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
-    drop(client);
-    let _ = driver.await;
-    Ok(out?)
-}
-
 /// A raw connection to the test server (for fault injection such as `pg_terminate_backend`).
 pub async fn admin_client(url: &str) -> Result<tokio_postgres::Client> {
     let (client, connection) = url
@@ -108,7 +91,7 @@ impl Drop for TestSchema {
         // Runs on its own thread and runtime: Drop may happen inside or outside a runtime.
         let done = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
-            rt.block_on(drop_schema(&url, &schema)).ok()
+            rt.block_on(super::drop_schema(&url, &schema)).ok()
         })
         .join();
         if !matches!(done, Ok(Some(()))) {
