@@ -16,6 +16,16 @@ macro_rules! from_row {
 }
 pub(crate) use from_row;
 
+/// The columns of `session_runs` a [`crate::RunRow`] is read from, in its field order.
+pub(crate) const RUN_COLUMNS: &str = "run_id, session_key, agent_id, session_id, requester, is_child, status, reply, \
+     superseded, created_at, finished_at";
+
+/// The columns of `session_watch_cursors` a `Cursor` is read from, from L to its time.
+pub(crate) const CURSOR_COLUMNS: &str =
+    "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
+/// [`CURSOR_COLUMNS`] qualified by the cursor table's alias `c`.
+pub(crate) const EDGE_CURSOR_COLUMNS: &str = "c.last_seen_sequence, c.notified_sequence, c.material_sequence, c.provenance, c.watcher_store_path, c.updated_at";
+
 /// The columns of `sessions` a [`crate::SessionRow`] is read from ([`session_from_row!`]).
 pub(crate) const SESSION_COLUMNS: &str = "session_key, agent_id, session_id, kind, chat_type, channel, label, \
      spawned_by, created_via, goal_objective, goal_status, host_id, created_at, updated_at, cwd, native_state";

@@ -341,6 +341,17 @@ pub struct RunRow {
     pub finished_at: Option<Millis>,
 }
 
+impl RunRow {
+    /// Whether a terminal outcome may finish this unfinished run, its session's incarnation now being
+    /// `current` and the writer's `writer` (when it says): only its current owner's may (not after a
+    /// later run replaced it, nor once the session was reset, nor from another incarnation).
+    pub(crate) fn may_be_finished_by(&self, current: Option<&str>, writer: Option<&str>) -> bool {
+        let stale_incarnation = current != Some(self.session_id.as_str());
+        let wrong_writer = writer.is_some_and(|s| s != self.session_id);
+        !(self.superseded || stale_incarnation || wrong_writer)
+    }
+}
+
 /// What a terminal-outcome write did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FinishRun {

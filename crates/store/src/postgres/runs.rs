@@ -2,12 +2,10 @@
 //! lock, so two gateways finishing one run at once agree on the winner).
 
 use super::{PostgresStore, execute, query_opt};
+use crate::rows::RUN_COLUMNS;
 use crate::{FinishRun, Result, RunRow};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::Millis;
-
-const RUN_COLUMNS: &str = "run_id, session_key, agent_id, session_id, requester, is_child, status, reply, \
-     superseded, created_at, finished_at";
 
 pub(crate) async fn load_run<C: GenericClient + Sync>(
     c: &C,
@@ -87,9 +85,7 @@ impl PostgresStore {
         )
         .await?
         .map(|r| r.get(0));
-        let stale_incarnation = current.as_deref() != Some(run.session_id.as_str());
-        let wrong_writer = session_id.is_some_and(|s| s != run.session_id);
-        if run.superseded || stale_incarnation || wrong_writer {
+        if !run.may_be_finished_by(current.as_deref(), session_id) {
             return Ok(FinishRun::NotOwner(run));
         }
         execute(

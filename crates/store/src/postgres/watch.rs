@@ -3,17 +3,13 @@
 //! (watcher, target) order, so concurrent gateways neither lose updates nor deadlock.
 
 use super::{PostgresStore, execute, i, query, query_opt, u};
+use crate::rows::{CURSOR_COLUMNS, EDGE_CURSOR_COLUMNS};
 use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge, WatchRequest};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::{
     AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, policy,
 };
 use tokio_postgres::Row;
-
-const CURSOR_COLUMNS: &str =
-    "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
-/// [`CURSOR_COLUMNS`] qualified by the cursor table's alias `c`.
-const EDGE_CURSOR_COLUMNS: &str = "c.last_seen_sequence, c.notified_sequence, c.material_sequence, c.provenance, c.watcher_store_path, c.updated_at";
 
 fn cursor_from_row(r: &Row, at: usize) -> Result<Cursor> {
     let provenance: String = r.try_get(at + 3)?;

@@ -1,12 +1,10 @@
 //! Runs and their terminal outcomes: the first write of the current owner wins.
 
 use super::SqliteStore;
+use crate::rows::RUN_COLUMNS;
 use crate::{FinishRun, Result, RunRow};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::Millis;
-
-const RUN_COLUMNS: &str = "run_id, session_key, agent_id, session_id, requester, is_child, status, reply, \
-     superseded, created_at, finished_at";
 
 fn load_run(c: &Connection, run_id: &str) -> Result<Option<RunRow>> {
     Ok(c.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM session_runs WHERE run_id = ?1"))?
@@ -73,9 +71,7 @@ impl SqliteStore {
                 |r| r.get(0),
             )
             .optional()?;
-        let stale_incarnation = current.as_deref() != Some(run.session_id.as_str());
-        let wrong_writer = session_id.is_some_and(|s| s != run.session_id);
-        if run.superseded || stale_incarnation || wrong_writer {
+        if !run.may_be_finished_by(current.as_deref(), session_id) {
             return Ok(FinishRun::NotOwner(run));
         }
         tx.execute(

@@ -2,17 +2,13 @@
 
 use super::SqliteStore;
 use super::transaction::WriteTx;
+use crate::rows::{CURSOR_COLUMNS, EDGE_CURSOR_COLUMNS};
 use crate::{Acknowledged, RegisterOutcome, Result, StoreError, WatchEdge, WatchRequest};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::{
     AgentSessionKey, Cursor, EventKind, Millis, Notice, Provenance, RegisterDecision, policy,
 };
 use std::sync::LazyLock;
-
-const CURSOR_COLUMNS: &str =
-    "last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, updated_at";
-/// [`CURSOR_COLUMNS`] qualified by the cursor table's alias `c`.
-const EDGE_CURSOR_COLUMNS: &str = "c.last_seen_sequence, c.notified_sequence, c.material_sequence, c.provenance, c.watcher_store_path, c.updated_at";
 
 fn cursor_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Cursor> {
     let provenance: String = r.get(at + 3)?;
