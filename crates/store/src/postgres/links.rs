@@ -1,6 +1,6 @@
 //! Upstream links of adopted sessions.
 
-use super::{PostgresStore, execute, query, query_opt};
+use super::{PostgresStore, execute, query_opt};
 use crate::rows::{LINK_COLUMNS, link_columns_of_l, link_from_row};
 use crate::{LinkUpsert, Result, UpstreamLinkRow};
 use deadpool_postgres::GenericClient;
@@ -70,37 +70,29 @@ impl PostgresStore {
     }
 
     pub(crate) async fn links_of_host_pg(&self, host_id: &str) -> Result<Vec<UpstreamLinkRow>> {
-        let client = self.client().await?;
-        query(
-            &client,
+        self.read_all(
             &format!(
                 "SELECT {LINK_COLUMNS} FROM session_upstream_links WHERE host_id = $1 \
                  ORDER BY session_key COLLATE \"C\", agent_id COLLATE \"C\""
             ),
             &[&host_id],
+            link_from_row,
         )
-        .await?
-        .iter()
-        .map(link_from_row)
-        .collect()
+        .await
     }
 
     pub(crate) async fn watched_links_pg(&self) -> Result<Vec<UpstreamLinkRow>> {
-        let client = self.client().await?;
         let cols = link_columns_of_l();
-        query(
-            &client,
+        self.read_all(
             &format!(
                 "SELECT {cols} FROM session_upstream_links l WHERE EXISTS \
                  (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key) \
                  ORDER BY l.catalog_id COLLATE \"C\", l.session_key COLLATE \"C\", l.agent_id COLLATE \"C\""
             ),
             &[],
+            link_from_row,
         )
-        .await?
-        .iter()
-        .map(link_from_row)
-        .collect()
+        .await
     }
 
     pub(crate) async fn advance_link_marker_pg(
@@ -111,15 +103,12 @@ impl PostgresStore {
         marker: &str,
         now: Millis,
     ) -> Result<bool> {
-        let client = self.client().await?;
-        Ok(execute(
-            &client,
+        self.changed(
             "UPDATE session_upstream_links SET last_marker_json = $4, last_scanned_at = $5, updated_at = $5, \
              missing_streak = 0 WHERE session_key = $1 AND agent_id = $2 AND updated_at = $3",
             &[&key, &agent, &expected, &marker, &now],
         )
-        .await?
-            > 0)
+        .await
     }
 
     pub(crate) async fn set_link_missing_streak_pg(
@@ -129,25 +118,19 @@ impl PostgresStore {
         expected: Millis,
         streak: u32,
     ) -> Result<bool> {
-        let client = self.client().await?;
-        Ok(execute(
-            &client,
+        self.changed(
             "UPDATE session_upstream_links SET missing_streak = $4 \
              WHERE session_key = $1 AND agent_id = $2 AND updated_at = $3",
             &[&key, &agent, &expected, &(streak as i64)],
         )
-        .await?
-            > 0)
+        .await
     }
 
     pub(crate) async fn delete_link_pg(&self, key: &str, agent: &str) -> Result<bool> {
-        let client = self.client().await?;
-        Ok(execute(
-            &client,
+        self.changed(
             "DELETE FROM session_upstream_links WHERE session_key = $1 AND agent_id = $2",
             &[&key, &agent],
         )
-        .await?
-            > 0)
+        .await
     }
 }

@@ -197,6 +197,21 @@ impl PostgresStore {
     pub(crate) async fn client(&self) -> Result<Object> {
         Ok(self.inner.pool.get().await?)
     }
+
+    /// Runs one statement on a pooled connection, outside any transaction: whether it changed a row.
+    pub(crate) async fn changed(&self, sql: &str, params: Params<'_>) -> Result<bool> {
+        Ok(execute(&self.client().await?, sql, params).await? > 0)
+    }
+
+    /// Every row one query on a pooled connection answers, each read by `read`.
+    pub(crate) async fn read_all<T>(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+        read: fn(&Row) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        query(&self.client().await?, sql, params).await?.iter().map(read).collect()
+    }
 }
 
 fn identity(config: &tokio_postgres::Config, schema: &str) -> String {

@@ -1,6 +1,6 @@
 //! Remote nodes: their names and the SHA-256 of their tokens (never the token).
 
-use super::{PostgresStore, execute, query, query_opt};
+use super::{PostgresStore, query_opt};
 use crate::{NodeRow, Result};
 use sessionwatch_core::Millis;
 use tokio_postgres::Row;
@@ -11,27 +11,20 @@ fn node_from_row(r: &Row) -> Result<NodeRow> {
 
 impl PostgresStore {
     pub(crate) async fn create_node_pg(&self, name: &str, token_sha256: &str, now: Millis) -> Result<bool> {
-        let client = self.client().await?;
-        Ok(execute(
-            &client,
+        self.changed(
             "INSERT INTO session_nodes (name, token_sha256, created_at) VALUES ($1, $2, $3) \
              ON CONFLICT (name) DO NOTHING",
             &[&name, &token_sha256, &now],
         )
-        .await?
-            > 0)
+        .await
     }
 
     pub(crate) async fn revoke_node_pg(&self, name: &str) -> Result<bool> {
-        let client = self.client().await?;
-        Ok(execute(&client, "DELETE FROM session_nodes WHERE name = $1", &[&name]).await? > 0)
+        self.changed("DELETE FROM session_nodes WHERE name = $1", &[&name]).await
     }
 
     pub(crate) async fn touch_node_pg(&self, name: &str, now: Millis) -> Result<bool> {
-        let client = self.client().await?;
-        Ok(execute(&client, "UPDATE session_nodes SET last_seen_at = $2 WHERE name = $1", &[&name, &now])
-            .await?
-            > 0)
+        self.changed("UPDATE session_nodes SET last_seen_at = $2 WHERE name = $1", &[&name, &now]).await
     }
 
     pub(crate) async fn node_by_token_pg(&self, token_sha256: &str) -> Result<Option<NodeRow>> {
@@ -48,15 +41,11 @@ impl PostgresStore {
     }
 
     pub(crate) async fn list_nodes_pg(&self) -> Result<Vec<NodeRow>> {
-        let client = self.client().await?;
-        query(
-            &client,
+        self.read_all(
             "SELECT name, created_at, last_seen_at FROM session_nodes ORDER BY name COLLATE \"C\"",
             &[],
+            node_from_row,
         )
-        .await?
-        .iter()
-        .map(node_from_row)
-        .collect()
+        .await
     }
 }

@@ -136,10 +136,8 @@ impl PostgresStore {
     }
 
     pub(crate) async fn list_sessions_pg(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
-        let client = self.client().await?;
         let kinds: Option<Vec<&str>> = filter.kinds.as_ref().map(|k| k.iter().map(String::as_str).collect());
-        query(
-            &client,
+        self.read_all(
             &format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at >= $1 \
                  AND ($2::text[] IS NULL OR kind = ANY($2)) AND ($4::text IS NULL OR agent_id = $4) \
@@ -154,11 +152,9 @@ impl PostgresStore {
                 &(filter.offset as i64),
                 &filter.native_active,
             ],
+            session_from_row,
         )
-        .await?
-        .iter()
-        .map(session_from_row)
-        .collect()
+        .await
     }
 
     pub(crate) async fn update_goal_pg(
@@ -220,15 +216,12 @@ impl PostgresStore {
         cwd: Option<&str>,
         state: Option<&str>,
     ) -> Result<bool> {
-        let client = self.client().await?;
-        let n = execute(
-            &client,
+        self.changed(
             "UPDATE sessions SET cwd = COALESCE($3, cwd), native_state = COALESCE($4, native_state) \
              WHERE session_key = $1 AND agent_id = $2",
             &[&key, &agent, &cwd, &state],
         )
-        .await?;
-        Ok(n > 0)
+        .await
     }
 
     pub(crate) async fn messages_pg(
@@ -255,17 +248,13 @@ impl PostgresStore {
     }
 
     pub(crate) async fn pending_inbox_pg(&self, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
-        let client = self.client().await?;
-        query(
-            &client,
+        self.read_all(
             "SELECT id, run_id, from_session, text, created_at FROM session_inbox \
              WHERE session_key = $1 AND agent_id = $2 ORDER BY id",
             &[&key, &agent],
+            inbox_from_row,
         )
-        .await?
-        .iter()
-        .map(inbox_from_row)
-        .collect()
+        .await
     }
 
     pub(crate) async fn session_activity_pg(

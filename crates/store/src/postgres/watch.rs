@@ -363,14 +363,11 @@ impl PostgresStore {
     }
 
     pub(crate) async fn unwatch_pg(&self, watcher: &str, target: &str) -> Result<bool> {
-        let client = self.client().await?;
-        Ok(execute(
-            &client,
+        self.changed(
             "DELETE FROM session_watch_cursors WHERE watcher_session_key = $1 AND target_session_key = $2",
             &[&watcher, &target],
         )
-        .await?
-            > 0)
+        .await
     }
 
     pub(crate) async fn acknowledge_pg(
