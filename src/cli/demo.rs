@@ -6,27 +6,18 @@ use anyhow::{Context, ensure};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use sessionwatch_server::embedded::{Embedded, GatewayHttp};
 use sessionwatch_server::host_protocol::{
     ActorJson, DrainedJson, InboundRequest, LoginLinkJson, NoFields, ToolCall,
 };
 use sessionwatch_server::wire::SpawnJson;
 use std::process::ExitCode;
 
-struct Http {
-    client: reqwest::Client,
-    base: String,
-    token: String,
-}
+struct Http(GatewayHttp);
 
 impl Http {
     async fn post(&self, path: &str, body: &impl Serialize) -> anyhow::Result<Value> {
-        let resp = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await?;
+        let resp = self.0.post(path, body).await?;
         let status = resp.status();
         let v: Value = resp.json().await?;
         ensure!(status.is_success(), "{path} answered {status}: {v}");
@@ -87,9 +78,9 @@ fn enc(key: &str) -> String {
 }
 
 pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
-    let gateway = sessionwatch_server::embedded::Embedded::start().await?;
+    let gateway = Embedded::start().await?;
     let base = gateway.base.clone();
-    let http = Http { client: reqwest::Client::new(), base: base.clone(), token: gateway.token.clone() };
+    let http = Http(gateway.http());
     let say = |text: &str| {
         if !json_only {
             println!("{text}");

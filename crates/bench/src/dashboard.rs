@@ -51,11 +51,11 @@ async fn populate(gw: &Embedded, sessions: usize) -> anyhow::Result<()> {
 }
 
 async fn page_latencies(gw: &Embedded, path: &str, n: usize) -> anyhow::Result<Vec<Duration>> {
-    let client = reqwest::Client::new();
+    let http = gw.http();
     let mut lat = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        let resp = client.get(format!("{}{path}", gw.base)).bearer_auth(&gw.token).send().await?;
+        let resp = http.request(reqwest::Method::GET, path).send().await?;
         anyhow::ensure!(resp.status().is_success(), "{path} answered {}", resp.status());
         let body = resp.text().await?;
         lat.push(t.elapsed());

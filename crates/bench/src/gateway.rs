@@ -6,27 +6,17 @@ use crate::percentile;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use sessionwatch_core::AgentSessionKey;
-use sessionwatch_server::embedded::Embedded;
+use sessionwatch_server::embedded::{Embedded, GatewayHttp};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const CLIENTS: usize = 16;
 
-struct Target {
-    client: reqwest::Client,
-    base: String,
-    token: String,
-}
+struct Target(GatewayHttp);
 
 impl Target {
     async fn send(&self, path: &str, body: &Value) -> anyhow::Result<reqwest::Response> {
-        let resp = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await?;
+        let resp = self.0.post(path, body).await?;
         anyhow::ensure!(resp.status().is_success(), "{path} answered {}", resp.status());
         Ok(resp)
     }
@@ -130,11 +120,7 @@ impl BareServer {
 
 pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let gateway = Embedded::start().await?;
-    let t = Arc::new(Target {
-        client: reqwest::Client::new(),
-        base: gateway.base.clone(),
-        token: gateway.token.clone(),
-    });
+    let t = Arc::new(Target(gateway.http()));
     let per_client = if quick { 20 } else { 1500 };
     let mut figures = vec![];
     let mut fig = |name: &str, value: f64, unit: &'static str| figures.push(Figure::new(name, value, unit));
@@ -168,8 +154,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     // The baseline: the same axum stack, runtime and client answering a fixed body of the page's size.
     let page = t.send("/tools/invoke", &status_body).await?.bytes().await?;
     let bare = BareServer::start(page).await?;
-    let bare_target =
-        Arc::new(Target { client: t.client.clone(), base: bare.base.clone(), token: t.token.clone() });
+    let bare_target = Arc::new(Target(t.0.at(&bare.base)));
     let status = |t: Arc<Target>, body: Arc<Value>| {
         move |_: usize, _: usize| {
             let (t, body) = (t.clone(), body.clone());
@@ -229,12 +214,8 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
             )
             .await?;
         let target = r["result"]["details"]["childSessionKey"].as_str().unwrap_or_default().to_string();
-        let resp = t
-            .client
-            .get(format!("{}/v1/stream?sessionKey={}", t.base, watcher.replace(':', "%3A")))
-            .bearer_auth(&t.token)
-            .send()
-            .await?;
+        let stream = format!("/v1/stream?sessionKey={}", watcher.replace(':', "%3A"));
+        let resp = t.0.request(reqwest::Method::GET, &stream).send().await?;
         let mut body = resp.bytes_stream();
         let mut buf = String::new();
         // Wait for the stream's ready comment so the subscription is live.

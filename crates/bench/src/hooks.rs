@@ -56,10 +56,9 @@ pub async fn run(exe: &Path, quick: bool) -> anyhow::Result<Vec<Figure>> {
         blocking(Box::new(hook("SessionStart", input(s, "SessionStart", json!({ "source": "startup" })))))
             .await?;
     }
-    let http = reqwest::Client::new();
     let watch = json!({ "tool": "sessions_send", "sessionKey": AgentSessionKey::build_adopted("main", "claude", MANAGER),
         "args": { "sessionKey": AgentSessionKey::build_adopted("main", "claude", WORKER), "message": "work", "watch": true } });
-    let r = http.post(format!("{}/tools/invoke", gw.base)).bearer_auth(&gw.token).json(&watch).send().await?;
+    let r = gw.http().post("/tools/invoke", &watch).await?;
     anyhow::ensure!(r.status().is_success(), "watch: {}", r.status());
 
     let (mut quiet, mut pending, mut start) = (vec![], vec![], vec![]);

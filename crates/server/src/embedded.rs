@@ -38,10 +38,41 @@ impl Embedded {
         Ok(Embedded { base, token, gateway, stop, server, _lock: lock, _dir: dir })
     }
 
+    /// A client of this gateway over its loopback HTTP.
+    pub fn http(&self) -> GatewayHttp {
+        GatewayHttp { client: reqwest::Client::new(), base: self.base.clone(), token: self.token.clone() }
+    }
+
     /// Stops gracefully: in-flight requests finish.
     pub async fn stop(self) -> anyhow::Result<()> {
         let _ = self.stop.send(());
         self.server.await??;
         Ok(())
+    }
+}
+
+/// Requests to a gateway over HTTP with its bearer token: how the demo and the benches call the embedded
+/// gateway (and a bench its baseline router, [`GatewayHttp::at`]).
+#[derive(Clone, Debug)]
+pub struct GatewayHttp {
+    client: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl GatewayHttp {
+    /// `method` on `path` (from the root: `/tools/invoke`), with the bearer token.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, format!("{}{path}", self.base)).bearer_auth(&self.token)
+    }
+
+    /// Posts `body` as JSON to `path`; the answer whatever its status.
+    pub async fn post(&self, path: &str, body: &impl serde::Serialize) -> reqwest::Result<reqwest::Response> {
+        self.request(reqwest::Method::POST, path).json(body).send().await
+    }
+
+    /// The same client and token, sent to `base` instead.
+    pub fn at(&self, base: &str) -> GatewayHttp {
+        GatewayHttp { base: base.to_string(), ..self.clone() }
     }
 }
