@@ -54,7 +54,8 @@ pub fn peak_rss_mb_of(status: &str) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// A progress bar on stderr (hidden when stderr is not a terminal).
+/// A progress bar on stderr (hidden when stderr is not a terminal): the benches' fixtures' and
+/// `sessionwatch catalog`'s discovery.
 pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     use std::io::IsTerminal;
