@@ -1,6 +1,7 @@
 //! Remote nodes: `sessionwatch node` on "another machine" (its own HOME and data dir, a separate
 //! process) reporting to `sessionwatch serve` over loopback HTTP with its own token.
 
+use crate::support::git_fixture::{git, init_with_commit};
 use crate::support::{Server, bin};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -433,19 +434,7 @@ async fn a_checkout_on_the_node_reaches_the_sessions_working_there() {
     let host = RemoteHost::new(&s, dir.path(), NODE);
     let repo = std::fs::canonicalize(host.home.path()).unwrap().join("work/app");
     std::fs::create_dir_all(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
-    git(&["init", "-q"]);
-    std::fs::write(repo.join("README"), "x").unwrap();
-    git(&["add", "."]);
-    git(&["commit", "-qm", "first"]);
+    init_with_commit(&repo, "README", "first");
     let hook = |session: &str, event: &str, extra: Value| {
         let mut input = json!({ "session_id": session, "cwd": repo, "hook_event_name": event });
         input.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
@@ -471,7 +460,7 @@ async fn a_checkout_on_the_node_reaches_the_sessions_working_there() {
 
     // At a tick: the node reads the git dir from where the hooks found HEAD.
     assert!(host.tick(&s.base));
-    git(&["checkout", "-q", "-b", "x"]);
+    git(&repo, &["checkout", "-q", "-b", "x"]);
     assert!(prompt(B).is_empty(), "the gateway cannot read the node's git dir");
     assert!(host.tick(&s.base));
     for session in [A, B] {
@@ -501,7 +490,7 @@ async fn a_checkout_on_the_node_reaches_the_sessions_working_there() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    git(&["checkout", "-q", "-b", "y"]);
+    git(&repo, &["checkout", "-q", "-b", "y"]);
     let mut notices = vec![];
     for _ in 0..40 {
         tokio::time::sleep(Duration::from_millis(250)).await;

@@ -5,6 +5,9 @@
 mod in_process;
 
 pub use in_process::{InProcess, follow_stream, session_state_notices};
+
+#[path = "../../crates/upstream/src/workspace/git_fixture.rs"]
+pub mod git_fixture;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;

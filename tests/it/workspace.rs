@@ -8,6 +8,7 @@
 
 use crate::cli::hook_in;
 use crate::support::Server;
+use crate::support::git_fixture::{git, init_with_commit};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -17,16 +18,6 @@ const C: &str = "cccccccc-0000-4000-8000-00000000000c";
 const D: &str = "dddddddd-0000-4000-8000-00000000000d";
 const CONTENT: &str = "SECRET-FILE-CONTENT-7f3a";
 const COMMIT_MESSAGE: &str = "SECRET-COMMIT-MESSAGE-9b2c";
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// `repo` (A and B), `linked` (another worktree of it: C), `other` (another repository: D).
 struct Repos {
@@ -42,10 +33,7 @@ fn repos() -> Repos {
     let (repo, linked, other) = (root.join("app"), root.join("app-side"), root.join("lib"));
     for r in [&repo, &other] {
         std::fs::create_dir_all(r.join("src")).unwrap();
-        git(r, &["init", "-q"]);
-        std::fs::write(r.join("README"), "x").unwrap();
-        git(r, &["add", "."]);
-        git(r, &["commit", "-qm", "first"]);
+        init_with_commit(r, "README", "first");
     }
     git(&repo, &["worktree", "add", "-q", linked.to_str().unwrap(), "-b", "side"]);
     Repos { _dir: dir, repo, linked, other }

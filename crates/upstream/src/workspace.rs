@@ -444,4 +444,6 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
+mod git_fixture;
+#[cfg(test)]
 mod tests;

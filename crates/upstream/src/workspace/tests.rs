@@ -1,6 +1,6 @@
+use super::git_fixture::{git, init_with_commit};
 use super::*;
 use serde_json::json;
-use std::process::Command;
 
 /// A work tree whose `.git` is only HEAD (on `main`) and an empty reflog, written by hand: the tests
 /// write the reflog lines git would. Answers the temp dir and the git dir.
@@ -18,24 +18,11 @@ fn branches(moved: &HeadMove) -> (Option<&str>, Option<&str>) {
     (moved.from.branch.as_deref(), moved.to.branch.as_deref())
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 fn repo() -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(t.path()).unwrap().join("my-repo");
     std::fs::create_dir_all(root.join("src/deep")).unwrap();
-    git(&root, &["init", "-q"]);
-    std::fs::write(root.join("a.txt"), "one").unwrap();
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-qm", "secret commit message"]);
+    init_with_commit(&root, "a.txt", "secret commit message");
     (t, root)
 }
 
