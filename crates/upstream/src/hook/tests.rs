@@ -6,28 +6,31 @@ use super::*;
 const CLAUDE_SESSION: &str = "c1714f83-3b2e-4f0e-9d51-7a1f3c9e2b10";
 const CODEX_THREAD: &str = "019ad2c4-5b1e-7c30-9f4e-2d8a6b1c0e77";
 
-fn claude(event: &str, extra: Value) -> Vec<u8> {
+/// A hook's stdin: the fields every CLI sends with each event, then the CLI's own `fields` and the
+/// event's `extra` (the later of two alike wins).
+fn stdin(session: &str, transcript: &str, event: &str, fields: Value, extra: Value) -> Vec<u8> {
     let mut v = json!({
-        "session_id": CLAUDE_SESSION,
-        "transcript_path": format!("/home/u/.claude/projects/-home-u-work-demo/{CLAUDE_SESSION}.jsonl"),
+        "session_id": session,
+        "transcript_path": transcript,
         "cwd": "/home/u/work/demo",
         "hook_event_name": event,
     });
-    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    for more in [fields, extra] {
+        v.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+    }
     serde_json::to_vec(&v).unwrap()
 }
 
+fn claude(event: &str, extra: Value) -> Vec<u8> {
+    let transcript = format!("/home/u/.claude/projects/-home-u-work-demo/{CLAUDE_SESSION}.jsonl");
+    stdin(CLAUDE_SESSION, &transcript, event, json!({}), extra)
+}
+
 fn codex(event: &str, extra: Value) -> Vec<u8> {
-    let mut v = json!({
-        "session_id": CODEX_THREAD,
-        "transcript_path": format!("/home/u/.codex/sessions/2026/12/02/rollout-2026-12-02T18-47-32-{CODEX_THREAD}.jsonl"),
-        "cwd": "/home/u/work/demo",
-        "hook_event_name": event,
-        "model": "gpt-5.5",
-        "permission_mode": "bypassPermissions",
-    });
-    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    serde_json::to_vec(&v).unwrap()
+    let transcript =
+        format!("/home/u/.codex/sessions/2026/12/02/rollout-2026-12-02T18-47-32-{CODEX_THREAD}.jsonl");
+    let fields = json!({ "model": "gpt-5.5", "permission_mode": "bypassPermissions" });
+    stdin(CODEX_THREAD, &transcript, event, fields, extra)
 }
 
 fn parse(stdin: &[u8]) -> HookInput {
@@ -191,15 +194,8 @@ const GEMINI_SESSION: &str = "fb2901fb-5c2e-4a7d-9b1e-3c4d5e6f7a8b";
 
 /// Stdin as Gemini CLI 0.61.0 sends it (NATIVE.md 3.2: every event has these five fields).
 fn gemini(event: &str, extra: Value) -> Vec<u8> {
-    let mut v = json!({
-        "session_id": GEMINI_SESSION,
-        "transcript_path": "/home/u/.gemini/tmp/demo/chats/session-2026-12-05T00-09-fb2901fb.jsonl",
-        "cwd": "/home/u/work/demo",
-        "hook_event_name": event,
-        "timestamp": "2026-12-05T00:09:58.817Z",
-    });
-    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    serde_json::to_vec(&v).unwrap()
+    let transcript = "/home/u/.gemini/tmp/demo/chats/session-2026-12-05T00-09-fb2901fb.jsonl";
+    stdin(GEMINI_SESSION, transcript, event, json!({ "timestamp": "2026-12-05T00:09:58.817Z" }), extra)
 }
 
 #[test]
@@ -270,14 +266,8 @@ const PI_SESSION: &str = "01a248af-5adb-77fa-b51a-3a39a95ea49c";
 
 /// What the Pi extension posts as `input` (its `session()` plus the event's fields).
 fn pi(event: &str, extra: Value) -> Vec<u8> {
-    let mut v = json!({
-        "session_id": PI_SESSION,
-        "transcript_path": "/home/u/.pi/agent/sessions/--home-u-work-demo--/2026-12-06T00-09-41-341Z_01a248af-5adb-77fa-b51a-3a39a95ea49c.jsonl",
-        "cwd": "/home/u/work/demo",
-        "hook_event_name": event,
-    });
-    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    serde_json::to_vec(&v).unwrap()
+    let transcript = "/home/u/.pi/agent/sessions/--home-u-work-demo--/2026-12-06T00-09-41-341Z_01a248af-5adb-77fa-b51a-3a39a95ea49c.jsonl";
+    stdin(PI_SESSION, transcript, event, json!({}), extra)
 }
 
 /// The extension's prompt carries the user message's timestamp as its turn id (the monitor reads the
