@@ -278,12 +278,11 @@ fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError
     };
     Ok(Adoption {
         entry,
-        link: UpstreamLink {
-            catalog_id: CatalogId::Claude,
-            upstream_kind: CatalogId::Claude.upstream_kind(),
-            reference_json: json!({ "filePath": file.to_string_lossy() }).to_string(),
-            marker_json: marker.to_json(),
-        },
+        link: UpstreamLink::new(
+            CatalogId::Claude,
+            &json!({ "filePath": file.to_string_lossy() }),
+            marker.to_json(),
+        ),
     })
 }
 

@@ -391,15 +391,7 @@ fn link_file(
     if let Some(home) = codex_home {
         reference["codexHome"] = json!(home.to_string_lossy());
     }
-    Ok(Adoption {
-        entry,
-        link: UpstreamLink {
-            catalog_id: CatalogId::Codex,
-            upstream_kind: CatalogId::Codex.upstream_kind(),
-            reference_json: reference.to_string(),
-            marker_json: marker.to_json(),
-        },
-    })
+    Ok(Adoption { entry, link: UpstreamLink::new(CatalogId::Codex, &reference, marker.to_json()) })
 }
 
 /// Where a rollout may have moved: compressed next to it, or into `archived_sessions/`.

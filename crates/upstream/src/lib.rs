@@ -213,6 +213,18 @@ pub struct UpstreamLink {
     pub marker_json: String,
 }
 
+impl UpstreamLink {
+    /// A link to the session of `catalog_id` that `reference` locates, with the catalog's upstream kind.
+    pub fn new(catalog_id: CatalogId, reference: &serde_json::Value, marker_json: String) -> UpstreamLink {
+        UpstreamLink {
+            catalog_id,
+            upstream_kind: catalog_id.upstream_kind(),
+            reference_json: reference.to_string(),
+            marker_json,
+        }
+    }
+}
+
 /// Result of adopting a native session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Adoption {

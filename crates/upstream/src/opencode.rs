@@ -602,12 +602,11 @@ pub fn adopt_db(db: &Path, thread_id: &str) -> Result<Adoption, UpstreamError> {
     };
     Ok(Adoption {
         entry,
-        link: UpstreamLink {
-            catalog_id: CatalogId::OpenCode,
-            upstream_kind: CatalogId::OpenCode.upstream_kind(),
-            reference_json: json!({ "dbPath": db.to_string_lossy(), "threadId": thread_id }).to_string(),
-            marker_json: marker.to_json(),
-        },
+        link: UpstreamLink::new(
+            CatalogId::OpenCode,
+            &json!({ "dbPath": db.to_string_lossy(), "threadId": thread_id }),
+            marker.to_json(),
+        ),
     })
 }
 

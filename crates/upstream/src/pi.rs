@@ -190,16 +190,11 @@ pub fn adopt_file(file: &Path, thread_id: &str) -> Result<Adoption, UpstreamErro
         .map_err(|e| UpstreamError::Io { path: file.to_path_buf(), source: e })?;
     Ok(Adoption {
         entry,
-        link: UpstreamLink {
-            catalog_id: CatalogId::Pi,
-            upstream_kind: CatalogId::Pi.upstream_kind(),
-            reference_json: json!({
-                "filePath": file.to_string_lossy(),
-                "version": version,
-            })
-            .to_string(),
-            marker_json: marker.to_json(),
-        },
+        link: UpstreamLink::new(
+            CatalogId::Pi,
+            &json!({ "filePath": file.to_string_lossy(), "version": version }),
+            marker.to_json(),
+        ),
     })
 }
 
