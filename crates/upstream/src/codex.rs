@@ -449,13 +449,7 @@ fn first_sight(path: &Path) -> CheckOutcome {
         return CheckOutcome::Inconclusive("the rollout is not written yet".into());
     }
     match jsonl::baseline(path, &mut CodexClassifier::default()) {
-        Ok(m) => CheckOutcome::Activity {
-            human_turns: 0,
-            dedupe_id: format!("baseline:{}", m.offset),
-            next_marker_json: m.to_json(),
-            occurred_at_ms: None,
-            turn_id: None,
-        },
+        Ok(m) => CheckOutcome::rebaselined(m.to_json(), format!("baseline:{}", m.offset)),
         Err(e) => CheckOutcome::Inconclusive(format!("cannot read {}: {e}", path.display())),
     }
 }

@@ -357,13 +357,7 @@ pub fn check_file_with_window(
                 Err(e) => return io_outcome(&e, path),
             };
             let next = JsonlMarker { offset: end, humans: None, floor: 0, head, extra: Map::new() };
-            return CheckOutcome::Activity {
-                human_turns: 0,
-                next_marker_json: next.to_json(),
-                occurred_at_ms: None,
-                dedupe_id: format!("rebaseline:{end}"),
-                turn_id: None,
-            };
+            return CheckOutcome::rebaselined(next.to_json(), format!("rebaseline:{end}"));
         };
         marker = JsonlMarker {
             offset: 0,

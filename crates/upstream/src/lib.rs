@@ -281,6 +281,20 @@ pub enum CheckOutcome {
     Inconclusive(String),
 }
 
+impl CheckOutcome {
+    /// A re-baseline: the marker moves to `next_marker_json` and no human turn is reported
+    /// (`dedupe_id` names the move).
+    pub(crate) fn rebaselined(next_marker_json: String, dedupe_id: String) -> CheckOutcome {
+        CheckOutcome::Activity {
+            human_turns: 0,
+            next_marker_json,
+            occurred_at_ms: None,
+            dedupe_id,
+            turn_id: None,
+        }
+    }
+}
+
 /// Map an I/O error to an outcome: only "definitively gone" errors are `Missing`.
 pub fn io_outcome(e: &io::Error, path: &Path) -> CheckOutcome {
     match e.kind() {

@@ -488,13 +488,7 @@ pub fn check_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
             if seq < marker.seq {
                 // A migration reset the sequence: re-baseline, report nothing.
                 let next = Marker { seq, ..marker.clone() };
-                return CheckOutcome::Activity {
-                    human_turns: 0,
-                    next_marker_json: next.to_json(),
-                    occurred_at_ms: None,
-                    dedupe_id: format!("reseq:{seq}"),
-                    turn_id: None,
-                };
+                return CheckOutcome::rebaselined(next.to_json(), format!("reseq:{seq}"));
             }
             let own = OwnTexts::new(probe.own_recent_user_texts);
             match read_session(&conn, thread, marker, seq, &own) {
