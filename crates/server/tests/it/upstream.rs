@@ -366,13 +366,27 @@ async fn a_burst_is_one_event_with_turns() {
     assert_eq!(evs[0]["payload"]["turns"], 3);
 }
 
-#[tokio::test]
-async fn missing_streak_survives_a_restart_and_continuing_again_makes_a_fresh_link() {
+/// A watched Claude session whose transcript was then deleted, with the bytes to put back.
+struct Deleted {
+    home: tempfile::TempDir,
+    h: Harness,
+    location: PathBuf,
+    saved: Vec<u8>,
+    key: String,
+}
+
+async fn watched_then_deleted() -> Deleted {
     let home = home_with(&[Src::Claude]);
     let h = harness_at(home.path()).await;
     let (location, key) = adopt_watched(&h, Src::Claude, "hi").await;
     let saved = std::fs::read(&location).unwrap();
     std::fs::remove_file(&location).unwrap();
+    Deleted { home, h, location, saved, key }
+}
+
+#[tokio::test]
+async fn missing_streak_survives_a_restart_and_continuing_again_makes_a_fresh_link() {
+    let Deleted { home, h, location, saved, key } = watched_then_deleted().await;
     for _ in 0..2 {
         assert_eq!(tick(&h).await["missing"], 1);
     }
@@ -401,11 +415,7 @@ async fn missing_streak_survives_a_restart_and_continuing_again_makes_a_fresh_li
 
 #[tokio::test]
 async fn activity_resets_the_missing_streak() {
-    let home = home_with(&[Src::Claude]);
-    let h = harness_at(home.path()).await;
-    let (location, key) = adopt_watched(&h, Src::Claude, "hi").await;
-    let saved = std::fs::read(&location).unwrap();
-    std::fs::remove_file(&location).unwrap();
+    let Deleted { home: _home, h, location, saved, key } = watched_then_deleted().await;
     tick(&h).await;
     tick(&h).await;
     // Back before the third check (e.g. a rename and back): the streak starts over.
