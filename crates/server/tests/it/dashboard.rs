@@ -15,6 +15,11 @@ fn browser() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
 }
 
+/// A browser's `method` request to `path` carrying the login `cookie`.
+fn with_cookie(h: &Harness, method: reqwest::Method, path: &str, cookie: &str) -> reqwest::RequestBuilder {
+    browser().request(method, format!("{}{path}", h.base)).header("cookie", cookie)
+}
+
 fn enc_path(key: &str) -> String {
     percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
@@ -102,21 +107,15 @@ async fn pages_need_a_login_and_the_cookie_opens_only_them() {
     assert_eq!(headers["x-frame-options"], "DENY");
 
     // The cookie is for looking: the API's writing and reading routes still want the bearer token.
-    let invoke = browser()
-        .post(format!("{}/tools/invoke", h.base))
-        .header("cookie", &cookie)
+    let invoke = with_cookie(&h, reqwest::Method::POST, "/tools/invoke", &cookie)
         .json(&json!({ "tool": "sessions_list", "args": {} }))
         .send()
         .await
         .unwrap();
     assert_eq!(invoke.status(), 401);
     assert_eq!(get(&h, "/v1/catalog", Some(&cookie)).await.0, 401);
-    let stream = browser()
-        .get(format!("{}/v1/stream?include=changes", h.base))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+    let stream =
+        with_cookie(&h, reqwest::Method::GET, "/v1/stream?include=changes", &cookie).send().await.unwrap();
     assert_eq!(stream.status(), 200, "the live stream opens with the cookie");
     drop(stream);
 
@@ -124,7 +123,7 @@ async fn pages_need_a_login_and_the_cookie_opens_only_them() {
     assert_eq!(get_bearer(&h, "/").await.0, 200);
     assert_eq!(get(&h, "/", Some("sessionwatch_login=forged")).await.0, 303);
 
-    let out = browser().post(format!("{}/logout", h.base)).header("cookie", &cookie).send().await.unwrap();
+    let out = with_cookie(&h, reqwest::Method::POST, "/logout", &cookie).send().await.unwrap();
     assert_eq!(out.status(), 303);
     assert!(out.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
     assert_eq!(get(&h, "/", Some(&cookie)).await.0, 303, "logged out");
@@ -162,12 +161,7 @@ async fn a_one_time_link_logs_in_once() {
     assert_eq!(again, 401, "used up");
     assert!(page.contains("used already or has expired"));
     // Only the bearer token issues links.
-    let anon = browser()
-        .post(format!("{}/v1/ui/login-links", h.base))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+    let anon = with_cookie(&h, reqwest::Method::POST, "/v1/ui/login-links", &cookie).send().await.unwrap();
     assert_eq!(anon.status(), 401);
 }
 
