@@ -280,6 +280,12 @@ pub trait Links: Send + Sync + 'static {
     /// Links whose session some cursor watches (any provenance), by catalog then key.
     fn watched_links(&self) -> impl Future<Output = Result<Vec<UpstreamLinkRow>>> + Send;
 
+    /// [`Links::watched_links`], unless nothing they depend on (the links, and the cursors that make a
+    /// link watched) changed since `known`, the version an earlier answer gave: then
+    /// [`WatchedLinks::Unchanged`], from one small read. The version is read before the links, so a write
+    /// that lands between the two reads leaves the answer's version behind and the next call reads again.
+    fn watched_links_since(&self, known: Option<i64>) -> impl Future<Output = Result<WatchedLinks>> + Send;
+
     /// Every link whose source lives on `host_id` (watched or not), by session key.
     fn links_of_host(&self, host_id: String) -> impl Future<Output = Result<Vec<UpstreamLinkRow>>> + Send;
 

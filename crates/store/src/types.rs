@@ -382,6 +382,16 @@ pub struct UpstreamLinkRow {
     pub updated_at: Millis,
 }
 
+/// What [`crate::Links::watched_links_since`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchedLinks {
+    /// Nothing [`crate::Links::watched_links`] answers changed since the version the caller holds.
+    Unchanged,
+    /// The watched links and the version they were read at, to ask with next time (`None`: the backend
+    /// keeps no version, and every call reads the links).
+    Read { links: Vec<UpstreamLinkRow>, version: Option<i64> },
+}
+
 /// What an upsert of a link did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkUpsert {

@@ -28,7 +28,7 @@ use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, HostSignal, InboxItem,
     LinkUpsert, Links, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result,
     RetentionPolicy, RunRow, SessionFilter, SessionRow, SessionStore, SignalLog, StoreError,
-    TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge,
+    TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge, WatchedLinks,
 };
 use crate::{SessionActivity, WatchRequest};
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
@@ -520,6 +520,13 @@ impl Links for PostgresStore {
 
     async fn watched_links(&self) -> Result<Vec<UpstreamLinkRow>> {
         self.watched_links_pg().await
+    }
+
+    async fn watched_links_since(&self, _known: Option<i64>) -> Result<WatchedLinks> {
+        // No version here: several gateways write links and cursors, and an exact version would be a row
+        // that every such transaction locks until it commits (serializing them across gateways, a lock
+        // outside the store's lock order). Every call reads the links.
+        Ok(WatchedLinks::Read { links: self.watched_links_pg().await?, version: None })
     }
 
     async fn links_of_host(&self, host_id: String) -> Result<Vec<UpstreamLinkRow>> {

@@ -2,7 +2,7 @@
 
 use super::SqliteStore;
 use crate::rows::{LINK_COLUMNS, link_columns_of_l, link_from_row};
-use crate::{LinkUpsert, Result, UpstreamLinkRow};
+use crate::{LinkUpsert, Result, UpstreamLinkRow, WatchedLinks};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::Millis;
 
@@ -16,6 +16,23 @@ fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLi
     ))?
     .query_row(params![key, agent], link_from_row)
     .optional()?)
+}
+
+fn watched_links(c: &Connection) -> Result<Vec<UpstreamLinkRow>> {
+    let cols = link_columns_of_l();
+    Ok(c.prepare_cached(&format!(
+        "SELECT {cols} FROM session_upstream_links l WHERE EXISTS \
+         (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key) \
+         ORDER BY l.catalog_id, l.session_key, l.agent_id"
+    ))?
+    .query_map([], link_from_row)?
+    .collect::<rusqlite::Result<_>>()?)
+}
+
+/// What the triggers of schema 10 move with every change [`watched_links`] could see.
+pub(crate) fn watched_links_version(c: &Connection) -> Result<i64> {
+    Ok(c.prepare_cached("SELECT version FROM watched_links_version WHERE id = 1")?
+        .query_row([], |r| r.get(0))?)
 }
 
 impl SqliteStore {
@@ -51,15 +68,17 @@ impl SqliteStore {
     }
 
     pub(crate) fn watched_links_sync(&self) -> Result<Vec<UpstreamLinkRow>> {
+        self.read(watched_links)
+    }
+
+    pub(crate) fn watched_links_since_sync(&self, known: Option<i64>) -> Result<WatchedLinks> {
         self.read(|c| {
-            let cols = link_columns_of_l();
-            Ok(c.prepare_cached(&format!(
-                "SELECT {cols} FROM session_upstream_links l WHERE EXISTS \
-                 (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key) \
-                 ORDER BY l.catalog_id, l.session_key, l.agent_id"
-            ))?
-            .query_map([], link_from_row)?
-            .collect::<rusqlite::Result<_>>()?)
+            // The version first: a write committed before the links' read moves it past this answer's.
+            let version = watched_links_version(c)?;
+            if known == Some(version) {
+                return Ok(WatchedLinks::Unchanged);
+            }
+            Ok(WatchedLinks::Read { links: watched_links(c)?, version: Some(version) })
         })
     }
 

@@ -26,7 +26,7 @@ use crate::{
     Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert, Links,
     NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
     SessionFilter, SessionRow, SessionStore, SignalLog, StoreError, TranscriptMessage, Turn, TurnOutcome,
-    UpstreamLinkRow, WatchEdge,
+    UpstreamLinkRow, WatchEdge, WatchedLinks,
 };
 use crate::{SessionActivity, WatchRequest};
 use rusqlite::{Connection, OpenFlags};
@@ -633,6 +633,17 @@ impl Links for SqliteStore {
 
     async fn watched_links(&self) -> Result<Vec<UpstreamLinkRow>> {
         self.blocking(move |s| s.watched_links_sync()).await
+    }
+
+    async fn watched_links_since(&self, known: Option<i64>) -> Result<WatchedLinks> {
+        // Nothing changed is the common answer, one row by key: read on this thread, without the hop to
+        // the blocking pool that reading the links takes.
+        if let Some(known) = known
+            && self.read_now(links::watched_links_version) == Some(known)
+        {
+            return Ok(WatchedLinks::Unchanged);
+        }
+        self.blocking(move |s| s.watched_links_since_sync(known)).await
     }
 
     async fn links_of_host(&self, host_id: String) -> Result<Vec<UpstreamLinkRow>> {

@@ -4,7 +4,7 @@ use crate::{Result, StoreError};
 use rusqlite::Connection;
 
 /// Bump with every migration appended to [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the signal log, heads, cursors and sessions.
@@ -266,6 +266,31 @@ CREATE INDEX idx_cursors_settled_target ON session_watch_cursors (target_session
     r#"
 CREATE INDEX idx_cursors_pending ON session_watch_cursors (watcher_session_key, target_session_key)
   WHERE material_sequence > last_seen_sequence;
+"#,
+    // 10: the version of the watched links (`Links::watched_links_since`), moved in the writing
+    // transaction by every write of a link and by every cursor added to or removed from a linked session
+    // (what makes a link watched; no write changes a cursor's target), so the monitor keeps the links it
+    // read while the version stays: an idle tick reads one row instead of every link. Cursors on sessions
+    // without a link (nearly all) leave it alone, and a cursor's moves (`save_cursor`'s upsert) fire no
+    // trigger. A migration that rebuilds either table must create its triggers again (they go with it).
+    r#"
+CREATE TABLE watched_links_version (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL
+) STRICT;
+INSERT INTO watched_links_version (id, version) VALUES (1, 0);
+CREATE TRIGGER watched_links_link_inserted AFTER INSERT ON session_upstream_links
+  BEGIN UPDATE watched_links_version SET version = version + 1; END;
+CREATE TRIGGER watched_links_link_updated AFTER UPDATE ON session_upstream_links
+  BEGIN UPDATE watched_links_version SET version = version + 1; END;
+CREATE TRIGGER watched_links_link_deleted AFTER DELETE ON session_upstream_links
+  BEGIN UPDATE watched_links_version SET version = version + 1; END;
+CREATE TRIGGER watched_links_cursor_inserted AFTER INSERT ON session_watch_cursors
+  WHEN EXISTS (SELECT 1 FROM session_upstream_links WHERE session_key = NEW.target_session_key)
+  BEGIN UPDATE watched_links_version SET version = version + 1; END;
+CREATE TRIGGER watched_links_cursor_deleted AFTER DELETE ON session_watch_cursors
+  WHEN EXISTS (SELECT 1 FROM session_upstream_links WHERE session_key = OLD.target_session_key)
+  BEGIN UPDATE watched_links_version SET version = version + 1; END;
 "#,
 ];
 

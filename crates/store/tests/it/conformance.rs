@@ -102,6 +102,7 @@ macro_rules! conformance_suite {
             // Links (links.rs)
             nodes_are_found_by_token_and_revoked,
             links_keep_their_marker_by_compare_and_set,
+            watched_links_since_reads_again_after_every_change,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {

@@ -87,3 +87,88 @@ pub async fn links_keep_their_marker_by_compare_and_set<S: Store>(h: &Harness<S>
     assert!(!s.delete_link(T.into(), AGENT.into()).await.unwrap());
     assert_eq!(get().await, None);
 }
+
+/// `watched_links_since` reads the links again after every change `watched_links` depends on (a link
+/// written or removed, a watch of a linked session registered or dropped), each answer exactly
+/// `watched_links`; while nothing of that changed (a cursor moved by an append, a watch of a session
+/// without a link) a backend that keeps a version answers `Unchanged`.
+pub async fn watched_links_since_reads_again_after_every_change<S: Store>(h: &Harness<S>) {
+    use sessionwatch_store::{UpstreamLinkRow, WatchedLinks};
+    let s = &h.store;
+    let link = |key: &str| UpstreamLinkRow {
+        session_key: key.into(),
+        agent_id: AGENT.into(),
+        catalog_id: "claude".into(),
+        host_id: "local".into(),
+        thread_id: format!("thread-of-{key}"),
+        upstream_kind: "claude".into(),
+        reference_json: format!(r#"{{"filePath":"/{key}"}}"#),
+        marker_json: r#"{"offset":1}"#.into(),
+        last_scanned_at: None,
+        missing_streak: 0,
+        created_at: NOW,
+        updated_at: NOW,
+    };
+    // A change: the links are read again, as `watched_links` answers them.
+    let read = |known: Option<i64>| async move {
+        match s.watched_links_since(known).await.unwrap() {
+            WatchedLinks::Read { links, version } => {
+                assert_eq!(links, s.watched_links().await.unwrap());
+                (links, version)
+            }
+            WatchedLinks::Unchanged => panic!("a change answered Unchanged (held version {known:?})"),
+        }
+    };
+    // No change: `Unchanged` when there is a version to hold.
+    let unchanged = |known: Option<i64>| async move {
+        match s.watched_links_since(known).await.unwrap() {
+            WatchedLinks::Unchanged => assert!(known.is_some(), "Unchanged without a version"),
+            WatchedLinks::Read { links, version: None } => {
+                assert_eq!(links, s.watched_links().await.unwrap())
+            }
+            read => panic!("nothing changed since version {known:?}: {read:?}"),
+        }
+    };
+    let keys = |links: &[UpstreamLinkRow]| links.iter().map(|l| l.session_key.clone()).collect::<Vec<_>>();
+
+    let (links, v) = read(None).await;
+    assert!(links.is_empty());
+    unchanged(v).await;
+    s.upsert_link(link(T)).await.unwrap();
+    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
+    let (links, v) = read(v).await;
+    assert_eq!(keys(&links), [T]);
+    unchanged(v).await;
+
+    // Neither a cursor's moves nor a watch of a session without a link change what is watched.
+    append(s, req(human(T)), NOW + 1).await;
+    assert_eq!(lnm(&cursor(s, W, T).await.unwrap()).2, 1, "the append moved the cursor");
+    register(s, W2, T2, Provenance::Explicit, STORE, NOW).await;
+    unchanged(v).await;
+
+    assert!(
+        s.advance_link_marker(T.into(), AGENT.into(), NOW, r#"{"offset":2}"#.into(), NOW + 2).await.unwrap()
+    );
+    let (links, v) = read(v).await;
+    assert_eq!(links[0].marker_json, r#"{"offset":2}"#);
+    assert!(s.set_link_missing_streak(T.into(), AGENT.into(), NOW + 2, 1).await.unwrap());
+    let (links, v) = read(v).await;
+    assert_eq!(links[0].missing_streak, 1);
+    s.upsert_link(link(T2)).await.unwrap();
+    let (links, v) = read(v).await;
+    assert_eq!(keys(&links), [T, T2], "T2 is watched by W2");
+    let moved = UpstreamLinkRow { reference_json: r#"{"filePath":"/moved"}"#.into(), ..link(T2) };
+    s.upsert_link(moved).await.unwrap();
+    let (links, v) = read(v).await;
+    assert_eq!(links[1].reference_json, r#"{"filePath":"/moved"}"#);
+    assert!(s.unwatch(W.into(), T.into()).await.unwrap());
+    let (links, v) = read(v).await;
+    assert_eq!(keys(&links), [T2]);
+    register(s, W, T, Provenance::Explicit, STORE, NOW + 3).await;
+    let (links, v) = read(v).await;
+    assert_eq!(keys(&links), [T, T2]);
+    assert!(s.delete_link(T2.into(), AGENT.into()).await.unwrap());
+    let (links, v) = read(v).await;
+    assert_eq!(keys(&links), [T]);
+    unchanged(v).await;
+}
