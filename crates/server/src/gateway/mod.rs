@@ -27,7 +27,6 @@ use sessionwatch_core::{Actor, AgentSessionKey, NewEvent, SessionKind, classify_
 use sessionwatch_kernel::{Kernel, KernelConfig};
 use sessionwatch_store::{NewSession, RetentionPolicy, SessionRow, Store};
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::oneshot;
 
@@ -57,8 +56,8 @@ pub struct Gateway<S: Store> {
     me: Weak<Gateway<S>>,
     /// Where the native stores of Claude Code, Codex, OpenCode, Pi and Gemini CLI live (`Homes::from_env` at start).
     homes: Mutex<sessionwatch_upstream::Homes>,
-    /// Single flight for the upstream monitor.
-    monitor_running: AtomicBool,
+    /// The upstream monitor's single flight and the watched links it holds.
+    monitor: upstream::MonitorState,
     /// Recent MCP tool calls announced by Claude Code `PreToolUse` hooks: tool-use id → session key.
     tool_uses: Mutex<std::collections::VecDeque<(String, String)>>,
     /// What remote nodes last reported (`nodes.rs`).
@@ -108,7 +107,7 @@ impl<S: Store> Gateway<S> {
             waiters: Mutex::new(HashMap::new()),
             me: me.clone(),
             homes: Mutex::new(sessionwatch_upstream::Homes::from_env()),
-            monitor_running: AtomicBool::new(false),
+            monitor: upstream::MonitorState::default(),
             tool_uses: Mutex::default(),
             nodes: nodes::NodeState::default(),
             workspaces: workspace::WorkspaceState::default(),

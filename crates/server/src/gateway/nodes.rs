@@ -304,7 +304,7 @@ impl<S: Store> Gateway<S> {
             // The version the node classified against: a report from a stale marker does not move it.
             let link = UpstreamLinkRow { updated_at: report.updated_at, ..link };
             let work = Work { link, catalog };
-            self.apply(work, report.outcome.into(), &mut tick).await;
+            self.apply(&work, report.outcome.into(), &mut tick).await;
         }
         Ok(tick)
     }

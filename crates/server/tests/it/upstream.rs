@@ -603,3 +603,60 @@ async fn a_tick_reads_our_own_texts_only_for_links_with_new_human_rows() {
         "our echo is not a human turn: {seen}"
     );
 }
+
+/// Issue 37: ticks keep the watched links they read while the store answers that nothing changed, yet
+/// each change is seen by the very next tick: a link added, re-pointed (its file moved) or removed, a
+/// watch dropped or taken again; and the tick after a new turn at the new place still classifies it.
+#[tokio::test]
+async fn the_next_tick_sees_every_change_of_the_watched_links() {
+    use sessionwatch_store::{LinkUpsert, UpstreamLinkRow};
+    let home = home_with(&[Src::Claude, Src::Pi]);
+    let h = harness_at(home.path()).await;
+    let store = h.gateway.store();
+    let (location, key) = adopt_watched(&h, Src::Claude, "hi").await;
+    let counts = |t: &Value| (t["links"].clone(), t["noChange"].clone(), t["missing"].clone());
+    assert_eq!(counts(&tick(&h).await), (json!(1), json!(1), json!(0)));
+    assert_eq!(counts(&tick(&h).await), (json!(1), json!(1), json!(0)), "an idle tick");
+
+    let (_, pi_key) = adopt_watched(&h, Src::Pi, "hi").await;
+    assert_eq!(counts(&tick(&h).await), (json!(2), json!(2), json!(0)), "a link added");
+
+    // The Claude file moves and its link follows it: the old place is not checked any more.
+    let moved = location.with_file_name("moved.jsonl");
+    std::fs::rename(&location, &moved).unwrap();
+    let link = store.get_link(key.clone(), "main".into()).await.unwrap().unwrap();
+    let reference = json!({ "filePath": moved.to_string_lossy() }).to_string();
+    let repointed = UpstreamLinkRow { reference_json: reference, updated_at: link.updated_at + 1, ..link };
+    assert_eq!(store.upsert_link(repointed).await.unwrap(), LinkUpsert::Rebaselined);
+    assert_eq!(counts(&tick(&h).await), (json!(2), json!(2), json!(0)), "a link re-pointed");
+    append_user(Src::Claude, &moved, "typed at the new place", 1);
+    let t = tick(&h).await;
+    assert_eq!((t["events"].clone(), t["humanTurns"].clone()), (json!(1), json!(1)), "{t}");
+    assert_eq!(counts(&tick(&h).await), (json!(2), json!(2), json!(0)), "the marker advanced");
+
+    assert!(store.delete_link(pi_key, "main".into()).await.unwrap());
+    assert_eq!(counts(&tick(&h).await), (json!(1), json!(1), json!(0)), "a link removed");
+    let r = h.tool(MAIN, "sessions_unwatch", json!({ "sessionKey": key })).await;
+    assert_eq!(r["unwatched"], true);
+    assert_eq!(counts(&tick(&h).await), (json!(0), json!(0), json!(0)), "a watch dropped");
+    h.tool(MAIN, "sessions_send", json!({ "sessionKey": key, "message": "back", "watch": true })).await;
+    assert_eq!(counts(&tick(&h).await), (json!(1), json!(1), json!(0)), "a watch taken again");
+}
+
+/// Issue 37: an idle tick asks the store whether the watched links changed instead of reading them
+/// again. With the links' table unreadable the tick still checks the links it holds; a new link is
+/// seen once the table is back.
+#[tokio::test]
+async fn an_idle_tick_does_not_read_the_links_again() {
+    let home = home_with(&[Src::Claude, Src::Pi]);
+    let h = harness_at(home.path()).await;
+    adopt_watched(&h, Src::Claude, "hi").await;
+    assert_eq!(tick(&h).await["checked"], 1);
+    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
+    db.execute_batch("ALTER TABLE session_upstream_links RENAME TO links_away;").unwrap();
+    let idle = tick(&h).await;
+    assert_eq!((idle["links"].clone(), idle["noChange"].clone()), (json!(1), json!(1)), "{idle}");
+    db.execute_batch("ALTER TABLE links_away RENAME TO session_upstream_links;").unwrap();
+    adopt_watched(&h, Src::Pi, "hi").await;
+    assert_eq!(tick(&h).await["checked"], 2);
+}

@@ -18,7 +18,7 @@ mod catalog;
 mod monitor;
 
 pub(crate) use catalog::{Adopted, CatalogListing, RemoteAdoption};
-pub(super) use monitor::Work;
+pub(super) use monitor::{MonitorState, Work};
 
 use super::Gateway;
 use serde::Serialize;

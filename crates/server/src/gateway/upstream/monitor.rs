@@ -5,14 +5,26 @@ use super::{MISSING_THRESHOLD, TickReport, source_key};
 use crate::gateway::{Gateway, SessionRef, nodes};
 use sessionwatch_core::{HumanTurnSource, NewEvent, RecordPolicy};
 use sessionwatch_kernel::RecordOutcome;
-use sessionwatch_store::{Store, UpstreamLinkRow};
+use sessionwatch_store::{Store, UpstreamLinkRow, WatchedLinks};
 use sessionwatch_upstream::{CatalogId, CheckOutcome, Probe};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The monitor's own state in the gateway.
+#[derive(Default)]
+pub(in crate::gateway) struct MonitorState {
+    /// Single flight: set while a tick runs.
+    running: AtomicBool,
+    /// The watched links the last read found, prepared, with the store's version they were read at: a
+    /// tick keeps them while the store answers that nothing they depend on changed (one row read on
+    /// SQLite, instead of every link's twelve columns), and reads them again otherwise.
+    watched: Mutex<Option<(i64, Arc<Watched>)>>,
+}
+
 /// Clears the single-flight flag when a tick ends (also on panic or cancellation).
-struct TickGuard<'a>(&'a std::sync::atomic::AtomicBool);
+struct TickGuard<'a>(&'a AtomicBool);
 
 impl Drop for TickGuard<'_> {
     fn drop(&mut self) {
@@ -24,6 +36,17 @@ impl Drop for TickGuard<'_> {
 pub(in crate::gateway) struct Work {
     pub link: UpstreamLinkRow,
     pub catalog: CatalogId,
+}
+
+/// One read of the watched links, prepared: the local links a tick checks, and what preparing them
+/// counted (the same for every tick until the links change).
+struct Watched {
+    work: Vec<Work>,
+    /// Local links found (remote nodes' links aside).
+    links: usize,
+    ambiguous: usize,
+    /// Links of an unknown catalog.
+    unknown: usize,
 }
 
 impl<S: Store> Gateway<S> {
@@ -50,40 +73,38 @@ impl<S: Store> Gateway<S> {
     /// One monitor tick over every watched link. Single flight: a tick that finds another running
     /// answers `skipped` at once.
     pub async fn monitor_tick(&self) -> TickReport {
-        if self.monitor_running.swap(true, Ordering::SeqCst) {
+        if self.monitor.running.swap(true, Ordering::SeqCst) {
             return TickReport { skipped: true, ..TickReport::default() };
         }
-        let _guard = TickGuard(&self.monitor_running);
+        let _guard = TickGuard(&self.monitor.running);
         let started = Instant::now();
         let mut report = TickReport::default();
-        let links = match self.store.watched_links().await {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!(error = %e, "upstream monitor: listing watched links failed");
-                report.duration_ms = started.elapsed().as_millis() as u64;
-                return report;
-            }
+        let Some(watched) = self.watched_links().await else {
+            report.duration_ms = started.elapsed().as_millis() as u64;
+            return report;
         };
-        report.links = links.iter().filter(|l| !nodes::is_node_host(&l.host_id)).count();
-        let work = self.prepare(links, &mut report);
+        report.links = watched.links;
+        report.ambiguous = watched.ambiguous;
+        report.deferred = watched.unknown;
 
         // Two passes, so that an idle tick reads nothing from the store per link: the first checks every
         // link without our own texts (which only lower the count of human turns in new rows); the links
         // it finds with human turns are checked again, with their own texts, before anything is applied.
-        let mut checked = Vec::with_capacity(work.len());
+        let mut checked = Vec::with_capacity(watched.work.len());
         let mut recheck = Vec::new();
-        let first = work.into_iter().map(|w| (w, vec![])).collect();
-        for (w, outcome) in self.check_all(first, &mut report).await {
+        let first = (0..watched.work.len()).map(|i| (i, vec![])).collect();
+        for (i, outcome) in self.check_all(&watched, first, &mut report).await {
             match outcome {
-                CheckOutcome::Activity { human_turns, .. } if human_turns > 0 => recheck.push(w),
-                _ => checked.push((w, outcome)),
+                CheckOutcome::Activity { human_turns, .. } if human_turns > 0 => recheck.push(i),
+                _ => checked.push((i, outcome)),
             }
         }
         let mut with_texts = Vec::with_capacity(recheck.len());
-        for w in recheck {
-            let r = SessionRef { key: w.link.session_key.clone(), agent_id: w.link.agent_id.clone() };
+        for i in recheck {
+            let link = &watched.work[i].link;
+            let r = SessionRef { key: link.session_key.clone(), agent_id: link.agent_id.clone() };
             match self.own_user_texts(&r).await {
-                Ok(texts) => with_texts.push((w, texts)),
+                Ok(texts) => with_texts.push((i, texts)),
                 Err(e) => {
                     // Without our own texts we could mistake an echo for a human: skip this link.
                     tracing::warn!(error = ?e, session = %r.key, "upstream link: transcript read failed");
@@ -91,94 +112,99 @@ impl<S: Store> Gateway<S> {
                 }
             }
         }
-        checked.extend(self.check_all(with_texts, &mut report).await);
-        for (w, outcome) in checked {
+        checked.extend(self.check_all(&watched, with_texts, &mut report).await);
+        for (i, outcome) in checked {
             report.checked += 1;
-            self.apply(w, outcome, &mut report).await;
+            self.apply(&watched.work[i], outcome, &mut report).await;
         }
         report.duration_ms = started.elapsed().as_millis() as u64;
         report
     }
 
-    /// Runs each catalog's classifiers on the blocking pool over `(link, our own texts)`, concurrently,
-    /// each bounded by the source timeout; a catalog that times out or fails is reported and its links
-    /// left for the next tick.
+    /// The watched links, prepared: those held from an earlier read while the store answers that
+    /// nothing they depend on changed since, else read and prepared again. `None` (after a warning)
+    /// when the store cannot answer.
+    async fn watched_links(&self) -> Option<Arc<Watched>> {
+        let lock = || self.monitor.watched.lock().unwrap_or_else(|p| p.into_inner());
+        let held = lock().clone();
+        let read = match self.store.watched_links_since(held.as_ref().map(|(version, _)| *version)).await {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::warn!(error = %e, "upstream monitor: listing watched links failed");
+                return None;
+            }
+        };
+        match (read, held) {
+            (WatchedLinks::Unchanged, Some((_, watched))) => Some(watched),
+            (WatchedLinks::Unchanged, None) => {
+                tracing::warn!("upstream monitor: the store found unchanged links the monitor never read");
+                None
+            }
+            (WatchedLinks::Read { links, version }, _) => {
+                let watched = Arc::new(prepare(links));
+                *lock() = version.map(|v| (v, watched.clone()));
+                Some(watched)
+            }
+        }
+    }
+
+    /// Runs each catalog's classifiers on the blocking pool over `(link, our own texts)`, the link by
+    /// its index in `watched`, concurrently, each bounded by the source timeout; a catalog that times
+    /// out or fails is reported and its links left for the next tick.
     async fn check_all(
         &self,
-        items: Vec<(Work, Vec<String>)>,
+        watched: &Arc<Watched>,
+        items: Vec<(usize, Vec<String>)>,
         report: &mut TickReport,
-    ) -> Vec<(Work, CheckOutcome)> {
-        let mut by_catalog: BTreeMap<CatalogId, Vec<(Work, Vec<String>)>> = BTreeMap::new();
-        for (w, texts) in items {
-            by_catalog.entry(w.catalog).or_default().push((w, texts));
+    ) -> Vec<(usize, CheckOutcome)> {
+        let mut by_catalog: BTreeMap<CatalogId, Vec<(usize, Vec<String>)>> = BTreeMap::new();
+        for (i, texts) in items {
+            by_catalog.entry(watched.work[i].catalog).or_default().push((i, texts));
         }
         let timeout = super::DEFAULT_SOURCE_TIMEOUT;
-        let tasks = by_catalog.into_iter().map(|(catalog, items)| async move {
-            // The links travel to the blocking pool and back: the probes borrow their texts there.
-            let handle = tokio::task::spawn_blocking(move || {
-                let probes: Vec<Probe<'_>> = items
-                    .iter()
-                    .map(|(w, texts)| Probe {
-                        reference_json: &w.link.reference_json,
-                        marker_json: &w.link.marker_json,
-                        own_recent_user_texts: texts,
-                    })
-                    .collect();
-                let outcomes = sessionwatch_upstream::check_many(catalog, &probes);
-                (items, outcomes)
-            });
-            let checked = match tokio::time::timeout(timeout, handle).await {
-                Ok(Ok(checked)) => Some(checked),
-                Ok(Err(e)) => {
-                    tracing::warn!(catalog = catalog.as_str(), error = %e, "upstream classifiers failed");
-                    None
-                }
-                Err(_) => {
-                    tracing::warn!(catalog = catalog.as_str(), ?timeout, "upstream classifiers timed out");
-                    None
-                }
-            };
-            (catalog, checked)
+        let tasks = by_catalog.into_iter().map(|(catalog, items)| {
+            let watched = watched.clone();
+            async move {
+                // The probes borrow the links and texts on the blocking pool; the texts come back.
+                let handle = tokio::task::spawn_blocking(move || {
+                    let probes: Vec<Probe<'_>> = items
+                        .iter()
+                        .map(|(i, texts)| {
+                            let link = &watched.work[*i].link;
+                            Probe {
+                                reference_json: &link.reference_json,
+                                marker_json: &link.marker_json,
+                                own_recent_user_texts: texts,
+                            }
+                        })
+                        .collect();
+                    let outcomes = sessionwatch_upstream::check_many(catalog, &probes);
+                    (items, outcomes)
+                });
+                let checked = match tokio::time::timeout(timeout, handle).await {
+                    Ok(Ok(checked)) => Some(checked),
+                    Ok(Err(e)) => {
+                        tracing::warn!(catalog = catalog.as_str(), error = %e, "upstream classifiers failed");
+                        None
+                    }
+                    Err(_) => {
+                        tracing::warn!(
+                            catalog = catalog.as_str(),
+                            ?timeout,
+                            "upstream classifiers timed out"
+                        );
+                        None
+                    }
+                };
+                (catalog, checked)
+            }
         });
         let mut out = Vec::new();
         for (catalog, checked) in futures::future::join_all(tasks).await {
             match checked {
-                Some((items, outcomes)) => out.extend(items.into_iter().map(|(w, _)| w).zip(outcomes)),
+                Some((items, outcomes)) => out.extend(items.into_iter().map(|(i, _)| i).zip(outcomes)),
                 None => report.timed_out.push(catalog.as_str().to_string()),
             }
-        }
-        out
-    }
-
-    /// Drops ambiguous keys, unknown catalogs and remote links (no store read: an idle tick makes none).
-    fn prepare(&self, links: Vec<UpstreamLinkRow>, report: &mut TickReport) -> Vec<Work> {
-        let mut agents: HashMap<&str, usize> = HashMap::new();
-        for l in &links {
-            *agents.entry(l.session_key.as_str()).or_default() += 1;
-        }
-        let ambiguous: Vec<String> =
-            agents.iter().filter(|(_, n)| **n > 1).map(|(k, _)| (*k).to_string()).collect();
-        let mut out = Vec::new();
-        for link in links {
-            // A remote node checks its own sources (`sessionwatch node`); the gateway cannot read them.
-            if nodes::is_node_host(&link.host_id) {
-                continue;
-            }
-            if ambiguous.contains(&link.session_key) {
-                tracing::warn!(
-                    session = %link.session_key,
-                    agent = %link.agent_id,
-                    "upstream link skipped: the same key is linked under several agents (ambiguous)"
-                );
-                report.ambiguous += 1;
-                continue;
-            }
-            let Some(catalog) = CatalogId::parse(&link.catalog_id) else {
-                tracing::warn!(session = %link.session_key, catalog = %link.catalog_id, "upstream link of an unknown catalog");
-                report.deferred += 1;
-                continue;
-            };
-            out.push(Work { link, catalog });
         }
         out
     }
@@ -197,19 +223,19 @@ impl<S: Store> Gateway<S> {
     }
 
     /// Applies one outcome: record first, then advance; count missing streaks durably.
-    pub(in crate::gateway) async fn apply(&self, w: Work, outcome: CheckOutcome, report: &mut TickReport) {
+    pub(in crate::gateway) async fn apply(&self, w: &Work, outcome: CheckOutcome, report: &mut TickReport) {
         match outcome {
             CheckOutcome::NoChange => {
                 report.no_change += 1;
-                self.break_missing_streak(&w).await;
+                self.break_missing_streak(w).await;
             }
             CheckOutcome::Inconclusive(why) => {
                 report.inconclusive += 1;
                 tracing::debug!(session = %w.link.session_key, reason = %why, "upstream check inconclusive");
-                self.break_missing_streak(&w).await;
+                self.break_missing_streak(w).await;
             }
-            activity @ CheckOutcome::Activity { .. } => self.apply_activity(&w, activity, report).await,
-            CheckOutcome::Missing => self.apply_missing(&w, report).await,
+            activity @ CheckOutcome::Activity { .. } => self.apply_activity(w, activity, report).await,
+            CheckOutcome::Missing => self.apply_missing(w, report).await,
         }
     }
 
@@ -361,4 +387,39 @@ impl<S: Store> Gateway<S> {
             }
         }
     }
+}
+
+/// Drops ambiguous keys, unknown catalogs and remote links, counting them (no store read). Its warnings
+/// come once per read of the links, not once per tick.
+fn prepare(links: Vec<UpstreamLinkRow>) -> Watched {
+    let mut agents: HashMap<&str, usize> = HashMap::new();
+    for l in &links {
+        *agents.entry(l.session_key.as_str()).or_default() += 1;
+    }
+    let ambiguous: Vec<String> =
+        agents.iter().filter(|(_, n)| **n > 1).map(|(k, _)| (*k).to_string()).collect();
+    let mut out = Watched { work: Vec::new(), links: 0, ambiguous: 0, unknown: 0 };
+    for link in links {
+        // A remote node checks its own sources (`sessionwatch node`); the gateway cannot read them.
+        if nodes::is_node_host(&link.host_id) {
+            continue;
+        }
+        out.links += 1;
+        if ambiguous.contains(&link.session_key) {
+            tracing::warn!(
+                session = %link.session_key,
+                agent = %link.agent_id,
+                "upstream link skipped: the same key is linked under several agents (ambiguous)"
+            );
+            out.ambiguous += 1;
+            continue;
+        }
+        let Some(catalog) = CatalogId::parse(&link.catalog_id) else {
+            tracing::warn!(session = %link.session_key, catalog = %link.catalog_id, "upstream link of an unknown catalog");
+            out.unknown += 1;
+            continue;
+        };
+        out.work.push(Work { link, catalog });
+    }
+    out
 }
