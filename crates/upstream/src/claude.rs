@@ -290,8 +290,14 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad claude reference".into());
     };
+    // The marker's end read once for both questions (`check_file` would read it again to learn that
+    // an idle file is idle, most ticks' only answer).
+    let end = jsonl::MarkerEnd::parse(probe.marker_json);
+    if end.as_ref().is_some_and(|end| end.is_idle_at(&path)) {
+        return CheckOutcome::NoChange;
+    }
     let mut cls = ClaudeClassifier::default();
-    let awaiting = jsonl::MarkerEnd::parse(probe.marker_json).is_some_and(|end| end.awaits_file());
+    let awaiting = end.is_some_and(|end| end.awaits_file());
     match awaiting.then(|| jsonl::JsonlMarker::parse(probe.marker_json)).flatten() {
         Some(mut m) => {
             m.extra.remove(jsonl::AWAITING_FILE);

@@ -414,8 +414,14 @@ pub fn check(probe: &Probe<'_>) -> CheckOutcome {
     let Some(path) = crate::reference_path(probe.reference_json) else {
         return CheckOutcome::Inconclusive("bad codex reference".into());
     };
-    if jsonl::MarkerEnd::parse(probe.marker_json).is_some_and(|end| end.awaits_file()) {
+    // The marker's end read once for both questions (`check_file` would read it again to learn that
+    // an idle file is idle, most ticks' only answer).
+    let end = jsonl::MarkerEnd::parse(probe.marker_json);
+    if end.as_ref().is_some_and(|end| end.awaits_file()) {
         return first_sight(&path);
+    }
+    if end.is_some_and(|end| end.is_idle_at(&path)) {
+        return CheckOutcome::NoChange;
     }
     let mut cls = CodexClassifier::default();
     match jsonl::check_file(&path, probe.marker_json, probe.own_recent_user_texts, &mut cls) {

@@ -84,8 +84,9 @@ impl MarkerEnd {
     }
 
     /// Nothing to classify: `path` is a regular file whose size is where the marker ends (one stat,
-    /// nothing opened; a same-size rewrite is caught once the file grows, as in [`check_file`]).
-    fn is_idle_at(&self, path: &Path) -> bool {
+    /// nothing opened; a same-size rewrite is caught once the file grows, as in [`check_file`]). Never
+    /// while the file is awaited.
+    pub(crate) fn is_idle_at(&self, path: &Path) -> bool {
         let Some(end) = self.offset.or(self.size) else { return false };
         !self.awaiting_file && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == end)
     }
