@@ -36,6 +36,8 @@ fn bench_scale_quick_prints_every_figure_as_json() {
         "monitor_idle_tick_ms_1000_sessions",
         "bare_stat_ms_1000_sessions",
         "monitor_idle_tick_vs_bare_stat_ratio",
+        "monitor_link_reads_ms_1000_sessions",
+        "monitor_full_link_read_ms_1000_sessions",
         "monitor_turn_tick_ms_1000_sessions",
         "one_classification_ms",
         "monitor_turn_tick_vs_idle_tick_plus_one_classification_ratio",
