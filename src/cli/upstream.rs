@@ -2,10 +2,26 @@
 //! (through the running gateway).
 
 use super::client::{Client, Conn, print_answer};
-use sessionwatch_bench::progress_bar;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sessionwatch_server::host_protocol::{CatalogContinueRequest, CatalogJson};
 use sessionwatch_upstream::Homes;
+use std::io::IsTerminal;
 use std::process::ExitCode;
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    if std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::stderr());
+    } else {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    if let Ok(style) = ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({elapsed})") {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(what.to_string());
+    pb
+}
 
 /// `sessionwatch catalog`: the native sessions on this machine (read-only; no gateway needed).
 pub fn catalog(json_out: bool) -> anyhow::Result<ExitCode> {

@@ -54,8 +54,7 @@ pub fn peak_rss_mb_of(status: &str) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// A progress bar on stderr (hidden when stderr is not a terminal): the benches' fixtures' and
-/// `sessionwatch catalog`'s discovery.
+/// A progress bar on stderr (hidden when stderr is not a terminal).
 pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     use std::io::IsTerminal;
