@@ -57,12 +57,14 @@ impl Signal {
     }
 }
 
-/// The writer's WAL hook: called after each commit with the WAL's size in pages. It must answer `Ok`
-/// whatever happens here, or SQLite reports the commit (which is durable) as failed.
+/// The writer's WAL hook: called after each commit with the WAL's size in pages; `committed` first. It
+/// must answer `Ok` whatever happens here, or SQLite reports the commit (which is durable) as failed.
 fn wal_hook(
     signal: Arc<Signal>,
+    mut committed: impl FnMut() + Send + 'static,
 ) -> impl FnMut(&mut Wal, std::ffi::c_int) -> rusqlite::Result<()> + Send + 'static {
     move |wal, pages| {
+        committed();
         if pages < WAL_CHECKPOINT_PAGES {
             return Ok(());
         }
@@ -110,9 +112,14 @@ impl Checkpointer {
     }
 
     /// Makes `writer`'s commits ask this thread for checkpoints (and finish them) instead of running
-    /// SQLite's automatic checkpoint.
-    pub fn attach(&self, writer: &mut Connection) -> rusqlite::Result<()> {
-        writer.wal_hook(Some(wal_hook(self.signal.clone())))
+    /// SQLite's automatic checkpoint. `committed` runs after every commit (SQLite has one WAL hook a
+    /// connection), before the commit's statement returns.
+    pub fn attach(
+        &self,
+        writer: &mut Connection,
+        committed: impl FnMut() + Send + 'static,
+    ) -> rusqlite::Result<()> {
+        writer.wal_hook(Some(wal_hook(self.signal.clone(), committed)))
     }
 }
 

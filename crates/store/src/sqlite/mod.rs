@@ -11,6 +11,7 @@ mod nodes;
 mod prune;
 mod runs;
 mod schema;
+mod session_cache;
 mod sessions;
 mod transaction;
 mod turn;
@@ -90,6 +91,8 @@ struct Inner {
     /// Shared with write completions, which must not hold the store itself: a completion runs while
     /// the writer connection is held, and dropping the last handle there would close it in place.
     tail: Arc<crate::tail::Tail>,
+    /// Session rows read since the writes that changed them ([`session_cache`]).
+    sessions: Arc<session_cache::SessionCache>,
     transcript_lengths: Arc<sessions::TranscriptLengths>,
     /// Runs the WAL checkpoints the writer's commits ask for; stopped when the store closes.
     _checkpointer: checkpoint::Checkpointer,
@@ -170,7 +173,10 @@ impl SqliteStore {
         let checkpoint_conn = Connection::open_with_flags(&path, flags)?;
         configure(&checkpoint_conn, &options)?;
         let checkpointer = checkpoint::Checkpointer::start(checkpoint_conn)?;
-        checkpointer.attach(&mut writer)?;
+        let sessions = Arc::new(session_cache::SessionCache::default());
+        sessions.attach(&writer)?;
+        let dropped = sessions.clone();
+        checkpointer.attach(&mut writer, move || dropped.committed())?;
         let mut readers = Vec::with_capacity(options.readers);
         for _ in 0..options.readers {
             readers.push(open_reader(&path, &options)?);
@@ -191,6 +197,7 @@ impl SqliteStore {
                 probes: Mutex::new(probes),
                 options,
                 tail: Default::default(),
+                sessions,
                 transcript_lengths: Default::default(),
                 _checkpointer: checkpointer,
                 _clean_close: clean_close,
@@ -487,10 +494,19 @@ impl SessionStore for SqliteStore {
     }
 
     async fn get_session(&self, key: String, agent: String) -> Result<Option<SessionRow>> {
-        if let Some(row) = self.read_now(|c| sessions::load_session(c, &key, &agent)) {
-            return Ok(row);
+        let cache = &self.inner.sessions;
+        if let Some(row) = cache.get(&key, &agent) {
+            return Ok(Some(row));
         }
-        self.blocking(move |s| s.get_session_sync(&key, &agent)).await
+        let generation = cache.generation();
+        let row = match self.read_now(|c| sessions::load_session(c, &key, &agent)) {
+            Some(row) => row,
+            None => self.blocking(move |s| s.get_session_sync(&key, &agent)).await?,
+        };
+        if let Some(row) = &row {
+            cache.keep(generation, row);
+        }
+        Ok(row)
     }
 
     async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionRow>> {

@@ -96,6 +96,7 @@ macro_rules! conformance_suite {
             session_activity_and_the_pending_inbox,
             a_transcript_answers_its_newest_messages_up_to_the_cap,
             native_state_and_cwd_are_kept_on_the_row,
+            a_session_read_before_a_write_reads_as_written_after_it,
             a_turn_writes_its_run_event_host_inbox_and_message_together,
             a_turn_keeps_its_delivery_when_its_event_is_not_written,
             a_turn_whose_append_fails_delivers_without_it,

@@ -163,6 +163,37 @@ pub async fn native_state_and_cwd_are_kept_on_the_row<S: Store>(h: &Harness<S>) 
     assert!(!s.set_native_state(T2.into(), AGENT.into(), Some("/x".into()), None).await.unwrap(), "unknown");
 }
 
+/// A session row read before a write reads as written after it, whichever write changed it, the one
+/// hidden in a sweep included (it claims an unhosted pending watcher for its host): a backend that keeps
+/// rows in memory must never answer one older than the last write.
+pub async fn a_session_read_before_a_write_reads_as_written_after_it<S: Store>(h: &Harness<S>) {
+    let s = &h.store;
+    ensure_session(s, T).await;
+    let row = |k: &'static str| async move { s.get_session(k.into(), AGENT.into()).await.unwrap().unwrap() };
+    assert_eq!(row(T).await.goal_objective, None);
+    s.update_goal(T.into(), AGENT.into(), Some("ship".into()), Some("active".into()), NOW + 1).await.unwrap();
+    assert_eq!(row(T).await.goal_objective.as_deref(), Some("ship"), "a goal");
+    assert!(s.reset_session(T.into(), AGENT.into(), format!("{T}-2"), NOW + 2).await.unwrap());
+    assert_eq!(row(T).await.session_id, format!("{T}-2"), "a reset");
+    assert!(s.set_native_state(T.into(), AGENT.into(), Some("/w".into()), Some("running".into())).await.unwrap());
+    assert_eq!(row(T).await.native_state.as_deref(), Some("running"), "a native state");
+    s.touch_session(T.into(), AGENT.into(), Some("host-1".into()), NOW + 3).await.unwrap();
+    let touched = row(T).await;
+    assert_eq!((touched.host_id.as_deref(), touched.updated_at), (Some("host-1"), NOW + 3), "a touch");
+    let mut delivered = turn("hello", None);
+    (delivered.session_id, delivered.touch, delivered.host_id) = (format!("{T}-2"), true, Some("host-2".into()));
+    s.record_turn(delivered, NOW + 4).await.unwrap();
+    let turned = row(T).await;
+    assert_eq!((turned.host_id.as_deref(), turned.updated_at), (Some("host-2"), NOW + 4), "a turn");
+
+    ensure_session(s, W).await;
+    register(s, W, T, Provenance::Explicit, STORE, NOW).await;
+    record(s, req(human(T)), NOW + 5).await;
+    assert_eq!(row(W).await.host_id, None, "the watcher is hosted nowhere yet");
+    s.sweep_for_host(STORE.into(), Some("host-3".into()), NOW + 6).await.unwrap();
+    assert_eq!(row(W).await.host_id.as_deref(), Some("host-3"), "claimed by the sweep");
+}
+
 fn turn(text: &str, event: Option<AppendRequest>) -> sessionwatch_store::Turn {
     sessionwatch_store::Turn {
         session_key: T.into(),
