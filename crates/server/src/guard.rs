@@ -7,11 +7,8 @@
 //! `application/json` means a request a page can send without a CORS preflight never carries a body.
 
 use crate::error::ApiError;
-use crate::wire::host_error;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{Method, header};
-use axum::middleware::Next;
-use axum::response::Response;
 use std::sync::Arc;
 
 /// The hosts (`name` or `name:port`) requests may name in `Host` and `Origin`.
@@ -54,18 +51,9 @@ fn origin_authority(origin: &str) -> Option<&str> {
     Some(rest.split('/').next().unwrap_or(rest)).filter(|a| !a.is_empty())
 }
 
-pub(crate) async fn cross_site_guard(
-    State(allowed): State<AllowedHosts>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if let Err(e) = check(&allowed, &req) {
-        return host_error(e);
-    }
-    next.run(req).await
-}
-
-fn check(allowed: &AllowedHosts, req: &Request) -> Result<(), ApiError> {
+/// Refuses a request naming a host we do not answer to, from a foreign origin, or carrying a body
+/// that is not `application/json` (where the route expects JSON).
+pub(crate) fn check(allowed: &AllowedHosts, req: &Request) -> Result<(), ApiError> {
     let headers = req.headers();
     // A request without `Host` (HTTP/1.0, in-process calls) names no foreign host.
     if let Some(host) = headers.get(header::HOST) {

@@ -96,7 +96,7 @@ pub(crate) fn host_json(value: impl serde::Serialize) -> HostAnswer<Value> {
 impl IntoResponse for BodyRejection {
     fn into_response(self) -> Response {
         match self {
-            // Too large or cut off: axum's own answer, which `http::limit_body_size` turns into the JSON one.
+            // Too large or cut off: axum's own answer, which `http::edge` turns into the JSON one.
             BodyRejection::Unread(rejection) => rejection.into_response(),
             BodyRejection::Refused(e) => host_error(e),
         }
