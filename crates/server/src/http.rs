@@ -174,4 +174,3 @@ async fn discard_body(body: axum::body::Body) {
     };
     let _ = tokio::time::timeout(DISCARD_TIME, drain).await;
 }
-

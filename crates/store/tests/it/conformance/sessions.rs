@@ -175,13 +175,16 @@ pub async fn a_session_read_before_a_write_reads_as_written_after_it<S: Store>(h
     assert_eq!(row(T).await.goal_objective.as_deref(), Some("ship"), "a goal");
     assert!(s.reset_session(T.into(), AGENT.into(), format!("{T}-2"), NOW + 2).await.unwrap());
     assert_eq!(row(T).await.session_id, format!("{T}-2"), "a reset");
-    assert!(s.set_native_state(T.into(), AGENT.into(), Some("/w".into()), Some("running".into())).await.unwrap());
+    assert!(
+        s.set_native_state(T.into(), AGENT.into(), Some("/w".into()), Some("running".into())).await.unwrap()
+    );
     assert_eq!(row(T).await.native_state.as_deref(), Some("running"), "a native state");
     s.touch_session(T.into(), AGENT.into(), Some("host-1".into()), NOW + 3).await.unwrap();
     let touched = row(T).await;
     assert_eq!((touched.host_id.as_deref(), touched.updated_at), (Some("host-1"), NOW + 3), "a touch");
     let mut delivered = turn("hello", None);
-    (delivered.session_id, delivered.touch, delivered.host_id) = (format!("{T}-2"), true, Some("host-2".into()));
+    (delivered.session_id, delivered.touch, delivered.host_id) =
+        (format!("{T}-2"), true, Some("host-2".into()));
     s.record_turn(delivered, NOW + 4).await.unwrap();
     let turned = row(T).await;
     assert_eq!((turned.host_id.as_deref(), turned.updated_at), (Some("host-2"), NOW + 4), "a turn");
