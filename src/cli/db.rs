@@ -98,13 +98,13 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
     // One writer per database: every command holds the lock, `status` too (opening the store starts a
     // kernel that sweeps and prunes, and the store's writer folds when idle). Beside a running gateway,
     // reading goes through it.
-    let _lock = GatewayLock::acquire(&path).map_err(|e| match e {
+    let lock = GatewayLock::acquire(&path).map_err(|e| match e {
         sessionwatch_store::StoreError::Locked(held) => anyhow::anyhow!(
             "{held}\n(to read a session while that gateway runs, ask it: `sessionwatch status KEY`)"
         ),
         e => e.into(),
     })?;
-    let store = SqliteStore::open(&path, SqliteOptions::default())?;
+    let store = SqliteStore::open_locked(lock, SqliteOptions::default())?;
     let mut config = KernelConfig { store_identity: "sessionwatch".into(), ..KernelConfig::default() };
     if let DbCommand::Prune { days, max_rows } = &args.command {
         config.retention =

@@ -107,12 +107,12 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     // One writer per database: held while this process serves it; a gateway holding it is named.
-    let _lock = match GatewayLock::acquire(&path) {
+    let lock = match GatewayLock::acquire(&path) {
         Ok(lock) => lock,
         Err(StoreError::Locked(held)) => anyhow::bail!("{}", held_by(&config.data_dir, &path, &held)),
         Err(e) => return Err(e).context("cannot lock the database"),
     };
-    let store = SqliteStore::open(&path, SqliteOptions::default())
+    let store = SqliteStore::open_locked(lock, SqliteOptions::default())
         .with_context(|| format!("cannot open the database {}", path.display()))?;
     let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
     tracing::info!(database = %path.display(), caller = ?caller, "MCP on stdio, embedded gateway");

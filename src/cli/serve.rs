@@ -84,9 +84,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         None => {
             let path = config.sqlite_path();
-            // Held until we exit: a second gateway on this file refuses to start.
-            let _lock = GatewayLock::acquire(&path)?;
-            let store = SqliteStore::open(&path, SqliteOptions::default())?;
+            // Held by the store until we exit: a second gateway on this file refuses to start.
+            let store = SqliteStore::open_locked(GatewayLock::acquire(&path)?, SqliteOptions::default())?;
             let gateway = Gateway::start(store, config.clone(), Arc::new(SystemClock)).await;
             serve(listener, gateway, token, &config, &path.display().to_string()).await
         }

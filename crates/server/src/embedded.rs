@@ -14,7 +14,6 @@ pub struct Embedded {
     pub gateway: Arc<Gateway<SqliteStore>>,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
-    _lock: GatewayLock,
     _dir: tempfile::TempDir,
 }
 
@@ -24,8 +23,7 @@ impl Embedded {
         let config = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
         let db = dir.path().join("sessionwatch.db");
         // Its own temporary database, locked all the same: every in-process writer holds the lock.
-        let lock = GatewayLock::acquire(&db)?;
-        let store = SqliteStore::open(&db, SqliteOptions::default())?;
+        let store = SqliteStore::open_locked(GatewayLock::acquire(&db)?, SqliteOptions::default())?;
         let gateway = Gateway::start(store, config, Arc::new(SystemClock)).await;
         let token = crate::auth::load_or_create_token(dir.path())?;
         let state = Arc::new(AppState::new(gateway.clone(), Some(token.clone())));
@@ -35,7 +33,7 @@ impl Embedded {
         let server = tokio::spawn(crate::serve::run(listener, state, async {
             let _ = stopped.await;
         }));
-        Ok(Embedded { base, token, gateway, stop, server, _lock: lock, _dir: dir })
+        Ok(Embedded { base, token, gateway, stop, server, _dir: dir })
     }
 
     /// A client of this gateway over its loopback HTTP.

@@ -7,6 +7,11 @@
 //! process may share the database, a page is served from the tail only when the durable head row read in
 //! the same read transaction still says exactly what the entry says ([`HeadRow`]); otherwise
 //! the caller falls back to the range scan.
+//!
+//! A store that knows every commit to its file (SQLite holding the gateway lock: its writer is the only
+//! one, and its WAL hook counts the commits) may skip that read: an entry checked against the head row
+//! in a read that began after commit `n` is still the log's while no later commit happened
+//! ([`Tail::page_unchanged`]).
 
 use foldhash::{HashMap, HashMapExt};
 use sessionwatch_core::{ChangesPage, Limit, Millis, StoredEvent};
@@ -55,6 +60,9 @@ struct SessionTail {
     row: HeadRow,
     /// Contiguous sequences ending at `row.head`.
     events: VecDeque<Arc<StoredEvent>>,
+    /// The store's commit count taken before the read that last found `row` durable (0: never checked,
+    /// or changed since).
+    checked_at: u64,
 }
 
 /// Keyed by agent, then session key, so a lookup by `&str` needs no allocation.
@@ -85,11 +93,12 @@ impl Tail {
                 t.events.pop_front();
             }
             t.row = row;
+            t.checked_at = 0;
             return;
         }
         // New, or not the continuation of what is held (e.g. after another process's writes): start over
         // from this one event, which is exactly the log's tail.
-        let fresh = SessionTail { row, events: VecDeque::from([event.clone()]) };
+        let fresh = SessionTail { row, events: VecDeque::from([event.clone()]), checked_at: 0 };
         if sessions.insert(event.session_key.clone(), fresh).is_none() {
             let total: usize = agents.values().map(HashMap::len).sum();
             if total > SESSIONS {
@@ -124,6 +133,8 @@ impl Tail {
     }
 
     /// The page after `since` if the entry was derived from `durable` and holds every event after `since`.
+    /// `checked_at`: the store's commit count taken before `durable` was read, kept with the entry when
+    /// it matches (for [`page_unchanged`](Self::page_unchanged)).
     pub fn page(
         &self,
         key: &str,
@@ -131,20 +142,49 @@ impl Tail {
         since: u64,
         limit: Limit,
         durable: HeadRow,
+        checked_at: Option<u64>,
     ) -> Option<ChangesPage> {
-        let agents = self.lock();
-        let t = agents.get(agent)?.get(key)?;
+        let mut agents = self.lock();
+        let t = agents.get_mut(agent)?.get_mut(key)?;
         if t.row != durable {
             return None;
         }
-        let first = t.row.head + 1 - t.events.len() as u64;
+        if let Some(n) = checked_at {
+            t.checked_at = n;
+        }
+        t.page(since, limit)
+    }
+
+    /// The page after `since` without reading the head row: only when the entry was found durable in a
+    /// read that began after commit `commits` and the store has committed nothing since (`commits` is its
+    /// count now; the caller must know every commit to the file).
+    pub fn page_unchanged(
+        &self,
+        key: &str,
+        agent: &str,
+        since: u64,
+        limit: Limit,
+        commits: u64,
+    ) -> Option<ChangesPage> {
+        let agents = self.lock();
+        let t = agents.get(agent)?.get(key)?;
+        if t.checked_at == 0 || t.checked_at != commits {
+            return None;
+        }
+        t.page(since, limit)
+    }
+}
+
+impl SessionTail {
+    fn page(&self, since: u64, limit: Limit) -> Option<ChangesPage> {
+        let first = self.row.head + 1 - self.events.len() as u64;
         let after = since.saturating_add(1);
         if after < first {
             return None; // older than the tail: the range scan answers
         }
-        let skip = (after - first).min(t.events.len() as u64) as usize;
-        let rows = t.events.iter().skip(skip).take(limit.get() as usize + 1).cloned().collect();
-        Some(ChangesPage::assemble(rows, limit, since, t.row.head, t.row.floor))
+        let skip = (after - first).min(self.events.len() as u64) as usize;
+        let rows = self.events.iter().skip(skip).take(limit.get() as usize + 1).cloned().collect();
+        Some(ChangesPage::assemble(rows, limit, since, self.row.head, self.row.floor))
     }
 }
 

@@ -212,7 +212,7 @@ impl PostgresStore {
             let row = query_opt(&client, DURABLE_HEAD_ROW, &[&key, &agent]).await?;
             if let Some(r) = row {
                 let durable = HeadRow::moved_by_every_append(u(r.get(0)), u(r.get(1)), r.get(2));
-                if let Some(page) = self.inner.tail.page(key, agent, since, limit, durable) {
+                if let Some(page) = self.inner.tail.page(key, agent, since, limit, durable, None) {
                     return Ok(page);
                 }
             }

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 pub struct GatewayLock {
     _file: File,
     path: PathBuf,
+    /// The database it locks.
+    database: PathBuf,
 }
 
 impl GatewayLock {
@@ -43,11 +45,16 @@ impl GatewayLock {
         // Who holds it, for the next one's error message.
         file.set_len(0)?;
         writeln!(file, "{}", std::process::id())?;
-        Ok(GatewayLock { _file: file, path })
+        Ok(GatewayLock { _file: file, path, database: db.to_path_buf() })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The database this lock is for.
+    pub fn database(&self) -> &Path {
+        &self.database
     }
 }
 

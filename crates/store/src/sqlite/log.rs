@@ -10,6 +10,7 @@ use sessionwatch_core::{
     Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, RecordPolicy, StoredEvent,
 };
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
 const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, session_id, kind, actor_type, actor_id, run_id, \
@@ -272,11 +273,18 @@ impl SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Option<ChangesPage> {
+        if self.inner.exclusive {
+            let commits = self.inner.commits.load(Ordering::Acquire);
+            if let Some(page) = self.inner.tail.page_unchanged(key, agent, since, limit, commits) {
+                return Some(page);
+            }
+        }
         self.read_now(|c| self.tail_page(c, key, agent, since, limit)).flatten()
     }
 
     /// The page from the tail cache if it holds the session and the durable head row, read on `c`, still
-    /// says what its entry says (so another process's writes are never hidden).
+    /// says what its entry says (so another process's writes are never hidden). An exclusive store
+    /// notes the commit count taken before the read with the entry ([`crate::tail::Tail::page_unchanged`]).
     fn tail_page(
         &self,
         c: &Connection,
@@ -289,7 +297,9 @@ impl SqliteStore {
         if !tail.holds(key, agent) {
             return Ok(None); // a miss need not read the head row
         }
-        Ok(tail.page(key, agent, since, limit, head_row(c, key, agent)?))
+        // Taken before the read transaction begins, so the row read is at least as new as this count.
+        let checked_at = self.inner.exclusive.then(|| self.inner.commits.load(Ordering::Acquire));
+        Ok(tail.page(key, agent, since, limit, head_row(c, key, agent)?, checked_at))
     }
 
     pub(crate) fn changes_since_sync(

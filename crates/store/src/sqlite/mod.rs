@@ -34,6 +34,7 @@ use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use transaction::WriteTx;
@@ -96,8 +97,15 @@ struct Inner {
     transcript_lengths: Arc<sessions::TranscriptLengths>,
     /// Runs the WAL checkpoints the writer's commits ask for; stopped when the store closes.
     _checkpointer: checkpoint::Checkpointer,
-    /// Last: records the clean close once every connection above is closed.
+    /// The writer's commits so far (from 1), counted by its WAL hook.
+    commits: Arc<AtomicU64>,
+    /// Opened holding the gateway lock: no other process writes the file, so every commit is the
+    /// writer's and is counted; the session cache and the tail's unread pages rely on it.
+    exclusive: bool,
+    /// Records the clean close once every connection above is closed.
     _clean_close: clean_close::CleanClose,
+    /// Last: released once the store is closed.
+    _lock: Option<GatewayLock>,
 }
 
 impl Drop for Inner {
@@ -117,9 +125,20 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 impl SqliteStore {
     /// Opens (or creates) the database at `path`. A file that exists but is not a healthy sessionwatch
-    /// database is refused with a clear error and left untouched.
+    /// database is refused with a clear error and left untouched. Without the gateway lock, another
+    /// process may write the file meanwhile: nothing is served from memory that it could have changed.
     pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore> {
-        let path = path.as_ref().to_path_buf();
+        SqliteStore::open_with(path.as_ref().to_path_buf(), options, None)
+    }
+
+    /// Opens the database `lock` is for, holding the lock until the store is closed: the only writer of
+    /// the file, it keeps session rows between writes and answers recent pages unchanged since their
+    /// last check without reading (what `serve`, `mcp` and `db` open).
+    pub fn open_locked(lock: GatewayLock, options: SqliteOptions) -> Result<SqliteStore> {
+        SqliteStore::open_with(lock.database().to_path_buf(), options, Some(lock))
+    }
+
+    fn open_with(path: PathBuf, options: SqliteOptions, lock: Option<GatewayLock>) -> Result<SqliteStore> {
         let corrupt = |reason: String| StoreError::Corrupt { path: path.display().to_string(), reason };
         let exists = path.exists();
         // Taken away before anything else: a crash from here on leaves no record of a clean close.
@@ -173,10 +192,17 @@ impl SqliteStore {
         let checkpoint_conn = Connection::open_with_flags(&path, flags)?;
         configure(&checkpoint_conn, &options)?;
         let checkpointer = checkpoint::Checkpointer::start(checkpoint_conn)?;
+        let exclusive = lock.is_some();
         let sessions = Arc::new(session_cache::SessionCache::default());
-        sessions.attach(&writer)?;
-        let dropped = sessions.clone();
-        checkpointer.attach(&mut writer, move || dropped.committed())?;
+        if exclusive {
+            sessions.attach(&writer)?;
+        }
+        let commits = Arc::new(AtomicU64::new(1));
+        let (dropped, counted) = (sessions.clone(), commits.clone());
+        checkpointer.attach(&mut writer, move || {
+            dropped.committed();
+            counted.fetch_add(1, Ordering::Release);
+        })?;
         let mut readers = Vec::with_capacity(options.readers);
         for _ in 0..options.readers {
             readers.push(open_reader(&path, &options)?);
@@ -200,7 +226,10 @@ impl SqliteStore {
                 sessions,
                 transcript_lengths: Default::default(),
                 _checkpointer: checkpointer,
+                commits,
+                exclusive,
                 _clean_close: clean_close,
+                _lock: lock,
             }),
         })
     }
@@ -494,6 +523,12 @@ impl SessionStore for SqliteStore {
     }
 
     async fn get_session(&self, key: String, agent: String) -> Result<Option<SessionRow>> {
+        if !self.inner.exclusive {
+            if let Some(row) = self.read_now(|c| sessions::load_session(c, &key, &agent)) {
+                return Ok(row);
+            }
+            return self.blocking(move |s| s.get_session_sync(&key, &agent)).await;
+        }
         let cache = &self.inner.sessions;
         if let Some(row) = cache.get(&key, &agent) {
             return Ok(Some(row));
