@@ -10,7 +10,7 @@ fn link_from_row(r: &Row<'_>) -> rusqlite::Result<UpstreamLinkRow> {
     Ok(link_from_row!(r, get))
 }
 
-fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
+pub(super) fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
     Ok(c.prepare_cached(&format!(
         "SELECT {LINK_COLUMNS} FROM session_upstream_links WHERE session_key = ?1 AND agent_id = ?2"
     ))?
