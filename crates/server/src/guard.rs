@@ -28,9 +28,13 @@ impl AllowedHosts {
 
     /// True when `authority` (`host`, `host:port`, `[v6]:port`) names an allowed host.
     pub(crate) fn allows(&self, authority: &str) -> bool {
-        let authority = authority.trim().to_ascii_lowercase();
-        let name = host_name(&authority);
-        self.0.iter().any(|h| *h == authority || h.trim_start_matches('[').trim_end_matches(']') == name)
+        // Compared without case, not lowercased: every request asks, and a copy per request adds up.
+        let authority = authority.trim();
+        let name = host_name(authority);
+        self.0.iter().any(|h| {
+            h.eq_ignore_ascii_case(authority)
+                || h.trim_start_matches('[').trim_end_matches(']').eq_ignore_ascii_case(name)
+        })
     }
 }
 

@@ -75,7 +75,7 @@ fn tool_envelope(body: &Bytes) -> Result<ToolEnvelope, EnvelopeError> {
         serde_json::from_slice(body)
             .map_err(|e| EnvelopeError("invalid_request_error", format!("malformed JSON: {e}")))?
     };
-    let Value::Object(m) = &v else { return Err(bad("tools.invoke requires a JSON object body")) };
+    let Value::Object(mut m) = v else { return Err(bad("tools.invoke requires a JSON object body")) };
     const FIELDS: [&str; 8] =
         ["tool", "name", "args", "sessionKey", "action", "dryRun", "idempotencyKey", "agentId"];
     if let Some(k) = m.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -92,11 +92,9 @@ fn tool_envelope(body: &Bytes) -> Result<ToolEnvelope, EnvelopeError> {
         (Some(t), _) | (None, Some(t)) => t,
         (None, None) => return Err(bad("tools.invoke requires name")),
     };
-    let args = match m.get("args") {
-        None | Some(Value::Null) | Some(Value::Array(_)) => json!({}),
-        Some(a @ Value::Object(_)) => a.clone(),
-        Some(_) => return Err(bad("args must be an object")),
-    };
+    if !matches!(m.get("args"), None | Some(Value::Null | Value::Array(_) | Value::Object(_))) {
+        return Err(bad("args must be an object"));
+    }
     let dry_run = match m.get("dryRun") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -109,7 +107,14 @@ fn tool_envelope(body: &Bytes) -> Result<ToolEnvelope, EnvelopeError> {
     {
         return Err(bad(&format!("agentId \"{a}\" is not a valid agent id")));
     }
-    Ok(ToolEnvelope { tool, args, caller: text("sessionKey")?, agent, dry_run })
+    let caller = text("sessionKey")?;
+    // Taken out of the body, not copied: the body is not needed after this.
+    let args = match m.remove("args") {
+        Some(a @ Value::Object(_)) => a,
+        // Missing, null or an array (checked above): no arguments.
+        _ => json!({}),
+    };
+    Ok(ToolEnvelope { tool, args, caller, agent, dry_run })
 }
 
 fn tool_failure(status: StatusCode, kind: &str, message: &str) -> Response {
