@@ -10,7 +10,7 @@ fn link_from_row(r: &Row<'_>) -> rusqlite::Result<UpstreamLinkRow> {
     Ok(link_from_row!(r, get))
 }
 
-pub(super) fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
+fn load_link(c: &Connection, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
     Ok(c.prepare_cached(&format!(
         "SELECT {LINK_COLUMNS} FROM session_upstream_links WHERE session_key = ?1 AND agent_id = ?2"
     ))?
@@ -65,6 +65,11 @@ impl SqliteStore {
 
     pub(crate) fn get_link_sync(&self, key: &str, agent: &str) -> Result<Option<UpstreamLinkRow>> {
         self.read(|c| load_link(c, key, agent))
+    }
+
+    /// [`get_link_sync`](Self::get_link_sync) on a never-waiting reader ([`SqliteStore::read_now`]).
+    pub(crate) fn get_link_now(&self, key: &str, agent: &str) -> Option<Option<UpstreamLinkRow>> {
+        self.read_now(|c| load_link(c, key, agent))
     }
 
     pub(crate) fn watched_links_sync(&self) -> Result<Vec<UpstreamLinkRow>> {

@@ -680,7 +680,7 @@ impl Links for SqliteStore {
 
     async fn get_link(&self, key: String, agent: String) -> Result<Option<UpstreamLinkRow>> {
         // A point read by primary key, on every hook call of a CLI session: no hop to the blocking pool.
-        if let Some(link) = self.read_now(|c| links::load_link(c, &key, &agent)) {
+        if let Some(link) = self.get_link_now(&key, &agent) {
             return Ok(link);
         }
         self.blocking(move |s| s.get_link_sync(&key, &agent)).await
