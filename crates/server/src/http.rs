@@ -1,6 +1,6 @@
 //! HTTP: the router (`POST /tools/invoke`, the host API, the live stream, the nodes' API, the dashboard,
-//! `/mcp`, health and metrics) and the middlewares every route sits behind (auth, body limit, path
-//! decoding, timing, the cross-site guard). The handlers live with what they serve (`host_api.rs`,
+//! `/mcp`, health and metrics), bearer auth on the API routes, and the one middleware every route sits
+//! behind (`edge`: the cross-site guard, the body limit, path decoding, timing). The handlers live with what they serve (`host_api.rs`,
 //! `tool_invoke.rs`, `http_nodes.rs`, `sse.rs`, `dashboard/`, `mcp/`).
 
 use crate::error::ApiError;

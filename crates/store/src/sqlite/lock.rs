@@ -1,7 +1,9 @@
-//! One gateway per database file: an exclusive lock on `<db>.lock`, held for the life of the process.
+//! One gateway per database file: an exclusive lock on `<db>.lock`, held by the store opened with it
+//! (`SqliteStore::open_locked`) until it closes.
 //!
 //! Two processes serving one SQLite file each keep their own in-memory notice queues, so notices would be
-//! split between them silently. The lock is advisory (`flock`): the kernel releases it when the process
+//! split between them silently; and a store holding the lock keeps session rows and checked tail pages in
+//! memory, which only its own writer's commits may change. The lock is advisory (`flock`): the kernel releases it when the process
 //! dies, kill -9 included, so a stale lock file never blocks a restart. The file is never deleted
 //! (deleting a lock file races with the next process taking it).
 

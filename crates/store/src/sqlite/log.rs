@@ -273,7 +273,7 @@ impl SqliteStore {
         since: u64,
         limit: Limit,
     ) -> Option<ChangesPage> {
-        if self.inner.exclusive {
+        if self.inner.exclusive() {
             let commits = self.inner.commits.load(Ordering::Acquire);
             if let Some(page) = self.inner.tail.page_unchanged(key, agent, since, limit, commits) {
                 return Some(page);
@@ -298,7 +298,7 @@ impl SqliteStore {
             return Ok(None); // a miss need not read the head row
         }
         // Taken before the read transaction begins, so the row read is at least as new as this count.
-        let checked_at = self.inner.exclusive.then(|| self.inner.commits.load(Ordering::Acquire));
+        let checked_at = self.inner.exclusive().then(|| self.inner.commits.load(Ordering::Acquire));
         Ok(tail.page(key, agent, since, limit, head_row(c, key, agent)?, checked_at))
     }
 

@@ -99,13 +99,19 @@ struct Inner {
     _checkpointer: checkpoint::Checkpointer,
     /// The writer's commits so far (from 1), counted by its WAL hook.
     commits: Arc<AtomicU64>,
-    /// Opened holding the gateway lock: no other process writes the file, so every commit is the
-    /// writer's and is counted; the session cache and the tail's unread pages rely on it.
-    exclusive: bool,
     /// Records the clean close once every connection above is closed.
     _clean_close: clean_close::CleanClose,
-    /// Last: released once the store is closed.
-    _lock: Option<GatewayLock>,
+    /// Last: released once the store is closed. Held ([`Inner::exclusive`]): no other process writes
+    /// the file, so every commit is the writer's and is counted; the session cache and the tail's
+    /// unread pages rely on it.
+    lock: Option<GatewayLock>,
+}
+
+impl Inner {
+    /// Opened with [`SqliteStore::open_locked`]: the file's only writer.
+    fn exclusive(&self) -> bool {
+        self.lock.is_some()
+    }
 }
 
 impl Drop for Inner {
@@ -192,9 +198,8 @@ impl SqliteStore {
         let checkpoint_conn = Connection::open_with_flags(&path, flags)?;
         configure(&checkpoint_conn, &options)?;
         let checkpointer = checkpoint::Checkpointer::start(checkpoint_conn)?;
-        let exclusive = lock.is_some();
         let sessions = Arc::new(session_cache::SessionCache::default());
-        if exclusive {
+        if lock.is_some() {
             sessions.attach(&writer)?;
         }
         let commits = Arc::new(AtomicU64::new(1));
@@ -227,9 +232,8 @@ impl SqliteStore {
                 transcript_lengths: Default::default(),
                 _checkpointer: checkpointer,
                 commits,
-                exclusive,
                 _clean_close: clean_close,
-                _lock: lock,
+                lock,
             }),
         })
     }
@@ -523,22 +527,17 @@ impl SessionStore for SqliteStore {
     }
 
     async fn get_session(&self, key: String, agent: String) -> Result<Option<SessionRow>> {
-        if !self.inner.exclusive {
-            if let Some(row) = self.read_now(|c| sessions::load_session(c, &key, &agent)) {
-                return Ok(row);
-            }
-            return self.blocking(move |s| s.get_session_sync(&key, &agent)).await;
-        }
-        let cache = &self.inner.sessions;
-        if let Some(row) = cache.get(&key, &agent) {
+        let cache = self.inner.exclusive().then_some(&self.inner.sessions);
+        if let Some(row) = cache.and_then(|c| c.get(&key, &agent)) {
             return Ok(Some(row));
         }
-        let generation = cache.generation();
+        // Taken before the read: a row older than a commit that changed it is not kept.
+        let generation = cache.map(|c| c.generation());
         let row = match self.read_now(|c| sessions::load_session(c, &key, &agent)) {
             Some(row) => row,
             None => self.blocking(move |s| s.get_session_sync(&key, &agent)).await?,
         };
-        if let Some(row) = &row {
+        if let (Some(cache), Some(generation), Some(row)) = (cache, generation, &row) {
             cache.keep(generation, row);
         }
         Ok(row)

@@ -6,16 +6,16 @@
 //! read, so they are kept here and dropped when a write changes them.
 //!
 //! What drops them cannot be forgotten by a new write path: temporary triggers on the writer's
-//! connection (the only connection that writes while a gateway runs: the gateway lock keeps every other
-//! process out) name each session row a statement inserts, updates or deletes, and the writer's WAL hook
+//! connection (the only connection that writes the file: only a store opened with `open_locked`, holding
+//! the gateway lock, keeps rows) name each session row a statement inserts, updates or deletes, and the writer's WAL hook
 //! drops those rows once the commit is done, before any writer of the batch is answered. A reader that
 //! misses reads the database and keeps what it read only if no drop happened meanwhile (a generation
 //! counter), so a row read before a commit is never kept after the commit that changed it.
 
 use crate::SessionRow;
+use foldhash::{HashMap, HashMapExt};
 use rusqlite::Connection;
 use rusqlite::functions::FunctionFlags;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// At most this many rows are kept (about 0.5 KB each); a full cache starts over.
@@ -24,13 +24,30 @@ const CAPACITY: usize = 4096;
 /// The SQL function the triggers call with a changed row's key.
 const CHANGED_FN: &str = "sessionwatch_session_changed";
 
+/// A changed row's session key and agent.
 type Key = (String, String);
 
 #[derive(Default)]
 struct Rows {
-    rows: HashMap<Key, SessionRow>,
+    /// Keyed by agent, then session key (as the tail cache), so a lookup by `&str` needs no allocation.
+    agents: HashMap<String, HashMap<String, SessionRow>>,
+    /// Rows held in all.
+    len: usize,
     /// Moves with every drop: a read that began before it is not kept.
     generation: u64,
+}
+
+impl Rows {
+    fn remove(&mut self, key: &str, agent: &str) {
+        if let Some(sessions) = self.agents.get_mut(agent)
+            && sessions.remove(key).is_some()
+        {
+            self.len -= 1;
+            if sessions.is_empty() {
+                self.agents.remove(agent);
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -51,8 +68,7 @@ impl SessionCache {
 
     /// The kept row, if any.
     pub(crate) fn get(&self, key: &str, agent: &str) -> Option<SessionRow> {
-        // A borrowed lookup would need a key type of its own; two short strings cost less than a read.
-        self.lock().rows.get(&(key.to_string(), agent.to_string())).cloned()
+        self.lock().agents.get(agent)?.get(key).cloned()
     }
 
     /// The generation to pass to [`keep`](Self::keep): taken before the database is read.
@@ -67,10 +83,17 @@ impl SessionCache {
         if rows.generation != generation {
             return;
         }
-        if rows.rows.len() >= CAPACITY {
-            rows.rows.clear();
+        if rows.len >= CAPACITY {
+            rows.agents.clear();
+            rows.len = 0;
         }
-        rows.rows.insert((row.session_key.clone(), row.agent_id.clone()), row.clone());
+        if !rows.agents.contains_key(&row.agent_id) {
+            rows.agents.insert(row.agent_id.clone(), HashMap::new());
+        }
+        let Some(sessions) = rows.agents.get_mut(&row.agent_id) else { return };
+        if sessions.insert(row.session_key.clone(), row.clone()).is_none() {
+            rows.len += 1;
+        }
     }
 
     /// Called by the triggers, inside the writer's transaction.
@@ -87,8 +110,8 @@ impl SessionCache {
         }
         let mut rows = self.lock();
         rows.generation += 1;
-        for key in &changed {
-            rows.rows.remove(key);
+        for (key, agent) in &changed {
+            rows.remove(key, agent);
         }
     }
 
@@ -170,6 +193,12 @@ mod tests {
         for i in 0..CAPACITY + 10 {
             cache.keep(cache.generation(), &row(&format!("k{i}"), "x"));
         }
-        assert!(cache.lock().rows.len() <= CAPACITY);
+        let rows = cache.lock();
+        assert!(rows.len <= CAPACITY);
+        assert_eq!(
+            rows.len,
+            rows.agents.values().map(HashMap::len).sum::<usize>(),
+            "the count is the rows held"
+        );
     }
 }
