@@ -13,6 +13,8 @@ mod runs;
 mod schema;
 mod session_cache;
 mod sessions;
+#[cfg(test)]
+mod statement_tests;
 mod transaction;
 mod turn;
 mod watch;

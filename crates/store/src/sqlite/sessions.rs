@@ -160,15 +160,13 @@ impl SqliteStore {
         m: &NewMessage,
         now: Millis,
     ) -> Result<i64> {
-        let id: i64 = tx
-            .prepare_cached(
-                "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
-                 from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
-            )?
-            .query_row(
-                params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now],
-                |r| r.get(0),
-            )?;
+        // The id from the connection, not `RETURNING`: SQLite gathers returned rows in a temporary B-tree.
+        tx.prepare_cached(
+            "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
+             from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now])?;
+        let id = tx.last_insert_rowid();
         let count = || -> Result<i64> {
             Ok(tx
                 .prepare_cached(
@@ -207,15 +205,13 @@ impl SqliteStore {
     }
 
     pub(crate) fn push_inbox_op(tx: &Connection, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
-        Ok(tx
-            .prepare_cached(
-                "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-            )?
-            .query_row(
-                params![key, agent, item.run_id, item.from_session, item.text, item.created_at],
-                |r| r.get(0),
-            )?)
+        // The id from the connection, not `RETURNING` (see `append_message_op`).
+        tx.prepare_cached(
+            "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![key, agent, item.run_id, item.from_session, item.text, item.created_at])?;
+        Ok(tx.last_insert_rowid())
     }
 
     pub(crate) fn pending_inbox_op(c: &Connection, key: &str, agent: &str) -> Result<Vec<InboxItem>> {

@@ -294,6 +294,12 @@ impl Writer {
         drop(self.conn.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 
+    /// Runs `f` on the connection, holding it (tests: to look at what the jobs prepared on it).
+    #[cfg(test)]
+    pub fn with_connection<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
+        f(&self.hold().as_ref().expect("the store is open").conn)
+    }
+
     /// Holds the connection: queued jobs wait, so jobs submitted meanwhile share the next batch.
     #[cfg(test)]
     pub fn hold(&self) -> MutexGuard<'_, Option<Held>> {

@@ -671,3 +671,82 @@ async fn appends_are_committed_between_the_slices_of_a_prune() {
     assert!(report.events_by_cap >= 19_900, "{report:?}");
     assert!(during >= 8, "only {during} appends were committed while the slices ran");
 }
+
+/// The tables' CHECK constraints, as a database at schema `version` has them: (table, opcodes of a
+/// compiled insert of its defaults, which evaluates every CHECK).
+fn insert_programs(version: i64) -> Vec<(String, Vec<String>)> {
+    let mut c = rusqlite::Connection::open_in_memory().unwrap();
+    sessionwatch_store::sqlite::migrate_to(&mut c, version).unwrap();
+    let tables: Vec<String> = c
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    tables
+        .into_iter()
+        .map(|t| {
+            let ops = c
+                .prepare(&format!("EXPLAIN INSERT INTO \"{t}\" DEFAULT VALUES"))
+                .unwrap()
+                .query_map([], |r| r.get::<_, String>(1))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            (t, ops)
+        })
+        .collect()
+}
+
+/// No write checks a constraint by building a temporary B-tree (an `IN` list does: twice per cursor
+/// upsert, and glibc handed its freed pages back to the kernel with a TLB flush on every core).
+#[test]
+fn no_tables_check_builds_a_temporary_btree_on_a_write() {
+    let ephemeral = |version| -> Vec<String> {
+        let mut tables: Vec<String> = insert_programs(version)
+            .into_iter()
+            .filter(|(_, ops)| ops.iter().any(|op| op == "OpenEphemeral"))
+            .map(|(t, _)| t)
+            .collect();
+        tables.sort();
+        tables
+    };
+    assert_eq!(
+        ephemeral(10),
+        ["session_watch_cursors", "sessions"],
+        "schema 10 had the IN lists (the check can see them)"
+    );
+    assert_eq!(ephemeral(sessionwatch_store::sqlite::SCHEMA_VERSION), Vec::<String>::new());
+}
+
+/// A schema 10 database keeps its cursors and sessions (every column) through the rebuild that spells
+/// their CHECKs with `OR`, and the CHECKs still refuse what they refused.
+#[tokio::test]
+async fn a_schema_10_database_keeps_its_cursors_and_sessions_and_their_checks() {
+    let (store, path, _dir) = opened_from_schema(
+        10,
+        "INSERT INTO sessions (session_key, agent_id, session_id, kind, label, host_id, created_at, updated_at,
+           cwd, native_state) VALUES ('agent:main:a', 'main', 'sid-a', 'main', 'lbl', 'h1', 1, 2, '/w', 'waiting');
+         INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence,
+           notified_sequence, material_sequence, provenance, watcher_store_path, updated_at)
+           VALUES ('agent:main:main', 'agent:main:a', 1, 2, 3, 'workspace', '/s', 9);",
+    );
+    let row = store.get_session(KEY.into(), "main".into()).await.unwrap().expect("kept");
+    assert_eq!(
+        (row.session_id.as_str(), row.label.as_deref(), row.cwd.as_deref(), row.native_state.as_deref()),
+        ("sid-a", Some("lbl"), Some("/w"), Some("waiting"))
+    );
+    let cursor = store.cursor("agent:main:main".into(), KEY.into()).await.unwrap().expect("kept");
+    assert_eq!((cursor.last_seen, cursor.notified, cursor.material), (1, 2, 3));
+    assert_eq!(cursor.provenance.as_str(), "workspace");
+    drop(store);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let refused = |sql: &str| c.execute(sql, []).is_err();
+    assert!(refused(
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, provenance, updated_at)
+         VALUES ('w', 't', 'implicit', 1)"
+    ));
+    assert!(refused("UPDATE sessions SET native_state = 'asleep'"));
+    assert!(!refused("UPDATE sessions SET native_state = 'idle'"));
+}
