@@ -7,7 +7,8 @@ use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::policy::{fan_out, on_append, spawn_seed};
 use sessionwatch_core::{
-    Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, RecordPolicy, StoredEvent,
+    Actor, ActorType, AppendCursors, ChangesPage, Cursor, EventKind, Limit, Millis, NewEvent, Notice, RecordPolicy,
+    StoredEvent,
 };
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -145,25 +146,34 @@ pub(crate) const MOVE_HEAD: &str = "INSERT INTO session_state_heads \
      ON CONFLICT (session_key, agent_id) DO UPDATE SET head = ?3, updated_at = ?4, head_id = ?5, head_at = ?6";
 
 /// What an append does to the cursors on its session (spawn seeding, or the fan-out of a material event),
-/// as core decides; answers the notices it causes.
-fn append_cursors(
+/// as core decides from the cursors it reads: the cursors to write and the notices they cause.
+struct CursorMoves {
+    moved: Vec<(String, Cursor)>,
+    notices: Vec<Notice>,
+    /// A spawn seeded its producer's watchers (the target may have settled cursors now).
+    seeded: bool,
+}
+
+/// Reads what [`CursorMoves`] needs; writes nothing.
+fn cursor_moves(
     tx: &WriteTx<'_>,
-    stored: &StoredEvent,
+    e: &NewEvent,
+    sequence: u64,
     policy: &RecordPolicy,
     watcher_store: &str,
     now: Millis,
-) -> Result<Vec<Notice>> {
-    let target = &stored.session_key;
-    Ok(match on_append(stored.kind, target, policy) {
-        AppendCursors::Untouched => vec![],
+) -> Result<CursorMoves> {
+    let target = &e.session_key;
+    Ok(match on_append(e.kind, target, policy) {
+        AppendCursors::Untouched => CursorMoves { moved: vec![], notices: vec![], seeded: false },
         AppendCursors::Seed(watchers) => {
-            for watcher in &watchers {
-                let existing = watch::load_cursor(tx, watcher, target)?;
-                let seeded = spawn_seed(existing.as_ref(), stored.sequence, watcher_store, now);
-                watch::save_cursor(tx, watcher, target, &seeded)?;
+            let mut moved = Vec::with_capacity(watchers.len());
+            for watcher in watchers {
+                let existing = watch::load_cursor(tx, &watcher, target)?;
+                let seeded = spawn_seed(existing.as_ref(), sequence, watcher_store, now);
+                moved.push((watcher, seeded));
             }
-            tx.wrote_cursors_on(target);
-            vec![]
+            CursorMoves { moved, notices: vec![], seeded: true }
         }
         AppendCursors::FanOut => {
             // A target found without a settled cursor (none, or all pending) is not looked at again
@@ -177,12 +187,8 @@ fn append_cursors(
                 }
                 cursors
             };
-            let out =
-                fan_out(target, stored.actor.id.as_deref(), stored.sequence, watcher_store, now, cursors);
-            for (watcher, cursor) in &out.moved {
-                watch::save_cursor(tx, watcher, target, cursor)?;
-            }
-            out.notices
+            let out = fan_out(target, e.actor.id.as_deref(), sequence, watcher_store, now, cursors);
+            CursorMoves { moved: out.moved, notices: out.notices, seeded: false }
         }
     })
 }
@@ -217,6 +223,8 @@ impl SqliteStore {
             None => last_id(tx)?,
         };
         let (sequence, id) = ((before.head + 1) as i64, last_id + 1);
+        let cursors = cursor_moves(tx, &e, sequence as u64, &policy, &watcher_store, now)?;
+        // Every read is done: what fails from here is a write (a full disk, an I/O error).
         let stored = e.into_stored(sequence as u64, now);
         tx.with(STAGE, |st| {
             st.execute(params![
@@ -258,8 +266,13 @@ impl SqliteStore {
         if id % fold_every == 0 {
             fold_or_keep_staged(tx)?;
         }
-
-        let notices = append_cursors(tx, &stored, &policy, &watcher_store, now)?;
+        for (watcher, cursor) in &cursors.moved {
+            watch::save_cursor(tx, watcher, &stored.session_key, cursor)?;
+        }
+        if cursors.seeded {
+            tx.wrote_cursors_on(&stored.session_key);
+        }
+        let notices = cursors.notices;
         Ok((AppendOutcome::Recorded { event: Arc::new(stored), notices }, Some(row)))
     }
 

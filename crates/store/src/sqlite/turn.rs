@@ -1,5 +1,5 @@
-//! One turn delivered into a session, written in one job of the writer (one transaction): its run, its
-//! event, the session's host, its inbox item and transcript message.
+//! One turn delivered into a session, written in one job of the writer (one transaction): its event, its
+//! run, the session's host, its inbox item and transcript message.
 
 use super::sessions::TranscriptLengths;
 use super::transaction::WriteTx;
@@ -9,9 +9,13 @@ use crate::{AppendOutcome, Head, Result, Turn, TurnOutcome};
 use sessionwatch_core::Millis;
 
 impl SqliteStore {
-    /// The append runs under a savepoint: its failure rolls back only itself (and the writer's memory of
-    /// it), and the rest of the turn commits. Answers the turn and, when the event was recorded, the head
-    /// row it left for the tail cache.
+    /// The append goes first and alone may fail without failing the turn: it reads everything it needs
+    /// before its first write, so a refusal (a corrupt cursor row, a constraint) leaves no row behind
+    /// and the rest of the turn commits without the event (recording is best effort). An append that
+    /// fails after writing (a full disk, an I/O error) fails the turn: the writer rolls its transaction
+    /// back and every job in it hears "not recorded". No savepoint: one made every page the turn's
+    /// append touched, already written by an earlier job of the batch, be copied to a sub-journal first.
+    /// Answers the turn and, when the event was recorded, the head row it left for the tail cache.
     pub(crate) fn record_turn_op(
         tx: &WriteTx<'_>,
         lengths: &TranscriptLengths,
@@ -19,23 +23,17 @@ impl SqliteStore {
         now: Millis,
         fold_every: i64,
     ) -> Result<(TurnOutcome, Option<HeadRow>)> {
-        // The savepoint's statements are prepared once (`execute_batch` parsed them on every turn).
-        let savepoint = |sql: &'static str| tx.with(sql, |st| Ok(st.execute([])?));
         let (event, row) = match turn.event.take() {
             None => (None, None),
             Some(req) => {
-                savepoint("SAVEPOINT turn_event")?;
+                let changes = tx.total_changes();
                 match SqliteStore::append_op(tx, req, now, fold_every) {
-                    Ok((outcome, row)) => {
-                        savepoint("RELEASE turn_event")?;
-                        (Some(Ok(outcome)), row)
-                    }
-                    Err(e) => {
-                        savepoint("ROLLBACK TO turn_event")?;
-                        savepoint("RELEASE turn_event")?;
+                    Ok((outcome, row)) => (Some(Ok(outcome)), row),
+                    Err(e) if tx.total_changes() == changes && !tx.is_autocommit() => {
                         tx.forget();
                         (Some(Err(e)), None)
                     }
+                    Err(e) => return Err(e),
                 }
             }
         };

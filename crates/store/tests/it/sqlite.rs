@@ -750,3 +750,47 @@ async fn a_schema_10_database_keeps_its_cursors_and_sessions_and_their_checks() 
     assert!(refused("UPDATE sessions SET native_state = 'asleep'"));
     assert!(!refused("UPDATE sessions SET native_state = 'idle'"));
 }
+
+/// A turn whose append fails after its first write (here its head row refuses to move; in life a full
+/// disk) is not recorded at all: no event, inbox item or message of it is left, the caller hears an
+/// error, and the next turn numbers on from the last recorded event.
+#[tokio::test]
+async fn a_turn_whose_append_fails_half_done_is_not_recorded() {
+    use sessionwatch_core::Limit;
+    use sessionwatch_store::{AppendOutcome, Turn};
+    let (store, path, _dir) = opened_from_schema(sessionwatch_store::sqlite::SCHEMA_VERSION, "");
+    let turn = |text: &str| Turn {
+        session_key: KEY.into(),
+        agent_id: "main".into(),
+        session_id: "sid".into(),
+        text: text.into(),
+        run_id: None,
+        from_session: None,
+        run: None,
+        event: Some(human(KEY)),
+        touch: false,
+        host_id: None,
+    };
+    store.record_turn(turn("first"), 1_000).await.expect("recorded");
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute_batch(
+        "CREATE TRIGGER refuse BEFORE UPDATE ON session_state_heads \
+         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+    )
+    .unwrap();
+    assert!(store.record_turn(turn("second"), 2_000).await.is_err(), "the turn fails with its append");
+    let counts: Vec<(i64, i64, i64)> = rows3(
+        &path,
+        "SELECT (SELECT COUNT(*) FROM session_state_events_staged), (SELECT COUNT(*) FROM session_inbox), \
+         (SELECT COUNT(*) FROM session_messages)",
+    );
+    assert_eq!(counts, vec![(1, 1, 1)], "only the first turn is left");
+    raw.execute_batch("DROP TRIGGER refuse").unwrap();
+    let third = store.record_turn(turn("third"), 3_000).await.expect("recorded");
+    match third.event {
+        Some(Ok(AppendOutcome::Recorded { event, .. })) => assert_eq!(event.sequence, 2),
+        other => panic!("{other:?}"),
+    }
+    let page = store.changes_since(KEY.into(), "main".into(), 0, Limit::new(10).unwrap()).await.unwrap();
+    assert_eq!(page.events.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![1, 2]);
+}
