@@ -7,8 +7,8 @@ use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::policy::{fan_out, on_append, spawn_seed};
 use sessionwatch_core::{
-    Actor, ActorType, AppendCursors, ChangesPage, Cursor, EventKind, Limit, Millis, NewEvent, Notice, RecordPolicy,
-    StoredEvent,
+    Actor, ActorType, AppendCursors, ChangesPage, Cursor, EventKind, Limit, Millis, NewEvent, Notice,
+    RecordPolicy, StoredEvent,
 };
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

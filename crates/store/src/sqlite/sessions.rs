@@ -165,7 +165,16 @@ impl SqliteStore {
             "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
              from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
-        .execute(params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now])?;
+        .execute(params![
+            key,
+            agent,
+            m.session_id,
+            m.role,
+            m.text,
+            m.run_id,
+            m.from_session,
+            now
+        ])?;
         let id = tx.last_insert_rowid();
         let count = || -> Result<i64> {
             Ok(tx
@@ -256,15 +265,15 @@ impl SqliteStore {
         Ok(out)
     }
 
+    /// Read, then deleted when there is anything (the writer's transaction holds them meanwhile): a
+    /// `DELETE … RETURNING` built a temporary B-tree and a statement journal on every drain, most of
+    /// which find the inbox empty and now write nothing.
     pub(crate) fn take_inbox_op(tx: &Connection, key: &str, agent: &str) -> Result<Vec<InboxItem>> {
-        let mut items: Vec<InboxItem> = tx
-            .prepare_cached(
-                "DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2 \
-                 RETURNING id, run_id, from_session, text, created_at",
-            )?
-            .query_map(params![key, agent], inbox_item)?
-            .collect::<rusqlite::Result<_>>()?;
-        items.sort_by_key(|i| i.id);
+        let items = SqliteStore::pending_inbox_op(tx, key, agent)?;
+        if !items.is_empty() {
+            tx.prepare_cached("DELETE FROM session_inbox WHERE session_key = ?1 AND agent_id = ?2")?
+                .execute(params![key, agent])?;
+        }
         Ok(items)
     }
 }

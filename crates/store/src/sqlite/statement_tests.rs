@@ -28,10 +28,10 @@ fn prepared(conn: &Connection) -> Vec<String> {
     out
 }
 
-/// No statement that appends, delivers a turn or moves a cursor builds a temporary B-tree: each one's
-/// pages are allocated and freed as the statement ends, and glibc handed them back to the kernel with a
-/// TLB flush on every core (an `IN` list in a CHECK, twice per cursor upsert; `RETURNING`, on every
-/// transcript message and inbox item).
+/// No statement that appends, delivers a turn, moves a cursor or takes an inbox builds a temporary
+/// B-tree: each one's pages are allocated and freed as the statement ends, and glibc handed them back to
+/// the kernel with a TLB flush on every core (an `IN` list in a CHECK, twice per cursor upsert;
+/// `RETURNING`, on every transcript message, inbox item and drain).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writers_hot_statements_build_no_temporary_btree() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,10 +79,13 @@ async fn the_writers_hot_statements_build_no_temporary_btree() {
         };
         store.record_turn(turn, 10 + i as i64).await.unwrap();
     }
+    assert_eq!(store.take_inbox(child.into(), "main".into()).await.unwrap().len(), 3);
+    assert!(store.take_inbox(child.into(), "main".into()).await.unwrap().is_empty());
     store.inner.writer.with_connection(|conn| {
         let statements = prepared(conn);
         assert!(statements.iter().any(|s| s.contains("INSERT INTO session_watch_cursors")), "{statements:?}");
         assert!(statements.iter().any(|s| s.contains("INSERT INTO session_messages")), "{statements:?}");
+        assert!(statements.iter().any(|s| s.contains("DELETE FROM session_inbox")), "{statements:?}");
         for sql in statements.iter().filter(|s| !s.trim_start().starts_with("SELECT")) {
             let mut explain = conn.prepare(&format!("EXPLAIN {sql}")).unwrap();
             let mut rows = explain.raw_query(); // the parameters stay unbound: EXPLAIN does not run it
