@@ -5,6 +5,7 @@ use super::{Params, PostgresStore, execute, i, query, query_one, query_opt, u, w
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, Head, Result, StoreError, payload};
 use deadpool_postgres::GenericClient;
+use futures_util::future::{join, join3};
 use sessionwatch_core::policy::{fan_out, on_append, spawn_seed};
 use sessionwatch_core::{
     Actor, ActorType, AppendCursors, ChangesPage, EventKind, Limit, Millis, Notice, StoredEvent,
@@ -93,49 +94,44 @@ impl PostgresStore {
         now: Millis,
     ) -> Result<Staged> {
         let e = &req.event;
-        // Lock the session's head row first (creating it at 0 if new): every append to this session
-        // waits here, so sequences are allocated, and committed, in order. A new row that turns out not
-        // to be needed (duplicate, unwatched) goes away with the rollback.
-        // The floor cannot move before the commit: a prune waits for this row lock.
-        let (head, floor): (i64, i64) = {
-            let row = query_one(
-                &tx,
-                "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
-                 VALUES ($1, $2, 0, 0, $3) \
-                 ON CONFLICT (session_key, agent_id) DO UPDATE SET head = session_state_heads.head \
-                 RETURNING head, floor",
-                &[&e.session_key, &e.agent_id, &now],
-            )
-            .await?;
-            (row.get(0), row.get(1))
+        // Round trip 1 (pipelined; PostgreSQL runs them in this order): lock the session's head row
+        // (creating it at 0 if new), so every append to this session waits here and sequences are
+        // allocated, and committed, in order; then the dedupe and watched reads. A new row that turns out
+        // not to be needed (duplicate, unwatched) goes away with the rollback. The floor cannot move
+        // before the commit: a prune waits for this row lock.
+        let head_params: Params<'_> = &[&e.session_key, &e.agent_id, &now];
+        let lock_head = query_one(
+            &tx,
+            "INSERT INTO session_state_heads (session_key, agent_id, head, floor, updated_at) \
+             VALUES ($1, $2, 0, 0, $3) \
+             ON CONFLICT (session_key, agent_id) DO UPDATE SET head = session_state_heads.head \
+             RETURNING head, floor",
+            head_params,
+        );
+        let deduped = async {
+            let Some(dedupe) = &e.dedupe_key else { return Ok(None) };
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM session_state_events \
+                 WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
+            );
+            query_opt(&tx, &sql, &[&e.session_key, &e.agent_id, dedupe]).await
         };
-        if let Some(dedupe) = &e.dedupe_key {
-            let existing = query_opt(
-                &tx,
-                &format!(
-                    "SELECT {EVENT_COLUMNS} FROM session_state_events \
-                     WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
-                ),
-                &[&e.session_key, &e.agent_id, dedupe],
-            )
-            .await?;
-            if let Some(row) = existing {
-                let event = event_from_row(&row)?;
-                tx.rollback().await?;
-                return Ok(Staged::RolledBack(AppendOutcome::Duplicate(Box::new(event))));
-            }
+        let watched = async {
+            if req.policy.only_if_watched { watch::is_watched(&tx, &e.session_key).await } else { Ok(true) }
+        };
+        let (head_row, deduped, watched) = join3(lock_head, deduped, watched).await;
+        let head_row = head_row?;
+        let (head, floor): (i64, i64) = (head_row.get(0), head_row.get(1));
+        if let Some(row) = deduped? {
+            let event = event_from_row(&row)?;
+            tx.rollback().await?;
+            return Ok(Staged::RolledBack(AppendOutcome::Duplicate(Box::new(event))));
         }
-        if req.policy.only_if_watched && !watch::is_watched(&tx, &e.session_key).await? {
+        if !watched? {
             tx.rollback().await?;
             return Ok(Staged::RolledBack(AppendOutcome::Unwatched));
         }
         let sequence = head + 1;
-        execute(
-            &tx,
-            "UPDATE session_state_heads SET head = $3, updated_at = $4 WHERE session_key = $1 AND agent_id = $2",
-            &[&e.session_key, &e.agent_id, &sequence, &now],
-        )
-        .await?;
         let stored = e.stored(sequence as u64, now);
         let payload_json = payload::encode(&stored.payload);
         let params: Params<'_> = &[
@@ -152,14 +148,24 @@ impl PostgresStore {
             &payload_json,
             &stored.dedupe_key,
         ];
-        execute(
-            &tx,
-            "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
-             actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-            params,
+        // Round trip 2 (pipelined): the head moves and the event is written.
+        let (moved, inserted) = join(
+            execute(
+                &tx,
+                "UPDATE session_state_heads SET head = $3, updated_at = $4 WHERE session_key = $1 AND agent_id = $2",
+                &[&e.session_key, &e.agent_id, &sequence, &now],
+            ),
+            execute(
+                &tx,
+                "INSERT INTO session_state_events (session_key, agent_id, sequence, session_id, kind, actor_type, \
+                 actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                params,
+            ),
         )
-        .await?;
+        .await;
+        moved?;
+        inserted?;
 
         let notices = move_cursors(&tx, req, sequence as u64, now).await?;
         let notices = match &req.host_id {
