@@ -144,6 +144,10 @@ async fn edge<S: Store>(State(edge): State<Edge<S>>, req: Request, next: Next) -
         resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
         return resp;
     }
+    // A body without a declared length is only found too large while streaming, after the route gave
+    // up on it: it goes to the route through a task that then reads on and discards the rest.
+    let streamed = req.headers().contains_key(header::TRANSFER_ENCODING);
+    let req = if streamed { req.map(drained_when_dropped) } else { req };
     if percent_encoding::percent_decode_str(req.uri().path()).decode_utf8().is_err() {
         return error_response(
             StatusCode::BAD_REQUEST,
@@ -157,13 +161,40 @@ async fn edge<S: Store>(State(edge): State<Edge<S>>, req: Request, next: Next) -
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if resp.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json { too_large() } else { resp }
+    let mut resp =
+        if resp.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json { too_large() } else { resp };
+    if streamed && resp.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    resp
+}
+
+/// `body` as the route reads it, fed by a task that, once the route drops it unfinished (a 413), reads
+/// and drops the rest as [`discard_body`] does: a client that writes its whole chunked body before
+/// reading then reads the 413 instead of a reset.
+fn drained_when_dropped(body: axum::body::Body) -> axum::body::Body {
+    use futures::StreamExt;
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    tokio::spawn(async move {
+        let mut chunks = body.into_data_stream();
+        while let Some(chunk) = chunks.next().await {
+            if tx.send(chunk).await.is_err() {
+                discard_rest(chunks).await;
+                return;
+            }
+        }
+    });
+    axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
 }
 
 /// Reads and drops a refused body, up to [`DISCARD_BYTES`] within [`DISCARD_TIME`].
 async fn discard_body(body: axum::body::Body) {
+    discard_rest(body.into_data_stream()).await;
+}
+
+/// Reads and drops what is left of a body, up to [`DISCARD_BYTES`] within [`DISCARD_TIME`].
+async fn discard_rest(mut chunks: axum::body::BodyDataStream) {
     use futures::StreamExt;
-    let mut chunks = body.into_data_stream();
     let mut discarded = 0;
     let drain = async {
         while discarded < DISCARD_BYTES

@@ -173,3 +173,22 @@ async fn a_client_that_streams_a_whole_oversized_body_first_reads_the_413() {
     let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
 }
+
+/// The same, with the body still arriving well after the refusal: the rest of a streamed body is read
+/// and dropped as a declared one's is, so the client's last writes are taken and the 413 read (the
+/// connection was closed with the rest unread, and a client still writing was reset).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_oversized_body_still_arriving_after_the_refusal_is_taken_and_answered_413() {
+    let h = start(Limits::default()).await;
+    let mut tcp = invoke_head_sent(&h, "Transfer-Encoding: chunked", "").await;
+    let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "a".repeat(64 * 1024));
+    for i in 0..48 {
+        if i >= 40 {
+            tokio::time::sleep(Duration::from_millis(50)).await; // the refusal went out meanwhile
+        }
+        tcp.write_all(chunk.as_bytes()).await.expect("the whole body is taken");
+    }
+    tcp.write_all(b"0\r\n\r\n").await.expect("the end of the body is taken");
+    let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+}
