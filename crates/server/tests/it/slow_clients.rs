@@ -163,14 +163,7 @@ async fn a_client_that_writes_a_whole_oversized_body_first_reads_the_413() {
 /// The same for a body sent without a length (chunked), refused once 2 MB of it arrived.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_streams_a_whole_oversized_body_first_reads_the_413() {
-    let h = start(Limits::default()).await;
-    let mut tcp = invoke_head_sent(&h, "Transfer-Encoding: chunked", "").await;
-    let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "a".repeat(64 * 1024));
-    for _ in 0..48 {
-        tcp.write_all(chunk.as_bytes()).await.expect("the whole body is taken");
-    }
-    tcp.write_all(b"0\r\n\r\n").await.unwrap();
-    let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
+    let answer = streamed_oversized_body_answer(None).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
 }
 
@@ -179,16 +172,22 @@ async fn a_client_that_streams_a_whole_oversized_body_first_reads_the_413() {
 /// connection was closed with the rest unread, and a client still writing was reset).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_oversized_body_still_arriving_after_the_refusal_is_taken_and_answered_413() {
+    let answer = streamed_oversized_body_answer(Some(Duration::from_millis(50))).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+}
+
+/// Streams a 3 MB chunked invoke body, its last eight chunks `pause` apart (the refusal goes out
+/// meanwhile), and answers what the server wrote before closing.
+async fn streamed_oversized_body_answer(pause: Option<Duration>) -> String {
     let h = start(Limits::default()).await;
     let mut tcp = invoke_head_sent(&h, "Transfer-Encoding: chunked", "").await;
     let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "a".repeat(64 * 1024));
     for i in 0..48 {
-        if i >= 40 {
-            tokio::time::sleep(Duration::from_millis(50)).await; // the refusal went out meanwhile
+        if let Some(pause) = pause.filter(|_| i >= 40) {
+            tokio::time::sleep(pause).await;
         }
         tcp.write_all(chunk.as_bytes()).await.expect("the whole body is taken");
     }
     tcp.write_all(b"0\r\n\r\n").await.expect("the end of the body is taken");
-    let answer = read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer");
-    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    read_until_closed(&mut tcp, Duration::from_secs(5)).await.expect("closed after the answer")
 }
