@@ -139,10 +139,8 @@ async fn edge<S: Store>(State(edge): State<Edge<S>>, req: Request, next: Next) -
     };
     let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok());
     if declared.and_then(|v| v.trim().parse::<u64>().ok()).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        tokio::spawn(discard_body(req.into_body()));
-        let mut resp = too_large();
-        resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
-        return resp;
+        tokio::spawn(discard_rest(req.into_body().into_data_stream()));
+        return closing(too_large());
     }
     // A body without a declared length is only found too large while streaming, after the route gave
     // up on it: it goes to the route through a task that then reads on and discards the rest.
@@ -161,16 +159,21 @@ async fn edge<S: Store>(State(edge): State<Edge<S>>, req: Request, next: Next) -
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    let mut resp =
-        if resp.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json { too_large() } else { resp };
-    if streamed && resp.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    if resp.status() != StatusCode::PAYLOAD_TOO_LARGE {
+        return resp;
     }
+    let resp = if is_json { resp } else { too_large() };
+    if streamed { closing(resp) } else { resp }
+}
+
+/// `resp` with `Connection: close`: sent after a refused body, whose rest is being discarded.
+fn closing(mut resp: Response) -> Response {
+    resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     resp
 }
 
 /// `body` as the route reads it, fed by a task that, once the route drops it unfinished (a 413), reads
-/// and drops the rest as [`discard_body`] does: a client that writes its whole chunked body before
+/// and drops the rest ([`discard_rest`]): a client that writes its whole chunked body before
 /// reading then reads the 413 instead of a reset.
 fn drained_when_dropped(body: axum::body::Body) -> axum::body::Body {
     use futures::StreamExt;
@@ -185,11 +188,6 @@ fn drained_when_dropped(body: axum::body::Body) -> axum::body::Body {
         }
     });
     axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
-}
-
-/// Reads and drops a refused body, up to [`DISCARD_BYTES`] within [`DISCARD_TIME`].
-async fn discard_body(body: axum::body::Body) {
-    discard_rest(body.into_data_stream()).await;
 }
 
 /// Reads and drops what is left of a body, up to [`DISCARD_BYTES`] within [`DISCARD_TIME`].
