@@ -320,10 +320,7 @@ pub static SOURCE: crate::source::Source = crate::source::Source {
     upstream_kind: "claude-cli",
     candidates: list_files,
     entries: |_, files, step| crate::source::entries_per_file(files, step, entry_for),
-    adopt,
-    adopt_transcript: adopt_file,
-    check,
-    check_many: |jobs| crate::source::check_each(check, jobs),
+    links: crate::source::LinkOps::unbatched(adopt, adopt_file, check),
     hook: crate::source::HookSpec {
         cli: crate::hook::HookCli::Claude,
         aliases: &["claude-code"],

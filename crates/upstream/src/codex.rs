@@ -471,10 +471,7 @@ pub static SOURCE: crate::source::Source = crate::source::Source {
         let names = thread_names(homes);
         crate::source::entries_per_file(files, step, |f| entry_for(f, &names))
     },
-    adopt,
-    adopt_transcript: adopt_file,
-    check,
-    check_many: |jobs| crate::source::check_each(check, jobs),
+    links: crate::source::LinkOps::unbatched(adopt, adopt_file, check),
     hook: crate::source::HookSpec {
         cli: crate::hook::HookCli::Codex,
         aliases: &[],

@@ -323,10 +323,7 @@ pub static SOURCE: crate::source::Source = crate::source::Source {
     upstream_kind: "gemini-cli",
     candidates: list_files,
     entries: |_, files, step| entries(files, step),
-    adopt,
-    adopt_transcript: adopt_file,
-    check,
-    check_many: |jobs| crate::source::check_each(check, jobs),
+    links: crate::source::LinkOps::unbatched(adopt, adopt_file, check),
     hook: crate::source::HookSpec {
         cli: crate::hook::HookCli::Gemini,
         aliases: &["gemini-cli"],

@@ -335,7 +335,7 @@ pub fn adopt(homes: &Homes, catalog_id: CatalogId, thread_id: &str) -> Result<Ad
     {
         return Err(UpstreamError::InvalidThreadId(thread_id.to_string()));
     }
-    (catalog_id.source().adopt)(homes, thread_id)
+    (catalog_id.source().links.adopt)(homes, thread_id)
 }
 
 /// Adopts the transcript file a hook names (Claude Code, Codex, Gemini CLI and the Pi extension; the
@@ -345,13 +345,13 @@ pub fn adopt_transcript(
     thread_id: &str,
     file: &Path,
 ) -> Result<Adoption, UpstreamError> {
-    (catalog_id.source().adopt_transcript)(file, thread_id)
+    (catalog_id.source().links.adopt_transcript)(file, thread_id)
 }
 
 /// One monitoring tick for one link. Bounded in time (one 1 MiB window per JSONL source, one
 /// indicator query plus at most one session read for OpenCode).
 pub fn check(catalog_id: CatalogId, probe: &Probe<'_>) -> CheckOutcome {
-    (catalog_id.source().check)(probe)
+    (catalog_id.source().links.check)(probe)
 }
 
 /// One batched indicator query for many OpenCode links on one database; a session is read in
@@ -364,7 +364,7 @@ pub fn check_opencode_batch(db_path: &Path, probes: &[Probe<'_>]) -> Vec<CheckOu
 /// What the gateway's monitor and `sessionwatch node` both run. OpenCode links sharing a database are checked in one
 /// batched query; a panic in one check costs only that link.
 pub fn check_many(catalog: CatalogId, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
-    (catalog.source().check_many)(probes)
+    catalog.source().links.check_many(probes)
 }
 
 /// File path from a `{filePath}` reference (read on every tick of every file link: no JSON tree built).

@@ -659,10 +659,12 @@ pub static SOURCE: crate::source::Source = crate::source::Source {
         }
         out
     },
-    adopt,
-    adopt_transcript: adopt_db,
-    check: check_one,
-    check_many,
+    links: crate::source::LinkOps {
+        adopt,
+        adopt_transcript: adopt_db,
+        check: check_one,
+        check_many: Some(check_many),
+    },
     hook: crate::source::HookSpec {
         cli: crate::hook::HookCli::OpenCode,
         aliases: &[],

@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 
 /// Discovery's second half: the catalog entries of the candidates, calling `step` once per candidate.
 pub type EntriesFn = fn(&Homes, &[PathBuf], &mut dyn FnMut()) -> Vec<CatalogEntry>;
+/// Adoption of a session found in the homes.
+pub type AdoptFn = fn(&Homes, &str) -> Result<Adoption, UpstreamError>;
+/// Adoption of the transcript (or database) a hook names.
+pub type AdoptTranscriptFn = fn(&Path, &str) -> Result<Adoption, UpstreamError>;
+/// One tick for one link.
+pub type CheckFn = fn(&Probe<'_>) -> CheckOutcome;
+/// One tick for many links, in order.
+pub type CheckManyFn = fn(&[Probe<'_>]) -> Vec<CheckOutcome>;
 
 /// An upstream source: its names, catalog, adoption, tick check, hooks and installer.
 pub struct Source {
@@ -24,19 +32,41 @@ pub struct Source {
     pub candidates: fn(&Homes) -> Vec<PathBuf>,
     /// Discovery: the catalog entries of `candidates`; calls `step` once per candidate examined.
     pub entries: EntriesFn,
-    /// Finds a session in the homes and links it with a baseline marker at its current end.
-    pub adopt: fn(&Homes, &str) -> Result<Adoption, UpstreamError>,
-    /// Adopts the transcript (or database) a hook names; a JSONL file may not exist yet.
-    pub adopt_transcript: fn(&Path, &str) -> Result<Adoption, UpstreamError>,
-    /// One tick for one link.
-    pub check: fn(&Probe<'_>) -> CheckOutcome,
-    /// One tick for many links, in order (a source may batch them); a panic costs only its links.
-    pub check_many: fn(&[Probe<'_>]) -> Vec<CheckOutcome>,
+    /// Adoption and the tick check of its links.
+    pub links: LinkOps,
     pub hook: HookSpec,
     /// How `sessionwatch hooks install` puts the hooks in place.
     pub installer: Installer,
     /// The CLI version we test against (`major.minor`, tests/agents): `doctor` warns on another.
     pub tested_version: &'static str,
+}
+
+/// How a source adopts sessions and checks its links.
+pub struct LinkOps {
+    /// Finds a session in the homes and links it with a baseline marker at its current end.
+    pub adopt: AdoptFn,
+    /// Adopts the transcript (or database) a hook names; a JSONL file may not exist yet.
+    pub adopt_transcript: AdoptTranscriptFn,
+    /// One tick for one link.
+    pub check: CheckFn,
+    /// One tick for many links, in order, when the source batches them (`None`: `check` for each link,
+    /// `check_each`); a panic costs only its links.
+    pub check_many: Option<CheckManyFn>,
+}
+
+impl LinkOps {
+    /// A source that checks each link on its own (one file per link).
+    pub const fn unbatched(adopt: AdoptFn, adopt_transcript: AdoptTranscriptFn, check: CheckFn) -> LinkOps {
+        LinkOps { adopt, adopt_transcript, check, check_many: None }
+    }
+
+    /// One tick for many links, in order; a panic costs only its links.
+    pub(crate) fn check_many(&self, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
+        match self.check_many {
+            Some(batched) => batched(probes),
+            None => check_each(self.check, probes),
+        }
+    }
 }
 
 /// A source's hooks (or plugin/extension posting the same shapes).
@@ -113,7 +143,7 @@ pub(crate) fn entries_per_file(
 }
 
 /// Runs `check` for each probe in order; a panic costs only that probe's link.
-pub(crate) fn check_each(check: fn(&Probe<'_>) -> CheckOutcome, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
+fn check_each(check: CheckFn, probes: &[Probe<'_>]) -> Vec<CheckOutcome> {
     probes
         .iter()
         .map(|probe| {
