@@ -251,10 +251,7 @@ pub trait SessionStore: Send + Sync + 'static {
     /// given, is the writer's incarnation and must be the run's.
     fn finish_run(
         &self,
-        run_id: String,
-        status: String,
-        reply: Option<String>,
-        session_id: Option<String>,
+        request: FinishRunRequest,
         now: Millis,
     ) -> impl Future<Output = Result<FinishRun>> + Send;
 

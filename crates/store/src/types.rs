@@ -352,6 +352,17 @@ impl RunRow {
     }
 }
 
+/// A run's terminal outcome, as its writer reports it
+/// ([`SessionStore::finish_run`](crate::SessionStore::finish_run)).
+#[derive(Clone, Debug)]
+pub struct FinishRunRequest {
+    pub run_id: String,
+    pub status: String,
+    pub reply: Option<String>,
+    /// The writer's incarnation, when given: it must be the run's.
+    pub session_id: Option<String>,
+}
+
 /// What a terminal-outcome write did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FinishRun {

@@ -13,7 +13,7 @@ use sessionwatch_core::{
 };
 use sessionwatch_core::{HumanTurnSource, RecordPolicy};
 use sessionwatch_kernel::{RecordOutcome, Signal};
-use sessionwatch_store::{FinishRun, NewMessage, Store};
+use sessionwatch_store::{FinishRun, FinishRunRequest, NewMessage, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -258,10 +258,12 @@ impl<S: Store> Gateway<S> {
         let store = &self.store;
         let outcome = store
             .finish_run(
-                run_id.to_string(),
-                status.as_str().to_string(),
-                reply.clone(),
-                session_id,
+                FinishRunRequest {
+                    run_id: run_id.to_string(),
+                    status: status.as_str().to_string(),
+                    reply: reply.clone(),
+                    session_id,
+                },
                 self.now(),
             )
             .await?;

@@ -25,8 +25,8 @@ mod watch;
 pub use schema::{SCHEMA_VERSION, drop_schema};
 
 use crate::{
-    Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, HostSignal, InboxItem,
-    LinkUpsert, Links, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result,
+    Acknowledged, AppendOutcome, AppendRequest, FinishRun, FinishRunRequest, GroupCommits, Head, HostSignal,
+    InboxItem, LinkUpsert, Links, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result,
     RetentionPolicy, RunRow, SessionFilter, SessionRow, SessionStore, SignalLog, StoreError,
     TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge, WatchedLinks,
 };
@@ -492,15 +492,8 @@ impl SessionStore for PostgresStore {
         runs::load_run(&client, &run_id, false).await
     }
 
-    async fn finish_run(
-        &self,
-        run_id: String,
-        status: String,
-        reply: Option<String>,
-        session_id: Option<String>,
-        now: Millis,
-    ) -> Result<FinishRun> {
-        self.finish_run_pg(&run_id, &status, reply.as_deref(), session_id.as_deref(), now).await
+    async fn finish_run(&self, request: FinishRunRequest, now: Millis) -> Result<FinishRun> {
+        self.finish_run_pg(&request, now).await
     }
 
     async fn record_turn(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {

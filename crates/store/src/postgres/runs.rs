@@ -3,7 +3,7 @@
 
 use super::{PostgresStore, execute, query_opt};
 use crate::rows::RUN_COLUMNS;
-use crate::{FinishRun, Result, RunRow};
+use crate::{FinishRun, FinishRunRequest, Result, RunRow};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::Millis;
 
@@ -64,14 +64,8 @@ pub(crate) async fn create_run<C: GenericClient + Sync>(tx: &C, run: &RunRow) ->
 }
 
 impl PostgresStore {
-    pub(crate) async fn finish_run_pg(
-        &self,
-        run_id: &str,
-        status: &str,
-        reply: Option<&str>,
-        session_id: Option<&str>,
-        now: Millis,
-    ) -> Result<FinishRun> {
+    pub(crate) async fn finish_run_pg(&self, request: &FinishRunRequest, now: Millis) -> Result<FinishRun> {
+        let FinishRunRequest { run_id, status, reply, session_id } = request;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let Some(run) = load_run(&tx, run_id, true).await? else { return Ok(FinishRun::Unknown) };
@@ -85,7 +79,7 @@ impl PostgresStore {
         )
         .await?
         .map(|r| r.get(0));
-        if !run.may_be_finished_by(current.as_deref(), session_id) {
+        if !run.may_be_finished_by(current.as_deref(), session_id.as_deref()) {
             return Ok(FinishRun::NotOwner(run));
         }
         execute(

@@ -26,10 +26,10 @@ pub use schema::{SCHEMA_VERSION, migrate_to};
 
 use crate::tail::TailChange;
 use crate::{
-    Acknowledged, AppendOutcome, AppendRequest, FinishRun, GroupCommits, Head, InboxItem, LinkUpsert, Links,
-    NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result, RetentionPolicy, RunRow,
-    SessionFilter, SessionRow, SessionStore, SignalLog, StoreError, TranscriptMessage, Turn, TurnOutcome,
-    UpstreamLinkRow, WatchEdge, WatchedLinks,
+    Acknowledged, AppendOutcome, AppendRequest, FinishRun, FinishRunRequest, GroupCommits, Head, InboxItem,
+    LinkUpsert, Links, NewMessage, NewSession, NodeRow, PruneReport, RegisterOutcome, Result,
+    RetentionPolicy, RunRow, SessionFilter, SessionRow, SessionStore, SignalLog, StoreError,
+    TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge, WatchedLinks,
 };
 use crate::{SessionActivity, WatchRequest};
 use rusqlite::{Connection, OpenFlags};
@@ -639,18 +639,8 @@ impl SessionStore for SqliteStore {
         self.blocking(move |s| s.get_run_sync(&run_id)).await
     }
 
-    async fn finish_run(
-        &self,
-        run_id: String,
-        status: String,
-        reply: Option<String>,
-        session_id: Option<String>,
-        now: Millis,
-    ) -> Result<FinishRun> {
-        self.write_async(move |c| {
-            SqliteStore::finish_run_op(c, &run_id, &status, reply.as_deref(), session_id.as_deref(), now)
-        })
-        .await
+    async fn finish_run(&self, request: FinishRunRequest, now: Millis) -> Result<FinishRun> {
+        self.write_async(move |c| SqliteStore::finish_run_op(c, &request, now)).await
     }
 
     async fn record_turn(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {

@@ -2,7 +2,7 @@
 
 use super::SqliteStore;
 use crate::rows::RUN_COLUMNS;
-use crate::{FinishRun, Result, RunRow};
+use crate::{FinishRun, FinishRunRequest, Result, RunRow};
 use rusqlite::{Connection, OptionalExtension, params};
 use sessionwatch_core::Millis;
 
@@ -54,12 +54,10 @@ impl SqliteStore {
 
     pub(crate) fn finish_run_op(
         tx: &Connection,
-        run_id: &str,
-        status: &str,
-        reply: Option<&str>,
-        session_id: Option<&str>,
+        request: &FinishRunRequest,
         now: Millis,
     ) -> Result<FinishRun> {
+        let FinishRunRequest { run_id, status, reply, session_id } = request;
         let Some(run) = load_run(tx, run_id)? else { return Ok(FinishRun::Unknown) };
         if run.finished_at.is_some() {
             return Ok(FinishRun::AlreadyFinished(run));
@@ -71,7 +69,7 @@ impl SqliteStore {
                 |r| r.get(0),
             )
             .optional()?;
-        if !run.may_be_finished_by(current.as_deref(), session_id) {
+        if !run.may_be_finished_by(current.as_deref(), session_id.as_deref()) {
             return Ok(FinishRun::NotOwner(run));
         }
         tx.execute(

@@ -8,8 +8,8 @@ use sessionwatch_core::{
     RunStatus,
 };
 use sessionwatch_store::{
-    AppendRequest, InboxItem, NewMessage, NewSession, RetentionPolicy, RunRow, SessionFilter, SqliteOptions,
-    SqliteStore, Store, UpstreamLinkRow, WatchRequest,
+    AppendRequest, FinishRunRequest, InboxItem, NewMessage, NewSession, RetentionPolicy, RunRow,
+    SessionFilter, SqliteOptions, SqliteStore, Store, UpstreamLinkRow, WatchRequest,
 };
 
 const KEYS: &[&str] = &[
@@ -212,7 +212,8 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
             // Finish the newest run of the session, if any (run ids are random: find it by listing).
             let status = RunStatus::Ok.as_str().to_string();
             let sid = r.chance(50).then(|| format!("sid-{}", r.below(3)));
-            show(s.finish_run(format!("run-{}", r.below(4)), status, None, sid, now).await)
+            let run_id = format!("run-{}", r.below(4));
+            show(s.finish_run(FinishRunRequest { run_id, status, reply: None, session_id: sid }, now).await)
         }
         87 => {
             let link = UpstreamLinkRow {

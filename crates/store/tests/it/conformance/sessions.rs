@@ -2,7 +2,7 @@
 //! native state, and a delivered turn's one transaction.
 
 use super::*;
-use sessionwatch_store::RunRow;
+use sessionwatch_store::{FinishRunRequest, RunRow};
 
 /// An unfinished run `id` of `T`'s first incarnation, asked for by `W`.
 fn run_of_t(id: &str, created_at: Millis) -> RunRow {
@@ -76,7 +76,9 @@ pub async fn session_activity_and_the_pending_inbox<S: Store>(h: &Harness<S>) {
     s.ensure_session(session(T, Some(W)), NOW).await.unwrap();
     let run = |id: &str, created_at: Millis| RunRow { is_child: true, ..run_of_t(id, created_at) };
     s.create_run(run("r1", NOW)).await.unwrap();
-    s.finish_run("r1".into(), "error".into(), None, None, NOW + 1).await.unwrap();
+    let finish =
+        FinishRunRequest { run_id: "r1".into(), status: "error".into(), reply: None, session_id: None };
+    s.finish_run(finish, NOW + 1).await.unwrap();
     let ids = vec![(W.to_string(), AGENT.to_string()), (T.to_string(), AGENT.to_string())];
     let activity = s.session_activity(ids.clone()).await.unwrap();
     let mut children = vec![T.to_string(), T2.to_string()];
