@@ -3,7 +3,7 @@
 //! operation and answers through `wire`.
 
 use crate::error::{ApiError, ApiResult};
-use crate::gateway::{InboundTurn, NewSessionRequest};
+use crate::gateway::{InboundTurn, SessionSpec};
 use crate::hook_protocol::{HookAnswer, HookRequest, ToolUseJson};
 use crate::host_protocol::{
     ActorJson, AddMessageRequest, CatalogContinueRequest, CatalogJson, ClearGoalRequest, CompactedJson,
@@ -42,23 +42,25 @@ pub(crate) async fn create_session<S: Store>(
     State(state): State<Shared<S>>,
     Body(body): Body<CreateSessionRequest>,
 ) -> HostAnswer<SessionCreatedJson> {
-    let req = NewSessionRequest {
-        session_key: non_empty("body.sessionKey", &body.session_key)?.to_string(),
-        agent_id: body.agent_id.map(|s| s.trim().to_ascii_lowercase()),
-        chat_type: body.chat_type,
-        channel: body.channel,
-        label: body.label,
-        created_via: body.created_via,
+    let session_key = non_empty("body.sessionKey", &body.session_key)?;
+    let agent_id = body.agent_id.map(|s| s.trim().to_ascii_lowercase());
+    let spec = SessionSpec {
+        chat_type: body.chat_type.as_deref(),
+        channel: body.channel.as_deref(),
+        label: body.label.as_deref(),
+        spawned_by: None,
+        created_via: body.created_via.as_deref(),
         creator: body.creator.as_ref().map(|c| actor(Some(c), Actor::system())).transpose()?,
-        creator_label: body.creator.and_then(|c| c.label),
+        creator_label: body.creator.as_ref().and_then(|c| c.label.as_deref()),
         quiet: body.visibility.as_deref() == Some("draft") || body.incognito.unwrap_or(false),
     };
-    if let Some(agent) = &req.agent_id
+    if let Some(agent) = &agent_id
         && !sessionwatch_core::is_valid_agent_id(agent)
     {
         return Err(ApiError::invalid(format!("agentId \"{agent}\" is not a valid agent id")).into());
     }
-    Ok(Json(wire::session_created(&state.gateway.create_session(req).await?)))
+    let created = state.gateway.create_session(session_key, agent_id.as_deref(), spec).await?;
+    Ok(Json(wire::session_created(&created)))
 }
 
 pub(crate) async fn inbound<S: Store>(

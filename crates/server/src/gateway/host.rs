@@ -17,20 +17,6 @@ use sessionwatch_store::{FinishRun, FinishRunRequest, NewMessage, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `POST /v1/sessions`.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct NewSessionRequest {
-    pub session_key: String,
-    pub agent_id: Option<String>,
-    pub chat_type: Option<String>,
-    pub channel: Option<String>,
-    pub label: Option<String>,
-    pub created_via: Option<String>,
-    pub creator: Option<Actor>,
-    pub creator_label: Option<String>,
-    pub quiet: bool,
-}
-
 /// `POST /v1/sessions/{key}/inbound`.
 #[derive(Clone, Debug)]
 pub(crate) struct InboundTurn {
@@ -48,23 +34,15 @@ impl<S: Store> Gateway<S> {
         self.resolve(raw, &agent)
     }
 
-    pub(crate) async fn create_session(&self, req: NewSessionRequest) -> ApiResult<SessionCreated> {
-        let r = self.resolve_host_key(&req.session_key, req.agent_id.as_deref())?;
-        let (row, created) = self
-            .ensure_session(
-                &r,
-                SessionSpec {
-                    chat_type: req.chat_type.as_deref(),
-                    channel: req.channel.as_deref(),
-                    label: req.label.as_deref(),
-                    spawned_by: None,
-                    created_via: req.created_via.as_deref(),
-                    creator: req.creator.clone(),
-                    creator_label: req.creator_label.as_deref(),
-                    quiet: req.quiet,
-                },
-            )
-            .await?;
+    /// `POST /v1/sessions`.
+    pub(crate) async fn create_session(
+        &self,
+        session_key: &str,
+        agent_id: Option<&str>,
+        spec: SessionSpec<'_>,
+    ) -> ApiResult<SessionCreated> {
+        let r = self.resolve_host_key(session_key, agent_id)?;
+        let (row, created) = self.ensure_session(&r, spec).await?;
         Ok(SessionCreated { session: row, created })
     }
 

@@ -17,7 +17,7 @@ mod workspace;
 mod workspace_watch;
 
 pub(crate) use hooks::HookOutcome;
-pub(crate) use host::{InboundTurn, NewSessionRequest};
+pub(crate) use host::InboundTurn;
 pub(crate) use tools::{TOOL_NAMES, WRITING_TOOLS};
 
 use crate::config::{Config, GroupScope, Scope};
