@@ -1,8 +1,8 @@
 //! Shared fixtures: a database in a temp dir, a manual clock, and a kernel that can be restarted.
 
 use sessionwatch_core::{
-    HumanTurnSource, Limit, ManualClock, Millis, NewEvent, QueuedEvent, RecordPolicy, context_key,
-    notice_text,
+    HumanTurnSource, Limit, ManualClock, Millis, NewEvent, Provenance, QueuedEvent, RecordPolicy,
+    context_key, notice_text,
 };
 use sessionwatch_kernel::{Kernel, KernelConfig, RecordOutcome};
 use sessionwatch_store::{RetentionPolicy, SignalLog, SqliteOptions, SqliteStore};
@@ -47,6 +47,14 @@ impl Env {
     pub async fn start(&self) -> Kernel<SqliteStore> {
         Kernel::start(self.open(), self.clock.clone(), self.config.clone()).await
     }
+}
+
+/// A started kernel on a fresh store in which `watcher` watches `target` (explicitly).
+pub async fn watching(watcher: &str, target: &str) -> (Env, Kernel<SqliteStore>) {
+    let env = Env::new();
+    let k = env.start().await;
+    assert!(k.register_watch(watcher, target, Provenance::Explicit).await.is_watching());
+    (env, k)
 }
 
 /// A drained or peeked queue as (target, since) pairs, in queue order, from the typed notices; each

@@ -338,12 +338,10 @@ async fn a_failed_read_is_an_error_not_an_empty_page() {
 /// cursor pending, and the first drain after the store recovers delivers it exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_claim_delivers_nothing_and_keeps_the_notice() {
-    use crate::common::{human_turn, notices};
-    use sessionwatch_core::{Provenance, QueuedEvent};
+    use crate::common::{human_turn, notices, watching};
+    use sessionwatch_core::QueuedEvent;
     const W: &str = "agent:main:main";
-    let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
+    let (env, k) = watching(W, T).await;
     let human = || human_turn(&k, T);
     human().await;
     let other = QueuedEvent::other("Home created", "home:test");

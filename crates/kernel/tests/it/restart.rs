@@ -1,7 +1,7 @@
 //! Restart recovery: the in-memory queue is rebuilt from the durable cursors, exactly once per pending
 //! notice.
 
-use crate::common::{Env, human_turn, notices};
+use crate::common::{Env, human_turn, notices, watching};
 use sessionwatch_core::Provenance;
 use sessionwatch_kernel::RecordOutcome;
 
@@ -10,9 +10,7 @@ const T: &str = "agent:main:subagent:child";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_notice_survives_a_restart_exactly_once() {
-    let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
+    let (env, k) = watching(W, T).await;
     assert!(matches!(human_turn(&k, T).await, RecordOutcome::Recorded(_)));
     let before = k.peek(W);
     assert_eq!(notices(&before), vec![(T.to_string(), 0)]);

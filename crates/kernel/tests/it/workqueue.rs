@@ -3,7 +3,7 @@
 //! claims the notice through the present: work added before it is coalesced into the one notice, work
 //! added after it ("Add while processing") comes back exactly once, and then the queue is empty.
 
-use crate::common::{Env, human_sequence as human, notices};
+use crate::common::{Env, human_sequence as human, notices, watching};
 use sessionwatch_core::{Limit, Provenance};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -16,9 +16,7 @@ const T: &str = "agent:main:subagent:t";
 /// the queue is empty. `TestLen`: duplicate adds do not grow the queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reinsert_while_processing_comes_back_once_then_empty() {
-    let env = Env::new();
-    let k = env.start().await;
-    assert!(k.register_watch(W, T, Provenance::Explicit).await.is_watching());
+    let (_env, k) = watching(W, T).await;
     assert_eq!(human(&k, T).await, 1);
     // Added again (twice) while pending: the queue does not grow.
     human(&k, T).await;
