@@ -83,6 +83,14 @@ fn strings(v: &Value) -> Vec<String> {
     v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
 }
 
+/// A table of strings (a JSON object, a TOML table) as a map; `as_str` reads one value.
+fn string_map<'a, V: 'a>(
+    table: impl IntoIterator<Item = (&'a String, &'a V)>,
+    as_str: impl Fn(&V) -> Option<&str>,
+) -> BTreeMap<String, String> {
+    table.into_iter().map(|(k, v)| (k.clone(), as_str(v).unwrap().to_string())).collect()
+}
+
 fn server_of(name: &str, lang: &str, body: &str) -> Server {
     match lang {
         "sh" => {
@@ -109,12 +117,7 @@ fn server_of(name: &str, lang: &str, body: &str) -> Server {
             let s = v.get("mcpServers").or(v.get("mcp")).expect("mcpServers or mcp")["sessionwatch"].clone();
             assert!(s.is_object(), "{name}: a server named sessionwatch");
             if let Some(url) = s.get("url") {
-                let headers = s["headers"]
-                    .as_object()
-                    .unwrap()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                    .collect();
+                let headers = string_map(s["headers"].as_object().unwrap(), Value::as_str);
                 return Server::Http { url: url.as_str().unwrap().to_string(), headers, token_env: None };
             }
             match &s["command"] {
@@ -129,12 +132,7 @@ fn server_of(name: &str, lang: &str, body: &str) -> Server {
             let v: toml::Table = toml::from_str(body).unwrap_or_else(|e| panic!("{name}: {e}"));
             let s = &v["mcp_servers"]["sessionwatch"];
             if let Some(url) = s.get("url") {
-                let headers = s["http_headers"]
-                    .as_table()
-                    .unwrap()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                    .collect();
+                let headers = string_map(s["http_headers"].as_table().unwrap(), toml::Value::as_str);
                 let token_env = s.get("bearer_token_env_var").map(|t| t.as_str().unwrap().to_string());
                 return Server::Http { url: url.as_str().unwrap().to_string(), headers, token_env };
             }
