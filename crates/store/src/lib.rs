@@ -292,9 +292,7 @@ pub trait Links: Send + Sync + 'static {
     /// Compare-and-set on `updated_at`: advances the marker and resets the missing streak.
     fn advance_link_marker(
         &self,
-        session_key: String,
-        agent_id: String,
-        expected_updated_at: Millis,
+        link: LinkVersion,
         marker_json: String,
         now: Millis,
     ) -> impl Future<Output = Result<bool>> + Send;
@@ -302,9 +300,7 @@ pub trait Links: Send + Sync + 'static {
     /// Stores the missing streak (compare-and-set on `updated_at`, which it leaves unchanged).
     fn set_link_missing_streak(
         &self,
-        session_key: String,
-        agent_id: String,
-        expected_updated_at: Millis,
+        link: LinkVersion,
         streak: u32,
     ) -> impl Future<Output = Result<bool>> + Send;
 

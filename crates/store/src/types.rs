@@ -393,6 +393,27 @@ pub struct UpstreamLinkRow {
     pub updated_at: Millis,
 }
 
+impl UpstreamLinkRow {
+    /// The link as this row read it: what a compare-and-set on `updated_at` expects.
+    pub fn version(&self) -> LinkVersion {
+        LinkVersion {
+            session_key: self.session_key.clone(),
+            agent_id: self.agent_id.clone(),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// A link written last at `updated_at`: the compare-and-set of
+/// [`Links::advance_link_marker`](crate::Links::advance_link_marker) and
+/// [`Links::set_link_missing_streak`](crate::Links::set_link_missing_streak) writes only that version.
+#[derive(Clone, Debug)]
+pub struct LinkVersion {
+    pub session_key: String,
+    pub agent_id: String,
+    pub updated_at: Millis,
+}
+
 /// What [`crate::Links::watched_links_since`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchedLinks {

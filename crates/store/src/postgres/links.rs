@@ -2,7 +2,7 @@
 
 use super::{PostgresStore, execute, query_opt};
 use crate::rows::{LINK_COLUMNS, link_columns_of_l, link_from_row};
-use crate::{LinkUpsert, Result, UpstreamLinkRow};
+use crate::{LinkUpsert, LinkVersion, Result, UpstreamLinkRow};
 use deadpool_postgres::GenericClient;
 use sessionwatch_core::Millis;
 use tokio_postgres::Row;
@@ -97,31 +97,23 @@ impl PostgresStore {
 
     pub(crate) async fn advance_link_marker_pg(
         &self,
-        key: &str,
-        agent: &str,
-        expected: Millis,
+        link: &LinkVersion,
         marker: &str,
         now: Millis,
     ) -> Result<bool> {
         self.changed(
             "UPDATE session_upstream_links SET last_marker_json = $4, last_scanned_at = $5, updated_at = $5, \
              missing_streak = 0 WHERE session_key = $1 AND agent_id = $2 AND updated_at = $3",
-            &[&key, &agent, &expected, &marker, &now],
+            &[&link.session_key, &link.agent_id, &link.updated_at, &marker, &now],
         )
         .await
     }
 
-    pub(crate) async fn set_link_missing_streak_pg(
-        &self,
-        key: &str,
-        agent: &str,
-        expected: Millis,
-        streak: u32,
-    ) -> Result<bool> {
+    pub(crate) async fn set_link_missing_streak_pg(&self, link: &LinkVersion, streak: u32) -> Result<bool> {
         self.changed(
             "UPDATE session_upstream_links SET missing_streak = $4 \
              WHERE session_key = $1 AND agent_id = $2 AND updated_at = $3",
-            &[&key, &agent, &expected, &(streak as i64)],
+            &[&link.session_key, &link.agent_id, &link.updated_at, &(streak as i64)],
         )
         .await
     }

@@ -30,7 +30,7 @@ use crate::{
     RetentionPolicy, RunRow, SessionFilter, SessionRow, SessionStore, SignalLog, StoreError,
     TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge, WatchedLinks,
 };
-use crate::{SessionActivity, WatchRequest};
+use crate::{LinkVersion, SessionActivity, WatchRequest};
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice};
 use std::collections::HashMap;
@@ -530,25 +530,12 @@ impl Links for PostgresStore {
         self.delete_link_pg(&key, &agent).await
     }
 
-    async fn advance_link_marker(
-        &self,
-        key: String,
-        agent: String,
-        expected: Millis,
-        marker: String,
-        now: Millis,
-    ) -> Result<bool> {
-        self.advance_link_marker_pg(&key, &agent, expected, &marker, now).await
+    async fn advance_link_marker(&self, link: LinkVersion, marker: String, now: Millis) -> Result<bool> {
+        self.advance_link_marker_pg(&link, &marker, now).await
     }
 
-    async fn set_link_missing_streak(
-        &self,
-        key: String,
-        agent: String,
-        expected: Millis,
-        streak: u32,
-    ) -> Result<bool> {
-        self.set_link_missing_streak_pg(&key, &agent, expected, streak).await
+    async fn set_link_missing_streak(&self, link: LinkVersion, streak: u32) -> Result<bool> {
+        self.set_link_missing_streak_pg(&link, streak).await
     }
 
     async fn create_node(&self, name: String, token_sha256: String, now: Millis) -> Result<bool> {

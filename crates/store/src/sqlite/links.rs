@@ -2,7 +2,7 @@
 
 use super::SqliteStore;
 use crate::rows::{LINK_COLUMNS, link_columns_of_l, link_from_row};
-use crate::{LinkUpsert, Result, UpstreamLinkRow, WatchedLinks};
+use crate::{LinkUpsert, LinkVersion, Result, UpstreamLinkRow, WatchedLinks};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sessionwatch_core::Millis;
 
@@ -99,30 +99,26 @@ impl SqliteStore {
 
     pub(crate) fn advance_link_marker_op(
         tx: &Connection,
-        key: &str,
-        agent: &str,
-        expected: Millis,
+        link: &LinkVersion,
         marker: &str,
         now: Millis,
     ) -> Result<bool> {
         Ok(tx.execute(
             "UPDATE session_upstream_links SET last_marker_json = ?4, last_scanned_at = ?5, updated_at = ?5, \
              missing_streak = 0 WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
-            params![key, agent, expected, marker, now],
+            params![link.session_key, link.agent_id, link.updated_at, marker, now],
         )? > 0)
     }
 
     pub(crate) fn set_link_missing_streak_op(
         tx: &Connection,
-        key: &str,
-        agent: &str,
-        expected: Millis,
+        link: &LinkVersion,
         streak: u32,
     ) -> Result<bool> {
         Ok(tx.execute(
             "UPDATE session_upstream_links SET missing_streak = ?4 \
              WHERE session_key = ?1 AND agent_id = ?2 AND updated_at = ?3",
-            params![key, agent, expected, streak as i64],
+            params![link.session_key, link.agent_id, link.updated_at, streak as i64],
         )? > 0)
     }
 

@@ -31,7 +31,7 @@ use crate::{
     RetentionPolicy, RunRow, SessionFilter, SessionRow, SessionStore, SignalLog, StoreError,
     TranscriptMessage, Turn, TurnOutcome, UpstreamLinkRow, WatchEdge, WatchedLinks,
 };
-use crate::{SessionActivity, WatchRequest};
+use crate::{LinkVersion, SessionActivity, WatchRequest};
 use rusqlite::{Connection, OpenFlags};
 use sessionwatch_core::{AgentSessionKey, ChangesPage, Cursor, Limit, Millis, Notice};
 use std::collections::HashMap;
@@ -700,29 +700,12 @@ impl Links for SqliteStore {
         self.write_async(move |c| SqliteStore::delete_link_op(c, &key, &agent)).await
     }
 
-    async fn advance_link_marker(
-        &self,
-        key: String,
-        agent: String,
-        expected: Millis,
-        marker: String,
-        now: Millis,
-    ) -> Result<bool> {
-        self.write_async(move |c| {
-            SqliteStore::advance_link_marker_op(c, &key, &agent, expected, &marker, now)
-        })
-        .await
+    async fn advance_link_marker(&self, link: LinkVersion, marker: String, now: Millis) -> Result<bool> {
+        self.write_async(move |c| SqliteStore::advance_link_marker_op(c, &link, &marker, now)).await
     }
 
-    async fn set_link_missing_streak(
-        &self,
-        key: String,
-        agent: String,
-        expected: Millis,
-        streak: u32,
-    ) -> Result<bool> {
-        self.write_async(move |c| SqliteStore::set_link_missing_streak_op(c, &key, &agent, expected, streak))
-            .await
+    async fn set_link_missing_streak(&self, link: LinkVersion, streak: u32) -> Result<bool> {
+        self.write_async(move |c| SqliteStore::set_link_missing_streak_op(c, &link, streak)).await
     }
 
     async fn create_node(&self, name: String, token_sha256: String, now: Millis) -> Result<bool> {

@@ -8,7 +8,7 @@ use sessionwatch_core::{
     RunStatus,
 };
 use sessionwatch_store::{
-    AppendRequest, FinishRunRequest, InboxItem, NewMessage, NewSession, RetentionPolicy, RunRow,
+    AppendRequest, FinishRunRequest, InboxItem, LinkVersion, NewMessage, NewSession, RetentionPolicy, RunRow,
     SessionFilter, SqliteOptions, SqliteStore, Store, UpstreamLinkRow, WatchRequest,
 };
 
@@ -236,10 +236,17 @@ async fn apply<S: Store>(s: &S, op: u64, r: &mut Rng, now: Millis) -> String {
         89 if r.chance(50) => show(s.watched_links().await),
         89 => show(s.links_of_host("node:box".into()).await),
         90 => show(
-            s.advance_link_marker(k.into(), agent, now - r.below(2) as i64, "{\"offset\":9}".into(), now)
-                .await,
+            s.advance_link_marker(
+                LinkVersion { session_key: k.into(), agent_id: agent, updated_at: now - r.below(2) as i64 },
+                "{\"offset\":9}".into(),
+                now,
+            )
+            .await,
         ),
-        91 => show(s.set_link_missing_streak(k.into(), agent, now, r.below(4) as u32).await),
+        91 => {
+            let link = LinkVersion { session_key: k.into(), agent_id: agent, updated_at: now };
+            show(s.set_link_missing_streak(link, r.below(4) as u32).await)
+        }
         92 => show(s.delete_link(k.into(), agent).await),
         93..=94 => show(s.get_run(format!("run-{}", r.below(4))).await),
         _ => {

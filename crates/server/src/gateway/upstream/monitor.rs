@@ -243,10 +243,7 @@ impl<S: Store> Gateway<S> {
     async fn break_missing_streak(&self, w: &Work) {
         let link = &w.link;
         if link.missing_streak > 0
-            && let Err(e) = self
-                .store
-                .set_link_missing_streak(link.session_key.clone(), link.agent_id.clone(), link.updated_at, 0)
-                .await
+            && let Err(e) = self.store.set_link_missing_streak(link.version(), 0).await
         {
             tracing::warn!(error = %e, session = %link.session_key, "resetting the missing streak failed");
         }
@@ -290,16 +287,7 @@ impl<S: Store> Gateway<S> {
                 }
             }
         }
-        let advanced = self
-            .store
-            .advance_link_marker(
-                link.session_key.clone(),
-                link.agent_id.clone(),
-                link.updated_at,
-                next_marker_json,
-                self.now(),
-            )
-            .await;
+        let advanced = self.store.advance_link_marker(link.version(), next_marker_json, self.now()).await;
         match advanced {
             Ok(true) => report.advanced += 1,
             Ok(false) => {
@@ -337,14 +325,7 @@ impl<S: Store> Gateway<S> {
             return;
         }
         let streak = (current.missing_streak + 1).min(MISSING_THRESHOLD);
-        let set_streak = |streak| {
-            store.set_link_missing_streak(
-                link.session_key.clone(),
-                link.agent_id.clone(),
-                link.updated_at,
-                streak,
-            )
-        };
+        let set_streak = |streak| store.set_link_missing_streak(link.version(), streak);
         if streak < MISSING_THRESHOLD {
             match set_streak(streak).await {
                 Ok(true) => {}

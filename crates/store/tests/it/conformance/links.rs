@@ -1,6 +1,12 @@
 //! Conformance checks of `Links`: upstream links and their markers, remote nodes.
 
 use super::*;
+use sessionwatch_store::LinkVersion;
+
+/// T's link as last written at `updated_at`.
+fn t_at(updated_at: Millis) -> LinkVersion {
+    LinkVersion { session_key: T.into(), agent_id: AGENT.into(), updated_at }
+}
 
 pub async fn nodes_are_found_by_token_and_revoked<S: Store>(h: &Harness<S>) {
     let s = &h.store;
@@ -50,12 +56,10 @@ pub async fn links_keep_their_marker_by_compare_and_set<S: Store>(h: &Harness<S>
     assert_eq!(s.upsert_link(same).await.unwrap(), LinkUpsert::Kept);
     assert_eq!(get().await, Some(link.clone()), "the same source keeps its marker");
 
-    assert!(!s.advance_link_marker(T.into(), AGENT.into(), NOW + 5, "{}".into(), NOW + 6).await.unwrap());
-    assert!(
-        s.advance_link_marker(T.into(), AGENT.into(), NOW, r#"{"offset":2}"#.into(), NOW + 6).await.unwrap()
-    );
-    assert!(!s.set_link_missing_streak(T.into(), AGENT.into(), NOW, 3).await.unwrap(), "a stale read");
-    assert!(s.set_link_missing_streak(T.into(), AGENT.into(), NOW + 6, 3).await.unwrap());
+    assert!(!s.advance_link_marker(t_at(NOW + 5), "{}".into(), NOW + 6).await.unwrap());
+    assert!(s.advance_link_marker(t_at(NOW), r#"{"offset":2}"#.into(), NOW + 6).await.unwrap());
+    assert!(!s.set_link_missing_streak(t_at(NOW), 3).await.unwrap(), "a stale read");
+    assert!(s.set_link_missing_streak(t_at(NOW + 6), 3).await.unwrap());
     let advanced = get().await.unwrap();
     assert_eq!(
         (
@@ -66,11 +70,7 @@ pub async fn links_keep_their_marker_by_compare_and_set<S: Store>(h: &Harness<S>
         ),
         (r#"{"offset":2}"#, Some(NOW + 6), NOW + 6, 3)
     );
-    assert!(
-        s.advance_link_marker(T.into(), AGENT.into(), NOW + 6, r#"{"offset":3}"#.into(), NOW + 7)
-            .await
-            .unwrap()
-    );
+    assert!(s.advance_link_marker(t_at(NOW + 6), r#"{"offset":3}"#.into(), NOW + 7).await.unwrap());
     assert_eq!(get().await.unwrap().missing_streak, 0, "an advance resets the streak");
 
     let moved = UpstreamLinkRow { thread_id: "thread-2".into(), updated_at: NOW + 8, ..link.clone() };
@@ -146,12 +146,10 @@ pub async fn watched_links_since_reads_again_after_every_change<S: Store>(h: &Ha
     register(s, W2, T2, Provenance::Explicit, STORE, NOW).await;
     unchanged(v).await;
 
-    assert!(
-        s.advance_link_marker(T.into(), AGENT.into(), NOW, r#"{"offset":2}"#.into(), NOW + 2).await.unwrap()
-    );
+    assert!(s.advance_link_marker(t_at(NOW), r#"{"offset":2}"#.into(), NOW + 2).await.unwrap());
     let (links, v) = read(v).await;
     assert_eq!(links[0].marker_json, r#"{"offset":2}"#);
-    assert!(s.set_link_missing_streak(T.into(), AGENT.into(), NOW + 2, 1).await.unwrap());
+    assert!(s.set_link_missing_streak(t_at(NOW + 2), 1).await.unwrap());
     let (links, v) = read(v).await;
     assert_eq!(links[0].missing_streak, 1);
     s.upsert_link(link(T2)).await.unwrap();
