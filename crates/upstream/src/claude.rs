@@ -276,14 +276,7 @@ fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError
         extra.insert(jsonl::AWAITING_FILE.into(), Value::Bool(true));
         jsonl::JsonlMarker { offset: 0, humans: Some(0), extra, ..Default::default() }
     };
-    Ok(Adoption {
-        entry,
-        link: UpstreamLink::new(
-            CatalogId::Claude,
-            &json!({ "filePath": file.to_string_lossy() }),
-            marker.to_json(),
-        ),
-    })
+    Ok(Adoption { entry, link: UpstreamLink::to_file(CatalogId::Claude, file, marker.to_json()) })
 }
 
 pub fn check(probe: &Probe<'_>) -> CheckOutcome {

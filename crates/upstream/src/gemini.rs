@@ -245,14 +245,7 @@ fn link_file(entry: CatalogEntry, file: &Path) -> Result<Adoption, UpstreamError
     } else {
         jsonl::JsonlMarker { offset: 0, humans: Some(0), ..Default::default() }
     };
-    Ok(Adoption {
-        entry,
-        link: UpstreamLink::new(
-            CatalogId::Gemini,
-            &json!({ "filePath": file.to_string_lossy() }),
-            marker.to_json(),
-        ),
-    })
+    Ok(Adoption { entry, link: UpstreamLink::to_file(CatalogId::Gemini, file, marker.to_json()) })
 }
 
 pub fn check(probe: &Probe<'_>) -> CheckOutcome {

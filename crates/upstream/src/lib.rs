@@ -223,6 +223,11 @@ impl UpstreamLink {
             marker_json,
         }
     }
+
+    /// A link to the session in `file`, located by the file alone (`{filePath}`).
+    pub fn to_file(catalog_id: CatalogId, file: &Path, marker_json: String) -> UpstreamLink {
+        UpstreamLink::new(catalog_id, &serde_json::json!({ "filePath": file.to_string_lossy() }), marker_json)
+    }
 }
 
 /// Result of adopting a native session.
