@@ -156,6 +156,14 @@ pub fn stream_row<R: Read>(r: R, lim: StreamLimits) -> io::Result<StreamedRow> {
     }
 }
 
+/// A container may open inside `stack` only below `MAX_DEPTH`.
+fn room_to_nest(stack: &[Frame]) -> Result<(), Stop> {
+    if stack.len() >= MAX_DEPTH {
+        return Err(Stop::Invalid { at_newline: false });
+    }
+    Ok(())
+}
+
 fn invalid(b: u8) -> Stop {
     Stop::Invalid { at_newline: b == b'\n' }
 }
@@ -188,9 +196,7 @@ fn parse_value<R: Read>(src: &mut Src<R>, budget: &mut Budget, first: u8) -> Res
         // Parse one value starting at byte `b` (already consumed), or open a container.
         let mut value: Value = match b {
             b'{' => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(Stop::Invalid { at_newline: false });
-                }
+                room_to_nest(&stack)?;
                 let c = skip_ws(src)?;
                 if c == b'}' {
                     Value::Object(Map::new())
@@ -205,9 +211,7 @@ fn parse_value<R: Read>(src: &mut Src<R>, budget: &mut Budget, first: u8) -> Res
                 }
             }
             b'[' => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(Stop::Invalid { at_newline: false });
-                }
+                room_to_nest(&stack)?;
                 let c = skip_ws(src)?;
                 if c == b']' {
                     Value::Array(Vec::new())
