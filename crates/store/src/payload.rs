@@ -3,24 +3,23 @@
 //! what the wire shows as an event's `payload` ([`PayloadJson`], used by both).
 
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 use sessionwatch_core::{Payload, RunOutcome};
 
 /// An event's payload as JSON: the stored column and the wire's `payload` field.
+/// Every field may be missing, and an empty one is left out.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PayloadJson {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub outcome: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub channel: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub turns: Option<u32>,
     /// `files_changed`: paths relative to the workspace's worktree.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
     /// `head_moved`: where HEAD was and is.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub to: Option<String>,
 }
 
