@@ -211,22 +211,30 @@ impl GoalChange {
     }
 }
 
-/// An event to append. Build it with the constructors, which fix kind, actor, summary, payload and
-/// dedupe key together so every producer writes the same shape.
+/// An event of a session's log, before it is appended ([`NewEvent`]) or as stored ([`StoredEvent`]): the
+/// two differ only in the sequence the append gives it and the occurred-at the append clamps.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NewEvent {
+pub struct Event<Sequence, OccurredAt> {
+    pub sequence: Sequence,
     pub session_key: String,
     pub agent_id: String,
     pub session_id: Option<String>,
     pub kind: EventKind,
     pub actor: Actor,
     pub run_id: Option<String>,
-    /// Raw occurred-at from the producer; clamped on append.
-    pub occurred_at: Option<Millis>,
+    pub occurred_at: OccurredAt,
     pub summary: String,
     pub payload: Payload,
     pub dedupe_key: Option<String>,
 }
+
+/// An event to append: no sequence yet, and the producer's raw occurred-at (clamped on append). Build it
+/// with the constructors, which fix kind, actor, summary, payload and dedupe key together so every
+/// producer writes the same shape.
+pub type NewEvent = Event<(), Option<Millis>>;
+
+/// An event as stored in the log: its sequence and its clamped occurred-at.
+pub type StoredEvent = Event<u64, Millis>;
 
 /// The builder setters of the fields a producer adds after a constructor: `with_x(v)` sets `x` to `v`.
 macro_rules! optional_field_setters {
@@ -249,6 +257,7 @@ impl NewEvent {
         summary: String,
     ) -> NewEvent {
         NewEvent {
+            sequence: (),
             session_key: session_key.to_string(),
             agent_id: agent_id.to_string(),
             session_id: None,
@@ -416,22 +425,6 @@ fn normalize_channel(channel: &str) -> String {
 pub(crate) fn one_line(s: &str) -> String {
     let collapsed: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     collapsed.chars().filter(|c| !c.is_control()).take(64).collect()
-}
-
-/// An event as stored in the log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredEvent {
-    pub sequence: u64,
-    pub session_key: String,
-    pub agent_id: String,
-    pub session_id: Option<String>,
-    pub kind: EventKind,
-    pub actor: Actor,
-    pub run_id: Option<String>,
-    pub occurred_at: Millis,
-    pub summary: String,
-    pub payload: Payload,
-    pub dedupe_key: Option<String>,
 }
 
 /// Clamps a producer's occurred-at to [now − 24 h, now]; a missing value is `now`.

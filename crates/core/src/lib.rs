@@ -20,7 +20,7 @@ pub use cursor::{
     decide_registration, is_self_caused, on_material,
 };
 pub use event::{
-    Actor, ActorType, EventKind, GoalChange, MAX_OCCURRED_AT_SKEW_MS, NewEvent, Payload, RunOutcome,
+    Actor, ActorType, Event, EventKind, GoalChange, MAX_OCCURRED_AT_SKEW_MS, NewEvent, Payload, RunOutcome,
     RunStatus, StoredEvent, clamp_occurred_at,
 };
 pub use key::{AgentSessionKey, SessionKind, classify_session_kind, is_valid_agent_id};
