@@ -261,14 +261,22 @@ pub struct SendJson {
     pub delivery: DeliveryJson,
     pub reply: Option<String>,
     pub watched: Option<bool>,
-    /// Fire-and-forget only (OpenClaw's fields): the queued inbox item, that it is stored (`"durable"`),
-    /// and that a run of the target was started for it.
-    pub notification_id: Option<String>,
-    pub durability: Option<String>,
-    pub run_started: Option<bool>,
+    /// Fire-and-forget only: all three of its fields, or none.
+    #[serde(flatten)]
+    pub fire_and_forget: Option<FireAndForgetJson>,
     /// Arguments ignored or clamped (absent when none).
     #[serde(flatten, default)]
     pub notes: ArgNotesJson,
+}
+
+/// OpenClaw's fields of a fire-and-forget `sessions_send`: the queued inbox item, that it is stored
+/// (`"durable"`), and that a run of the target was started for it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FireAndForgetJson {
+    pub notification_id: String,
+    pub durability: String,
+    pub run_started: bool,
 }
 
 /// `sessions_spawn`.
@@ -518,9 +526,11 @@ fn send(s: &SendOutput) -> SendJson {
         },
         reply: s.reply.clone(),
         watched: s.watched,
-        notification_id: (!s.waited).then(|| s.inbox_id.to_string()),
-        durability: (!s.waited).then(|| "durable".to_string()),
-        run_started: (!s.waited).then_some(true),
+        fire_and_forget: (!s.waited).then(|| FireAndForgetJson {
+            notification_id: s.inbox_id.to_string(),
+            durability: "durable".into(),
+            run_started: true,
+        }),
         notes: ArgNotesJson::default(),
     }
 }
