@@ -286,9 +286,9 @@ pub(crate) fn session(v: &SessionView, logged_in: bool) -> Markup {
                 }
             }
             section #pending {
-                h2 { "Pending notices (" (v.pending.len()) ")" }
-                @if v.pending.is_empty() { p.empty { "None: this session has seen every change it watches." } }
-                @for n in &v.pending {
+                h2 { "Pending notices (" (v.watches.pending.len()) ")" }
+                @if v.watches.pending.is_empty() { p.empty { "None: this session has seen every change it watches." } }
+                @for n in &v.watches.pending {
                     blockquote.notice data-target=(n.target) { (n.text) }
                 }
             }
@@ -306,9 +306,9 @@ pub(crate) fn session(v: &SessionView, logged_in: bool) -> Markup {
             }
             section {
                 h2 { "Watched by" }
-                (edges_table("watchers", &v.watchers, |e| &e.watcher, "Watcher"))
+                (edges_table("watchers", &v.watches.watchers, |e| &e.watcher, "Watcher"))
                 h2 { "Watches" }
-                (edges_table("targets", &v.targets, |e| &e.target, "Target"))
+                (edges_table("targets", &v.watches.targets, |e| &e.target, "Target"))
             }
             section #timeline {
                 h2 { "Timeline (newest first)" }

@@ -99,14 +99,40 @@ pub(crate) struct Reconcile {
     pub page: ChangesPage,
 }
 
+/// A session's watches, both ways (one read of the watch edges), and the notices it has pending about
+/// the sessions it watches.
+pub(crate) struct Watches {
+    /// Its watchers' edges.
+    pub watchers: Vec<Edge>,
+    /// The edges to the sessions it watches.
+    pub targets: Vec<Edge>,
+    /// The notice of each of those edges with one pending.
+    pub pending: Vec<PendingNotice>,
+}
+
+impl Watches {
+    /// The watches of session `key` among `edges`.
+    fn of(key: &str, edges: Vec<WatchEdge>) -> Watches {
+        let (watchers, targets): (Vec<Edge>, Vec<Edge>) =
+            edges_of(edges).into_iter().partition(|e| e.target == key);
+        let pending = targets
+            .iter()
+            .filter(|e| e.pending)
+            .filter_map(|e| {
+                let target = AgentSessionKey::parse(&e.target)?;
+                Some(PendingNotice { text: notice_text(&target, e.last_seen), target: e.target.clone() })
+            })
+            .collect();
+        Watches { watchers, targets, pending }
+    }
+}
+
 pub(crate) struct SessionView {
     pub key: String,
     pub row: Option<SessionRow>,
     pub head: Head,
     pub timeline: Timeline,
-    pub watchers: Vec<Edge>,
-    pub targets: Vec<Edge>,
-    pub pending: Vec<PendingNotice>,
+    pub watches: Watches,
     pub link: Option<UpstreamLinkRow>,
     pub reconcile: Option<Reconcile>,
     /// A workspace session: the sessions working in its worktree now.
@@ -217,18 +243,7 @@ pub(crate) async fn session<S: Store>(
         newer: (end < head.head).then_some((end + TIMELINE_PAGE + 1).min(head.head + 1)),
         pruned_through: (from == head.floor && head.floor > 0).then_some(head.floor),
     };
-    let (watchers, targets): (Vec<Edge>, Vec<Edge>) =
-        edges_of(kernel.watch_edges(vec![k.clone()], MAX_EDGES).await?)
-            .into_iter()
-            .partition(|e| e.target == k);
-    let pending = targets
-        .iter()
-        .filter(|e| e.pending)
-        .filter_map(|e| {
-            let target = AgentSessionKey::parse(&e.target)?;
-            Some(PendingNotice { text: notice_text(&target, e.last_seen), target: e.target.clone() })
-        })
-        .collect();
+    let watches = Watches::of(&k, kernel.watch_edges(vec![k.clone()], MAX_EDGES).await?);
     let link = store.get_link(k.clone(), agent.clone()).await?;
     let reconcile = match since {
         Some(since) => {
@@ -239,7 +254,7 @@ pub(crate) async fn session<S: Store>(
     let is_workspace =
         row.as_ref().is_some_and(|r| r.kind == sessionwatch_core::SessionKind::Workspace.as_str());
     let members = is_workspace.then(|| gateway.workspace_members(&k));
-    Ok(SessionView { key: k, row, head, timeline, watchers, targets, pending, link, reconcile, members })
+    Ok(SessionView { key: k, row, head, timeline, watches, link, reconcile, members })
 }
 
 /// The key a `/chat/<agent>/<rest>` path names: the notice writes `rest` with `:` as `/`.
