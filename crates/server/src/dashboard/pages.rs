@@ -220,9 +220,9 @@ pub(crate) fn overview(o: &Overview, logged_in: bool) -> Markup {
                     thead { tr { th { "Node" } th { "Last seen" } th { "Sessions" } th { "Watched" } th { "Monitor lag" } } }
                     tbody {
                         @for n in &o.nodes {
-                            tr data-node=(n.name) {
-                                td { (n.name) }
-                                td { (n.last_seen_at.map(time).unwrap_or_else(|| "never".into())) }
+                            tr data-node=(n.node.name) {
+                                td { (n.node.name) }
+                                td { (n.node.last_seen_at.map(time).unwrap_or_else(|| "never".into())) }
                                 td.num { (n.sessions) }
                                 td.num { (n.watched) }
                                 td.num { (n.monitor_lag_ms.map(|ms| format!("{:.0} s", ms as f64 / 1000.0)).unwrap_or_else(|| "—".into())) }

@@ -17,7 +17,7 @@ use crate::node_protocol::{
 };
 use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::is_valid_agent_id;
-use sessionwatch_store::{LinkUpsert, Store, UpstreamLinkRow};
+use sessionwatch_store::{LinkUpsert, NodeRow, Store, UpstreamLinkRow};
 use sessionwatch_upstream::CatalogId;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -65,9 +65,8 @@ pub(crate) struct NodeState {
 /// `GET /v1/nodes`: one node.
 #[derive(Clone, Debug)]
 pub(crate) struct NodeStatus {
-    pub name: String,
-    pub created_at: i64,
-    pub last_seen_at: Option<i64>,
+    /// The node as the store holds it: its name, when its token was issued, when it last reported.
+    pub node: NodeRow,
     /// Links whose source lives on the node.
     pub sessions: usize,
     /// Of those, the watched ones (checked every tick).
@@ -142,9 +141,7 @@ impl<S: Store> Gateway<S> {
                 sessions: links.len(),
                 watched: watched_links.len(),
                 monitor_lag_ms: oldest.map(|t| (now - t).max(0)),
-                name: node.name,
-                created_at: node.created_at,
-                last_seen_at: node.last_seen_at,
+                node,
             });
         }
         Ok(out)

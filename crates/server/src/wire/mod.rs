@@ -138,9 +138,9 @@ pub(crate) fn nodes(nodes: &[crate::gateway::nodes::NodeStatus]) -> Value {
         .iter()
         .map(|n| {
             json!({
-                "name": n.name,
-                "createdAt": n.created_at,
-                "lastSeenAt": n.last_seen_at,
+                "name": n.node.name,
+                "createdAt": n.node.created_at,
+                "lastSeenAt": n.node.last_seen_at,
                 "sessions": n.sessions,
                 "watchedSessions": n.watched,
                 "monitorLagMs": n.monitor_lag_ms,
