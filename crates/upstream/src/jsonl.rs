@@ -244,10 +244,26 @@ pub struct ScanTally {
     /// Human-shaped rows seen (index counter after the scan).
     pub humans: u64,
     /// Rows counted as human (above the floor and external).
-    pub counted: u32,
+    pub counted: CountedTurns,
+}
+
+/// The rows a scan counted as human turns: what the activity it reports says of them.
+#[derive(Debug, Default)]
+pub struct CountedTurns {
+    pub turns: u32,
+    /// The newest timestamp among them.
     pub max_ts: Option<i64>,
-    /// The turn id of the last counted row ([`RowClassifier::turn_id`]).
+    /// The turn id of the last one ([`RowClassifier::turn_id`]).
     pub last_turn: Option<String>,
+}
+
+impl CountedTurns {
+    fn add(&mut self, ts: Option<i64>, turn_id: Option<String>) {
+        self.turns += 1;
+        self.last_turn = turn_id;
+        // `None` orders before any timestamp: a row without one leaves the newest as it was.
+        self.max_ts = self.max_ts.max(ts);
+    }
 }
 
 /// Run one window of classification.
@@ -274,11 +290,7 @@ pub fn classify_window(
                 Verdict::Human(text, ts) => {
                     tally.humans += 1;
                     if tally.humans > floor && own.is_external(&text) {
-                        tally.counted += 1;
-                        tally.last_turn = row.value.and_then(|v| cls_cell.borrow().turn_id(v));
-                        if let Some(t) = ts {
-                            tally.max_ts = Some(tally.max_ts.map_or(t, |m| m.max(t)));
-                        }
+                        tally.counted.add(ts, row.value.and_then(|v| cls_cell.borrow().turn_id(v)));
                     }
                     true
                 }
@@ -394,13 +406,14 @@ pub fn check_file_with_window(
         next.floor = 0;
     }
     cls.save(&mut next.extra);
-    let occurred = if tally.counted > 0 { tally.max_ts.or_else(|| mtime_ms(&meta)) } else { None };
+    let counted = tally.counted;
+    let occurred = if counted.turns > 0 { counted.max_ts.or_else(|| mtime_ms(&meta)) } else { None };
     CheckOutcome::Activity {
-        human_turns: tally.counted,
+        human_turns: counted.turns,
         dedupe_id: cls.dedupe_id(tally.end, tally.humans),
         next_marker_json: next.to_json(),
         occurred_at_ms: occurred,
-        turn_id: tally.last_turn,
+        turn_id: counted.last_turn,
     }
 }
 
