@@ -45,10 +45,18 @@ pub(crate) struct HistoryOutput {
 }
 
 /// How a `sessions_send` run ended, as far as the caller waited.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum SendStatus {
-    /// Queued; the caller did not wait.
-    Accepted,
+    /// Queued; the caller did not wait. `inbox_id`: the message's item in the target's inbox (durable: it
+    /// is in the database before the answer).
+    Accepted { inbox_id: i64 },
+    /// The caller waited (`timeoutSeconds` > 0): how the run ended, as far as it waited, and its reply.
+    Waited { end: WaitEnd, reply: Option<String> },
+}
+
+/// How a waited `sessions_send` run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitEnd {
     Ok,
     Error,
     Timeout,
@@ -60,13 +68,8 @@ pub(crate) struct SendOutput {
     pub run_id: String,
     pub session_key: String,
     pub status: SendStatus,
-    /// Whether the caller waited for the run (`timeoutSeconds` > 0).
-    pub waited: bool,
-    pub reply: Option<String>,
     /// `watch: true` → whether a watch is in place; `watch: false` → `Some(false)`; not asked → `None`.
     pub watched: Option<bool>,
-    /// The message's item in the target's inbox (durable: it is in the database before the answer).
-    pub inbox_id: i64,
 }
 
 /// `sessions_spawn`.

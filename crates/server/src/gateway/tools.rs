@@ -2,7 +2,7 @@
 //! `sessions_send`, `sessions_spawn`, `sessions_unwatch`.
 
 use super::results::{
-    HistoryOutput, ListOutput, SendOutput, SendStatus, SpawnOutput, StatusOutput, ToolOutput,
+    HistoryOutput, ListOutput, SendOutput, SendStatus, SpawnOutput, StatusOutput, ToolOutput, WaitEnd,
 };
 use super::tool_args::{ArgNotes, SendTarget, ToolCall};
 use super::{Gateway, RunResult, SessionRef, SessionSpec};
@@ -231,30 +231,22 @@ impl<S: Store> Gateway<S> {
             Some(false) => Some(false),
             None => None,
         };
-        let (mut status, mut reply) = (SendStatus::Accepted, None);
-        if let Some(rx) = waiter {
-            status = match tokio::time::timeout(Duration::from_secs(timeout_seconds), rx).await {
-                Ok(Ok(RunResult { status, reply: r })) => {
-                    reply = r;
-                    match status.as_str() {
-                        "ok" => SendStatus::Ok,
-                        "timeout" => SendStatus::Timeout,
-                        _ => SendStatus::Error,
-                    }
+        let status = match waiter {
+            None => SendStatus::Accepted { inbox_id },
+            Some(rx) => match tokio::time::timeout(Duration::from_secs(timeout_seconds), rx).await {
+                Ok(Ok(RunResult { status, reply })) => {
+                    let end = match status.as_str() {
+                        "ok" => WaitEnd::Ok,
+                        "timeout" => WaitEnd::Timeout,
+                        _ => WaitEnd::Error,
+                    };
+                    SendStatus::Waited { end, reply }
                 }
-                Ok(Err(_)) => SendStatus::Error,
-                Err(_) => SendStatus::Timeout,
-            };
-        }
-        Ok(ToolOutput::Send(SendOutput {
-            run_id,
-            session_key: row.session_key,
-            status,
-            waited: timeout_seconds > 0,
-            reply,
-            watched,
-            inbox_id,
-        }))
+                Ok(Err(_)) => SendStatus::Waited { end: WaitEnd::Error, reply: None },
+                Err(_) => SendStatus::Waited { end: WaitEnd::Timeout, reply: None },
+            },
+        };
+        Ok(ToolOutput::Send(SendOutput { run_id, session_key: row.session_key, status, watched }))
     }
 
     /// A new run of `row`'s current incarnation on behalf of `requester` (not yet written).

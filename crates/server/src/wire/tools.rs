@@ -3,7 +3,9 @@
 //! gateway over HTTP, so both MCP paths read the same typed values.
 
 use crate::gateway::listing::run_state;
-use crate::gateway::results::{HistoryOutput, ListOutput, SendOutput, SendStatus, StatusOutput, ToolOutput};
+use crate::gateway::results::{
+    HistoryOutput, ListOutput, SendOutput, SendStatus, StatusOutput, ToolOutput, WaitEnd,
+};
 use crate::gateway::tool_args::ArgNotes;
 use crate::host_protocol::{EventJson, SystemEventJson};
 use crate::wire::literal::StringLiteral;
@@ -509,28 +511,35 @@ fn history(h: &HistoryOutput) -> HistoryJson {
 }
 
 fn send(s: &SendOutput) -> SendJson {
+    let (status, mode, reply, fire_and_forget) = match &s.status {
+        SendStatus::Accepted { inbox_id } => (
+            "accepted",
+            "async",
+            None,
+            Some(FireAndForgetJson {
+                notification_id: inbox_id.to_string(),
+                durability: "durable".into(),
+                run_started: true,
+            }),
+        ),
+        SendStatus::Waited { end, reply } => {
+            let status = match end {
+                WaitEnd::Ok => "ok",
+                WaitEnd::Error => "error",
+                WaitEnd::Timeout => "timeout",
+            };
+            (status, "wait", reply.clone(), None)
+        }
+    };
     SendJson {
         run_id: s.run_id.clone(),
-        status: match s.status {
-            SendStatus::Accepted => "accepted",
-            SendStatus::Ok => "ok",
-            SendStatus::Error => "error",
-            SendStatus::Timeout => "timeout",
-        }
-        .into(),
+        status: status.into(),
         session_key: s.session_key.clone(),
         target_disposition: "queued".into(),
-        delivery: DeliveryJson {
-            status: "queued".into(),
-            mode: if s.waited { "wait" } else { "async" }.into(),
-        },
-        reply: s.reply.clone(),
+        delivery: DeliveryJson { status: "queued".into(), mode: mode.into() },
+        reply,
         watched: s.watched,
-        fire_and_forget: (!s.waited).then(|| FireAndForgetJson {
-            notification_id: s.inbox_id.to_string(),
-            durability: "durable".into(),
-            run_started: true,
-        }),
+        fire_and_forget,
         notes: ArgNotesJson::default(),
     }
 }
