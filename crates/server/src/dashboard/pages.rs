@@ -275,8 +275,8 @@ pub(crate) fn session(v: &SessionView, logged_in: bool) -> Markup {
                     @if let Some(p) = &r.spawned_by { div { dt { "Spawned by" } dd { (session_link(p)) } } }
                     div { dt { "Last change" } dd { (time(r.updated_at)) } }
                 }
-                div { dt { "State version" } dd #state-version { (v.head.head) } }
-                div { dt { "History kept from" } dd { "#" (v.head.floor + 1) } }
+                div { dt { "State version" } dd #state-version { (v.timeline.head.head) } }
+                div { dt { "History kept from" } dd { "#" (v.timeline.head.floor + 1) } }
             }
             @if let Some(members) = &v.members {
                 section #members {

@@ -83,7 +83,10 @@ pub(crate) struct PendingNotice {
     pub text: String,
 }
 
+/// A page of a session's log and where it stands in the log.
 pub(crate) struct Timeline {
+    /// The session's head and floor, read before the page: its state version and where its history starts.
+    pub head: Head,
     /// Newest first.
     pub events: Vec<std::sync::Arc<StoredEvent>>,
     /// `before` for the next older page, when there is one.
@@ -130,7 +133,6 @@ impl Watches {
 pub(crate) struct SessionView {
     pub key: String,
     pub row: Option<SessionRow>,
-    pub head: Head,
     pub timeline: Timeline,
     pub watches: Watches,
     pub link: Option<UpstreamLinkRow>,
@@ -238,6 +240,7 @@ pub(crate) async fn session<S: Store>(
     };
     events.reverse();
     let timeline = Timeline {
+        head,
         events,
         older: (from > head.floor).then_some(from + 1),
         newer: (end < head.head).then_some((end + TIMELINE_PAGE + 1).min(head.head + 1)),
@@ -254,7 +257,7 @@ pub(crate) async fn session<S: Store>(
     let is_workspace =
         row.as_ref().is_some_and(|r| r.kind == sessionwatch_core::SessionKind::Workspace.as_str());
     let members = is_workspace.then(|| gateway.workspace_members(&k));
-    Ok(SessionView { key: k, row, head, timeline, watches, link, reconcile, members })
+    Ok(SessionView { key: k, row, timeline, watches, link, reconcile, members })
 }
 
 /// The key a `/chat/<agent>/<rest>` path names: the notice writes `rest` with `:` as `/`.
