@@ -80,6 +80,13 @@ async fn reconcile(h: &Harness, caller: &str, notice: &str) -> Vec<Value> {
     st["stateChanges"]["events"].as_array().unwrap().clone()
 }
 
+/// The events behind the one notice node session `s` finds at its next prompt.
+async fn notified_events(h: &Harness, s: &str, app: &Path) -> Vec<Value> {
+    let n = node_prompt(h, s, app).await;
+    assert_eq!(n.len(), 1, "{s}: {n:?}");
+    reconcile(h, &node_key(s), &n[0]).await
+}
+
 fn head(branch: &str, id: &str) -> Value {
     json!({ "branch": branch, "shortId": id })
 }
@@ -137,9 +144,7 @@ async fn a_node_s_sessions_share_the_node_s_workspace_and_its_head_reports() {
     let r = node_hook(&h, A, "PostToolUse", resolved(&app, &["src/lib.rs"]), edit).await;
     assert_eq!(r.status, 200, "{}", r.body);
     node_hook(&h, A, "Stop", resolved(&app, &[]), json!({})).await;
-    let b = node_prompt(&h, B, &app).await;
-    assert_eq!(b.len(), 1, "{b:?}");
-    let events = reconcile(&h, &node_key(B), &b[0]).await;
+    let events = notified_events(&h, B, &app).await;
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(
         (events[0]["kind"].as_str(), events[0]["actorId"].as_str()),
@@ -169,9 +174,7 @@ async fn a_node_s_sessions_share_the_node_s_workspace_and_its_head_reports() {
         "compare-and-set"
     );
     for s in [A, B] {
-        let n = node_prompt(&h, s, &app).await;
-        assert_eq!(n.len(), 1, "{s}: {n:?}");
-        let events = reconcile(&h, &node_key(s), &n[0]).await;
+        let events = notified_events(&h, s, &app).await;
         let moved: Vec<&Value> = events.iter().filter(|e| e["kind"] == "head_moved").collect();
         assert_eq!(moved.len(), 1, "{events:?}");
         assert_eq!(moved[0]["summary"], "branch main → x");
@@ -191,9 +194,7 @@ async fn a_node_s_sessions_share_the_node_s_workspace_and_its_head_reports() {
         node_post(&h, &token, "/v1/node/heads", json!([moved_to(&ws, &position, 260, "y", now_ms())])).await;
     assert_eq!(r.body["recorded"], 1, "{}", r.body);
     node_hook(&h, A, "PostToolUse", resolved(&app, &[]), bash).await;
-    let b = node_prompt(&h, B, &app).await;
-    assert_eq!(b.len(), 1, "{b:?}");
-    let events = reconcile(&h, &node_key(B), &b[0]).await;
+    let events = notified_events(&h, B, &app).await;
     assert_eq!(
         (events[0]["kind"].as_str(), events[0]["actorId"].as_str()),
         (Some("head_moved"), Some(node_key(A).as_str()))
