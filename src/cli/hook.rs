@@ -244,7 +244,7 @@ fn node_workspace(input: &HookInput) -> Option<HookWorkspace> {
     use sessionwatch_upstream::workspace::{self as ws, HeadFollower};
     let cwd = std::path::Path::new(input.cwd.as_deref().filter(|c| !c.is_empty())?);
     let workspace = ws::resolve(cwd);
-    let git_dir = workspace.git_dir.as_ref().and_then(|g| g.to_str()).map(str::to_string);
+    let git_dir = workspace.git_dir().and_then(|g| g.to_str()).map(str::to_string);
     let mut w = HookWorkspace {
         name: workspace.name.clone(),
         hash: workspace.hash.clone(),

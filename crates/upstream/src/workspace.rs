@@ -23,14 +23,21 @@ use std::path::{Component, Path, PathBuf};
 pub struct Workspace {
     /// The directory holding `.git` (or the directory itself, outside git).
     pub top: PathBuf,
-    /// This worktree's git dir (`.git`, or `<common>/worktrees/<name>` for a linked worktree).
-    pub git_dir: Option<PathBuf>,
-    /// The repository's shared git dir (refs, packed-refs); the git dir itself for the main worktree.
-    pub common_dir: Option<PathBuf>,
+    /// Its git dirs: both inside git, neither outside it.
+    pub git: Option<GitDirs>,
     /// The worktree's directory name: the readable part of the workspace key.
     pub name: String,
     /// 8 hex characters of SHA-256 over the git dir (or the directory, outside git).
     pub hash: String,
+}
+
+/// A worktree's git dirs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GitDirs {
+    /// This worktree's git dir (`.git`, or `<common>/worktrees/<name>` for a linked worktree).
+    pub dir: PathBuf,
+    /// The repository's shared git dir (refs, packed-refs); the git dir itself for the main worktree.
+    pub common: PathBuf,
 }
 
 /// Resolves the workspace `cwd` lies in. `cwd` is made canonical first when it exists (symlinks), so
@@ -61,11 +68,10 @@ pub fn resolve(cwd: &Path) -> Workspace {
             top: dir.to_path_buf(),
             hash: short_hash(&git_dir),
             name: dir_name(dir),
-            git_dir: Some(git_dir),
-            common_dir: Some(common_dir),
+            git: Some(GitDirs { dir: git_dir, common: common_dir }),
         };
     }
-    Workspace { hash: short_hash(&cwd), name: dir_name(&cwd), top: cwd, git_dir: None, common_dir: None }
+    Workspace { hash: short_hash(&cwd), name: dir_name(&cwd), top: cwd, git: None }
 }
 
 /// The workspace of a git dir named by its path (a remote node follows the git dirs its hooks
@@ -87,8 +93,7 @@ pub fn of_git_dir(git_dir: &Path) -> Option<Workspace> {
         name: dir_name(&top),
         hash: short_hash(git_dir),
         top,
-        git_dir: Some(git_dir.to_path_buf()),
-        common_dir: Some(common_dir),
+        git: Some(GitDirs { dir: git_dir.to_path_buf(), common: common_dir }),
     })
 }
 
@@ -117,6 +122,11 @@ fn normalize(p: &Path) -> PathBuf {
 }
 
 impl Workspace {
+    /// This worktree's git dir (`None` outside git).
+    pub fn git_dir(&self) -> Option<&Path> {
+        self.git.as_ref().map(|g| g.dir.as_path())
+    }
+
     /// `path` (absolute, or relative to `cwd`) relative to the worktree's top; `None` when it lies
     /// outside the worktree or inside its `.git`.
     pub fn relative(&self, path: &str, cwd: &Path) -> Option<String> {
@@ -135,8 +145,7 @@ impl Workspace {
 
     /// Where HEAD is now: its branch and the commit's short id (empty before the first commit).
     pub fn head(&self) -> Option<HeadAt> {
-        let git_dir = self.git_dir.as_ref()?;
-        let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+        let head = std::fs::read_to_string(self.git_dir()?.join("HEAD")).ok()?;
         let head = head.trim();
         Some(match head.strip_prefix("ref:") {
             Some(r) => {
@@ -153,13 +162,13 @@ impl Workspace {
 
     /// A ref's id: a loose ref in this worktree's git dir or the common one, else `packed-refs`.
     fn resolve_ref(&self, name: &str) -> Option<String> {
-        let dirs = [self.git_dir.as_ref()?, self.common_dir.as_ref()?];
-        for d in dirs {
+        let git = self.git.as_ref()?;
+        for d in [&git.dir, &git.common] {
             if let Ok(id) = std::fs::read_to_string(d.join(name)) {
                 return Some(id.trim().to_string());
             }
         }
-        let packed = std::fs::read_to_string(self.common_dir.as_ref()?.join("packed-refs")).ok()?;
+        let packed = std::fs::read_to_string(git.common.join("packed-refs")).ok()?;
         packed.lines().find_map(|l| {
             let (id, r) = l.split_once(' ')?;
             (r.trim() == name).then(|| id.to_string())
@@ -167,7 +176,7 @@ impl Workspace {
     }
 
     fn reflog_path(&self) -> Option<PathBuf> {
-        Some(self.git_dir.as_ref()?.join("logs").join("HEAD"))
+        Some(self.git_dir()?.join("logs").join("HEAD"))
     }
 }
 

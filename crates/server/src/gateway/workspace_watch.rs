@@ -15,9 +15,9 @@ impl<S: Store> Gateway<S> {
     /// Starts watching the workspace's git dir; `None` outside git or when the watcher cannot start
     /// (then HEAD moves are still read at every member's drain point).
     pub(super) fn watch_git_dir(&self, ws_key: &str, workspace: &Workspace) -> Option<GitDirWatch> {
-        let git_dir = workspace.git_dir.clone()?;
+        let git_dir = workspace.git_dir()?;
         let (me, key) = (self.me.clone(), ws_key.to_string());
-        let watch = GitDirWatch::start(&git_dir, move |changed_at| {
+        let watch = GitDirWatch::start(git_dir, move |changed_at| {
             let (me, key) = (me.clone(), key.clone());
             async move {
                 let Some(gateway) = me.upgrade() else { return false };

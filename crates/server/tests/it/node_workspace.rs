@@ -35,7 +35,7 @@ fn app_repo(dir: &Path) -> std::path::PathBuf {
 /// The worktree as `sessionwatch hook --node` resolves and sends it (`paths` relative to it).
 fn resolved(app: &Path, paths: &[&str]) -> Value {
     let w = sessionwatch_upstream::workspace::resolve(app);
-    json!({ "name": w.name, "hash": w.hash, "gitDir": w.git_dir.unwrap(), "paths": paths,
+    json!({ "name": w.name, "hash": w.hash, "gitDir": w.git_dir().unwrap(), "paths": paths,
         "head": { "reflogOffset": 100, "head": { "branch": "main", "shortId": "1a2b3c4" } } })
 }
 

@@ -31,7 +31,7 @@ fn a_directory_resolves_to_its_worktree_and_linked_worktrees_are_their_own() {
     let (t, root) = repo();
     let top = resolve(&root);
     assert_eq!((top.top.clone(), top.name.as_str()), (root.clone(), "my-repo"));
-    assert_eq!(top.git_dir.as_deref(), Some(root.join(".git").as_path()));
+    assert_eq!(top.git_dir(), Some(root.join(".git").as_path()));
     assert_eq!(top.hash.len(), 8);
     assert_eq!(resolve(&root.join("src/deep")), top, "a subdirectory is the same workspace");
 
@@ -40,13 +40,17 @@ fn a_directory_resolves_to_its_worktree_and_linked_worktrees_are_their_own() {
     let other = resolve(&linked);
     assert_eq!(other.top, std::fs::canonicalize(&linked).unwrap());
     assert_ne!(other.hash, top.hash, "another worktree of the same repository is another workspace");
-    assert_eq!(other.common_dir, top.git_dir, "it shares the repository's refs");
+    assert_eq!(
+        other.git.as_ref().map(|g| &g.common),
+        top.git.as_ref().map(|g| &g.dir),
+        "it shares the repository's refs"
+    );
     assert_eq!(other.head().unwrap().branch.as_deref(), Some("side"));
 
     let outside = tempfile::tempdir().unwrap();
     let plain = resolve(outside.path());
     assert_eq!(
-        (plain.git_dir.clone(), plain.top.clone()),
+        (plain.git.clone(), plain.top.clone()),
         (None, std::fs::canonicalize(outside.path()).unwrap())
     );
     assert!(plain.head().is_none());
@@ -109,7 +113,7 @@ fn the_follower_reports_each_move_once_without_the_commit_message() {
 fn a_follower_resumed_from_a_kept_position_reports_what_happened_since() {
     let (_t, root) = repo();
     let ws = resolve(&root);
-    let git_dir = ws.git_dir.clone().unwrap();
+    let git_dir = ws.git_dir().unwrap().to_path_buf();
     let by_path = of_git_dir(&git_dir).expect("a git dir");
     assert_eq!((by_path.hash.as_str(), by_path.name.as_str()), (ws.hash.as_str(), "my-repo"));
     assert_eq!(of_git_dir(&root), None, "a worktree's top is not a git dir");
