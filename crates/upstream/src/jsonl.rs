@@ -12,7 +12,7 @@
 
 use crate::json_stream::{StreamLimits, StreamedRow, stream_row};
 use crate::text::{NormText, OwnTexts};
-use crate::{CheckOutcome, io_outcome};
+use crate::{CheckOutcome, CountedTurns, io_outcome};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::fs::File;
@@ -245,25 +245,6 @@ pub struct ScanTally {
     pub humans: u64,
     /// Rows counted as human (above the floor and external).
     pub counted: CountedTurns,
-}
-
-/// The rows a scan counted as human turns: what the activity it reports says of them.
-#[derive(Debug, Default)]
-pub struct CountedTurns {
-    pub turns: u32,
-    /// The newest timestamp among them.
-    pub max_ts: Option<i64>,
-    /// The turn id of the last one ([`RowClassifier::turn_id`]).
-    pub last_turn: Option<String>,
-}
-
-impl CountedTurns {
-    fn add(&mut self, ts: Option<i64>, turn_id: Option<String>) {
-        self.turns += 1;
-        self.last_turn = turn_id;
-        // `None` orders before any timestamp: a row without one leaves the newest as it was.
-        self.max_ts = self.max_ts.max(ts);
-    }
 }
 
 /// Run one window of classification.

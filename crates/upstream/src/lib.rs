@@ -263,6 +263,25 @@ pub struct Probe<'a> {
     pub own_recent_user_texts: &'a [String],
 }
 
+/// The rows a check counted as human turns: what the [`CheckOutcome::Activity`] it reports says of them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CountedTurns {
+    pub turns: u32,
+    /// The newest timestamp among them.
+    pub max_ts: Option<i64>,
+    /// The turn id of the last one (a JSONL row's [`jsonl::RowClassifier::turn_id`], an OpenCode message id).
+    pub last_turn: Option<String>,
+}
+
+impl CountedTurns {
+    pub(crate) fn add(&mut self, ts: Option<i64>, turn_id: Option<String>) {
+        self.turns += 1;
+        self.last_turn = turn_id;
+        // `None` orders before any timestamp: a row without one leaves the newest as it was.
+        self.max_ts = self.max_ts.max(ts);
+    }
+}
+
 /// What one tick found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckOutcome {

@@ -9,7 +9,9 @@
 //! session, its `type` column is used instead.
 
 use crate::text::{NormText, OwnTexts};
-use crate::{Adoption, CatalogEntry, CatalogId, CheckOutcome, Homes, Probe, UpstreamError, UpstreamLink};
+use crate::{
+    Adoption, CatalogEntry, CatalogId, CheckOutcome, CountedTurns, Homes, Probe, UpstreamError, UpstreamLink,
+};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -239,10 +241,9 @@ impl Marker {
 pub struct Classified {
     /// The newest message is a user message not known to be complete: read the session again.
     pub pending: bool,
-    pub counted: u32,
     pub last_human_message_id: Option<String>,
-    pub last_counted_id: Option<String>,
-    pub max_created: Option<i64>,
+    /// The human turns counted; their turn ids are message ids.
+    pub counted: CountedTurns,
 }
 
 /// A compaction: a user message with a `compaction` part, or the assistant summary it produces.
@@ -287,9 +288,7 @@ pub fn classify_messages(msgs: &[Message], last_human: Option<&str>, own: &OwnTe
                     *seen < compactions && texts.iter().any(|p| p.len == t.len && p.hash == t.hash)
                 });
                 if !replay && own.is_external(&t) {
-                    out.counted += 1;
-                    out.last_counted_id = Some(m.id.clone());
-                    out.max_created = Some(out.max_created.map_or(m.created, |x| x.max(m.created)));
+                    out.counted.add(Some(m.created), Some(m.id.clone()));
                 }
             }
         }
@@ -339,11 +338,9 @@ pub fn load_messages(conn: &Connection, session: &str) -> rusqlite::Result<Vec<M
 }
 
 struct V2Tally {
-    counted: u32,
     max_seq: Option<i64>,
     last_user: Option<String>,
-    last_counted: Option<String>,
-    max_created: Option<i64>,
+    counted: CountedTurns,
 }
 
 fn v2_rows(
@@ -366,7 +363,7 @@ fn v2_rows(
         "SELECT id, type, seq, time_created, data FROM session_message \
          WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
     )?;
-    let mut t = V2Tally { counted: 0, max_seq: any, last_user: None, last_counted: None, max_created: None };
+    let mut t = V2Tally { max_seq: any, last_user: None, counted: CountedTurns::default() };
     let rows = stmt.query_map(params![session, after], |r| {
         Ok((
             r.get::<_, String>(0)?,
@@ -385,11 +382,7 @@ fn v2_rows(
         let text = NormText::of(data.get("text").and_then(Value::as_str).unwrap_or(""));
         t.last_user = Some(id.clone());
         if !text.is_empty() && own.is_external(&text) {
-            t.counted += 1;
-            t.last_counted = Some(id);
-            if let Some(c) = created {
-                t.max_created = Some(t.max_created.map_or(c, |m: i64| m.max(c)));
-            }
+            t.counted.add(created, Some(id));
         }
     }
     Ok(Some(t))
@@ -515,9 +508,9 @@ fn read_session(
                 v2_seq: v2.max_seq.or(marker.v2_seq),
             };
             return Ok(CheckOutcome::Activity {
-                human_turns: v2.counted,
-                occurred_at_ms: v2.max_created,
-                dedupe_id: v2.last_counted.unwrap_or_else(|| format!("seq:{seq}")),
+                human_turns: v2.counted.turns,
+                occurred_at_ms: v2.counted.max_ts,
+                dedupe_id: v2.counted.last_turn.unwrap_or_else(|| format!("seq:{seq}")),
                 next_marker_json: next.to_json(),
                 turn_id: None,
             });
@@ -528,11 +521,11 @@ fn read_session(
         let seq = if c.pending { marker.seq } else { seq };
         let next = Marker { seq, last_human_message_id: c.last_human_message_id, v2_seq: marker.v2_seq };
         Ok(CheckOutcome::Activity {
-            human_turns: c.counted,
-            occurred_at_ms: c.max_created,
+            human_turns: c.counted.turns,
+            occurred_at_ms: c.counted.max_ts,
             // The message id is the turn id the plugin reports for the same prompt (one event for both).
-            turn_id: c.last_counted_id.clone(),
-            dedupe_id: c.last_counted_id.unwrap_or_else(|| format!("seq:{seq}")),
+            turn_id: c.counted.last_turn.clone(),
+            dedupe_id: c.counted.last_turn.unwrap_or_else(|| format!("seq:{seq}")),
             next_marker_json: next.to_json(),
         })
     })();
