@@ -97,3 +97,15 @@ async fn the_writers_hot_statements_build_no_temporary_btree() {
         }
     });
 }
+
+/// The writer's statement journals and sub-journals stay in memory: past 64 KiB SQLite spills them to a
+/// temporary file, and a fold (a multi-row statement under a savepoint, after earlier appends of its batch
+/// wrote the pages it touches) wrote every page it changed there first, a `pwrite` each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writers_journals_stay_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
+    let temp_store: i64 =
+        store.inner.writer.with_connection(|c| c.query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap());
+    assert_eq!(temp_store, 2, "MEMORY");
+}
