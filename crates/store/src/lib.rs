@@ -247,8 +247,8 @@ pub trait SessionStore: Send + Sync + 'static {
 
     fn get_run(&self, run_id: String) -> impl Future<Output = Result<Option<RunRow>>> + Send;
 
-    /// Writes a run's terminal outcome: the first write of the current owner wins. `session_id`, when
-    /// given, is the writer's incarnation and must be the run's.
+    /// Writes a run's terminal outcome: the first write of the current owner wins. The request's
+    /// `session_id`, when given, is the writer's incarnation and must be the run's.
     fn finish_run(
         &self,
         request: FinishRunRequest,
