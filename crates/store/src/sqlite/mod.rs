@@ -202,7 +202,7 @@ impl SqliteStore {
         let checkpointer = checkpoint::Checkpointer::start(checkpoint_conn)?;
         let sessions = Arc::new(session_cache::SessionCache::default());
         if lock.is_some() {
-            sessions.attach(&writer)?;
+            sessions.attach(&mut writer)?;
         }
         let commits = Arc::new(AtomicU64::new(1));
         let (dropped, counted) = (sessions.clone(), commits.clone());
@@ -600,7 +600,11 @@ impl SessionStore for SqliteStore {
         host: Option<String>,
         now: Millis,
     ) -> Result<()> {
-        self.write_async(move |c| SqliteStore::touch_session_op(c, &key, &agent, host.as_deref(), now)).await
+        let sessions = self.inner.sessions.clone();
+        self.write_async(move |c| {
+            SqliteStore::touch_session_op(c, &sessions, &key, &agent, host.as_deref(), now)
+        })
+        .await
     }
 
     async fn append_message(
@@ -652,13 +656,13 @@ impl SessionStore for SqliteStore {
 
     async fn record_turn(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {
         let fold_every = i64::from(self.inner.options.staged_rows.max(1));
-        let lengths = self.inner.transcript_lengths.clone();
+        let (lengths, sessions) = (self.inner.transcript_lengths.clone(), self.inner.sessions.clone());
         // `Kept`: besides its append, a turn writes sessions, runs, the inbox and the transcript, none of
         // which the writer's memory holds.
         let (outcome, _) = self
             .write_async_then(
                 Memory::Kept,
-                move |c| SqliteStore::record_turn_op(c, &lengths, turn, now, fold_every),
+                move |c| SqliteStore::record_turn_op(c, &lengths, &sessions, turn, now, fold_every),
                 |(outcome, row)| match (&outcome.event, row) {
                     (Some(Ok(AppendOutcome::Recorded { event, .. })), Some(row)) => {
                         Some(TailChange::Committed(event.clone(), *row))

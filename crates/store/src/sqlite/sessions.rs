@@ -1,6 +1,7 @@
 //! Session rows, the small transcript and the inbox, beside the log.
 
 use super::SqliteStore;
+use super::session_cache::SessionCache;
 use crate::rows::{MESSAGE_COLUMNS, SESSION_COLUMNS, inbox_from_row, message_from_row, session_from_row};
 use crate::{
     InboxItem, NewMessage, NewSession, Result, SessionActivity, SessionFilter, SessionRow, TRANSCRIPT_CAP,
@@ -137,18 +138,23 @@ impl SqliteStore {
         Ok(n > 0)
     }
 
+    /// Moves the session's `updated_at` (and its host, when given); a kept row is patched, not dropped
+    /// (`session_cache`).
     pub(crate) fn touch_session_op(
         tx: &Connection,
+        sessions: &SessionCache,
         key: &str,
         agent: &str,
         host: Option<&str>,
         now: Millis,
     ) -> Result<()> {
+        let mark = sessions.mark();
         tx.prepare_cached(
             "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
              WHERE session_key = ?1 AND agent_id = ?2",
         )?
         .execute(params![key, agent, now, host])?;
+        sessions.touched(mark, key, agent, now, host);
         Ok(())
     }
 

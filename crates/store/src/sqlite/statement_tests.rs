@@ -109,3 +109,45 @@ async fn the_writers_journals_stay_in_memory() {
         store.inner.writer.with_connection(|c| c.query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap());
     assert_eq!(temp_store, 2, "MEMORY");
 }
+
+/// A turn's touch of its session patches the kept row instead of dropping it: every inbound turn
+/// touches its session, and reading the row again after each one was a tenth of the turn's cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_touched_session_row_stays_kept_as_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = super::GatewayLock::acquire(&dir.path().join("state.db")).unwrap();
+    let store = SqliteStore::open_locked(lock, SqliteOptions::default()).unwrap();
+    let key = "agent:main:subagent:c";
+    let new = NewSession {
+        session_key: key.into(),
+        agent_id: "main".into(),
+        session_id: format!("{key}-1"),
+        kind: "subagent".into(),
+        chat_type: None,
+        channel: None,
+        label: None,
+        spawned_by: None,
+        created_via: None,
+        host_id: None,
+    };
+    store.ensure_session(new, 1).await.unwrap();
+    store.get_session(key.into(), "main".into()).await.unwrap().expect("the row");
+    assert!(store.inner.sessions.get(key, "main").is_some(), "kept once read");
+    let turn = Turn {
+        session_key: key.into(),
+        agent_id: "main".into(),
+        session_id: format!("{key}-1"),
+        text: "hello".into(),
+        run_id: None,
+        from_session: None,
+        run: None,
+        event: None,
+        touch: true,
+        host_id: Some("gw-a".into()),
+    };
+    store.record_turn(turn, 5).await.unwrap();
+    let kept = store.inner.sessions.get(key, "main").expect("still kept after the turn's touch");
+    assert_eq!((kept.updated_at, kept.host_id.as_deref()), (5, Some("gw-a")));
+    let read = store.get_session(key.into(), "main".into()).await.unwrap().unwrap();
+    assert_eq!(read, kept);
+}

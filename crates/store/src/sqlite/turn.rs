@@ -1,6 +1,7 @@
 //! One turn delivered into a session, written in one job of the writer (one transaction): its event, its
 //! run, the session's host, its inbox item and transcript message.
 
+use super::session_cache::SessionCache;
 use super::sessions::TranscriptLengths;
 use super::transaction::WriteTx;
 use super::{SqliteStore, log};
@@ -19,6 +20,7 @@ impl SqliteStore {
     pub(crate) fn record_turn_op(
         tx: &WriteTx<'_>,
         lengths: &TranscriptLengths,
+        sessions: &SessionCache,
         mut turn: Turn,
         now: Millis,
         fold_every: i64,
@@ -42,7 +44,7 @@ impl SqliteStore {
             SqliteStore::create_run_op(tx, run)?;
         }
         if turn.touch {
-            SqliteStore::touch_session_op(tx, key, agent, turn.host_id.as_deref(), now)?;
+            SqliteStore::touch_session_op(tx, sessions, key, agent, turn.host_id.as_deref(), now)?;
         }
         let inbox_id = SqliteStore::push_inbox_op(tx, key, agent, &turn.inbox_item(now))?;
         let message_id = SqliteStore::append_message_op(tx, lengths, key, agent, &turn.message(), now)?;

@@ -190,6 +190,9 @@ pub async fn a_session_read_before_a_write_reads_as_written_after_it<S: Store>(h
     s.record_turn(delivered, NOW + 4).await.unwrap();
     let turned = row(T).await;
     assert_eq!((turned.host_id.as_deref(), turned.updated_at), (Some("host-2"), NOW + 4), "a turn");
+    s.touch_session(T.into(), AGENT.into(), None, NOW + 5).await.unwrap();
+    let touched = row(T).await;
+    assert_eq!((touched.host_id.as_deref(), touched.updated_at), (Some("host-2"), NOW + 5), "no host: kept");
 
     ensure_session(s, W).await;
     register(s, W, T, Provenance::Explicit, STORE, NOW).await;
