@@ -28,6 +28,23 @@ fn prepared(conn: &Connection) -> Vec<String> {
     out
 }
 
+/// Creates the session `key` (agent `main`, session id `<key>-1`).
+async fn create_session(store: &SqliteStore, key: &str) {
+    let new = NewSession {
+        session_key: key.into(),
+        agent_id: "main".into(),
+        session_id: format!("{key}-1"),
+        kind: "main".into(),
+        chat_type: None,
+        channel: None,
+        label: None,
+        spawned_by: None,
+        created_via: None,
+        host_id: None,
+    };
+    store.ensure_session(new, 1).await.unwrap();
+}
+
 /// No statement that appends, delivers a turn, moves a cursor or takes an inbox builds a temporary
 /// B-tree: each one's pages are allocated and freed as the statement ends, and glibc handed them back to
 /// the kernel with a TLB flush on every core (an `IN` list in a CHECK, twice per cursor upsert;
@@ -38,19 +55,7 @@ async fn the_writers_hot_statements_build_no_temporary_btree() {
     let store = SqliteStore::open(dir.path().join("state.db"), SqliteOptions::default()).unwrap();
     let (main, child) = ("agent:main:main", "agent:main:subagent:c");
     for key in [main, child] {
-        let new = NewSession {
-            session_key: key.into(),
-            agent_id: "main".into(),
-            session_id: format!("{key}-1"),
-            kind: "main".into(),
-            chat_type: None,
-            channel: None,
-            label: None,
-            spawned_by: None,
-            created_via: None,
-            host_id: None,
-        };
-        store.ensure_session(new, 1).await.unwrap();
+        create_session(&store, key).await;
     }
     let watch = WatchRequest::new(
         AgentSessionKey::parse(main).unwrap(),
@@ -118,19 +123,7 @@ async fn a_touched_session_row_stays_kept_as_touched() {
     let lock = super::GatewayLock::acquire(&dir.path().join("state.db")).unwrap();
     let store = SqliteStore::open_locked(lock, SqliteOptions::default()).unwrap();
     let key = "agent:main:subagent:c";
-    let new = NewSession {
-        session_key: key.into(),
-        agent_id: "main".into(),
-        session_id: format!("{key}-1"),
-        kind: "subagent".into(),
-        chat_type: None,
-        channel: None,
-        label: None,
-        spawned_by: None,
-        created_via: None,
-        host_id: None,
-    };
-    store.ensure_session(new, 1).await.unwrap();
+    create_session(&store, key).await;
     store.get_session(key.into(), "main".into()).await.unwrap().expect("the row");
     assert!(store.inner.sessions.get(key, "main").is_some(), "kept once read");
     let turn = Turn {
