@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 struct Sizes {
     appends: u64,
     /// The 16 writers against their baseline: longer blocks than `appends` gives them (2,000 appends, 15 ms),
-    /// whose ratio spread 0.23-0.49 over five runs of one build.
+    /// whose ratio spread 0.23-0.49 over six runs of one build.
     writer_appends: u64,
     /// The 16 writers again, long enough for the SQLite store's folds and WAL checkpoints to weigh in.
     sustained_appends: u64,
