@@ -25,6 +25,7 @@
 //! Appends that need a decision before their sequence is taken (a dedupe key, "only if watched") or that
 //! seed cursors (a spawn) take the single path.
 
+use super::append::InTransaction;
 use super::{PostgresStore, watch};
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, GroupCommitCounter, GroupCommits, Result, StoreError, payload};
@@ -87,7 +88,7 @@ const APPEND_MANY: &str = "WITH j AS ( \
 /// about 50 µs of a lone append's 580: a sequential writer measured 0.83–0.86 of the bare commit loop
 /// that way, 0.88–0.95 on generic plans (`bench kernel --database postgres://…`, four runs alternated).
 /// `SET LOCAL` ends with the transaction, so the pool's other queries keep the default.
-const BEGIN_WITH_GENERIC_PLANS: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+pub(crate) const BEGIN_WITH_GENERIC_PLANS: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// Whether `req` may share a group commit (see the module doc for the others).
 pub(crate) fn batchable(req: &AppendRequest) -> bool {
@@ -474,29 +475,6 @@ impl Drop for Lead<'_> {
                 // The runtime is gone: nothing can run them; the next append starts a driver.
                 Err(_) => store.inner.appends.driver_lost(),
             }
-        }
-    }
-}
-
-/// A pooled connection inside the batch's transaction. Dropped before the transaction ended (the task
-/// was cancelled), the connection leaves the pool instead of serving its next caller inside it.
-struct InTransaction(Option<Object>);
-
-impl InTransaction {
-    fn client(&self) -> &Object {
-        self.0.as_ref().expect("present until dropped or discarded")
-    }
-
-    /// The transaction ended: the connection may serve others.
-    fn release(mut self) {
-        self.0.take();
-    }
-}
-
-impl Drop for InTransaction {
-    fn drop(&mut self) {
-        if let Some(client) = self.0.take() {
-            drop(Object::take(client));
         }
     }
 }

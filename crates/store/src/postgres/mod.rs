@@ -7,6 +7,7 @@
 //! at a time, the others skip). Cross-gateway push uses LISTEN/NOTIFY as a wake-up only (see
 //! [`listen`](PostgresStore::listen)).
 
+mod append;
 mod batch;
 mod links;
 mod listen;

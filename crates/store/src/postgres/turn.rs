@@ -1,10 +1,18 @@
 //! One turn delivered into a session, written in one transaction: its run, its event, the session's
 //! host, its inbox item and transcript message.
 
-use super::log::{Staged, head};
+use super::append::{Bracket, Staged};
+use super::log::head;
 use super::{PostgresStore, runs, sessions};
 use crate::{AppendOutcome, Result, Turn, TurnOutcome};
 use sessionwatch_core::Millis;
+
+/// The turn's event, in a savepoint of the turn's transaction.
+const TURN_EVENT: Bracket = Bracket {
+    open: "SAVEPOINT turn_event",
+    close: "RELEASE SAVEPOINT turn_event",
+    undo: "ROLLBACK TO SAVEPOINT turn_event; RELEASE SAVEPOINT turn_event",
+};
 
 impl PostgresStore {
     /// The append comes first, under a savepoint: it locks the session's head row before the session row
@@ -12,16 +20,18 @@ impl PostgresStore {
     pub(crate) async fn record_turn_pg(&self, turn: Turn, now: Millis) -> Result<TurnOutcome> {
         let (key, agent) = (&turn.session_key, &turn.agent_id);
         let mut client = self.client().await?;
-        let mut tx = client.transaction().await?;
+        let tx = client.transaction().await?;
         let (event, committed) = match &turn.event {
             None => (None, None),
-            Some(req) => match self.append_in(tx.savepoint("turn_event").await?, req, now).await {
+            Some(req) => match self.append_in(&tx, &TURN_EVENT, req, now).await {
                 Ok(Staged::Committed { event, notices, row }) => {
                     (Some(Ok(AppendOutcome::Recorded { event: event.clone(), notices })), Some((event, row)))
                 }
                 Ok(Staged::RolledBack(outcome)) => (Some(Ok(outcome)), None),
-                // The savepoint, dropped unfinished, is rolled back before the next statement.
-                Err(e) => (Some(Err(e)), None),
+                Err(e) => {
+                    tx.batch_execute(TURN_EVENT.undo).await?;
+                    (Some(Err(e)), None)
+                }
             },
         };
         if let Some(run) = &turn.run {

@@ -236,10 +236,12 @@ async fn write_cursor<C: GenericClient + Sync>(
     .await
 }
 
+/// Whether any cursor is on `$1`.
+pub(crate) const IS_WATCHED: &str =
+    "SELECT 1 FROM session_watch_cursors WHERE target_session_key = $1 LIMIT 1";
+
 pub(crate) async fn is_watched<C: GenericClient + Sync>(c: &C, target: &str) -> Result<bool> {
-    Ok(query_opt(c, "SELECT 1 FROM session_watch_cursors WHERE target_session_key = $1 LIMIT 1", &[&target])
-        .await?
-        .is_some())
+    Ok(query_opt(c, IS_WATCHED, &[&target]).await?.is_some())
 }
 
 /// Every cursor on the targets `$1` (an array), locked, by target then watcher (the lock order every
@@ -250,6 +252,26 @@ pub(crate) fn lock_cursors_of_many_sql() -> String {
          WHERE target_session_key = ANY($1) \
          ORDER BY target_session_key COLLATE \"C\", watcher_session_key COLLATE \"C\" FOR UPDATE"
     )
+}
+
+/// Every cursor on the target `$1`, locked, in watcher order (as [`lock_cursors_of_many_sql`] locks
+/// them), each with the gateway hosting its watcher (its first hosted agent's; NULL when none).
+pub(crate) fn lock_cursors_with_hosts_sql() -> String {
+    format!(
+        "SELECT c.watcher_session_key, {EDGE_CURSOR_COLUMNS}, \
+           (SELECT s.host_id FROM sessions s WHERE s.session_key = c.watcher_session_key \
+              AND s.host_id IS NOT NULL ORDER BY s.agent_id LIMIT 1) \
+         FROM session_watch_cursors c WHERE c.target_session_key = $1 \
+         ORDER BY c.watcher_session_key COLLATE \"C\" FOR UPDATE OF c"
+    )
+}
+
+/// A watcher's cursor, and the gateway hosting the watcher if any.
+pub(crate) type HostedCursor = ((String, Cursor), Option<String>);
+
+/// The rows of [`lock_cursors_with_hosts_sql`].
+pub(crate) fn cursors_with_hosts_from_rows(rows: &[Row]) -> Result<Vec<HostedCursor>> {
+    rows.iter().map(|r| Ok(((r.try_get(0)?, cursor_from_row(r, 1)?), r.try_get(7)?))).collect()
 }
 
 /// The rows of [`lock_cursors_of_many_sql`], as (target, (watcher, cursor)).
@@ -266,6 +288,13 @@ pub(crate) async fn lock_cursors_on<C: GenericClient + Sync>(
     Ok(target_cursors_from_rows(&rows)?.into_iter().map(|(_, cursor)| cursor).collect())
 }
 
+/// Moves the positions of existing cursors on `$1`: watchers `$2`, `L`, `N`, `M` and `updated_at` in
+/// parallel arrays.
+pub(crate) const SAVE_POSITIONS: &str = "UPDATE session_watch_cursors AS c SET last_seen_sequence = v.l, \
+     notified_sequence = v.n, material_sequence = v.m, updated_at = v.u \
+     FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[]) AS v(w, l, n, m, u) \
+     WHERE c.target_session_key = $1 AND c.watcher_session_key = v.w";
+
 /// Writes the positions of many existing cursors on `target` in one statement.
 pub(crate) async fn save_positions<C: GenericClient + Sync>(
     c: &C,
@@ -280,15 +309,7 @@ pub(crate) async fn save_positions<C: GenericClient + Sync>(
     let notified: Vec<i64> = cursors.iter().map(|(_, c)| i(c.notified)).collect();
     let material: Vec<i64> = cursors.iter().map(|(_, c)| i(c.material)).collect();
     let updated: Vec<i64> = cursors.iter().map(|(_, c)| c.updated_at).collect();
-    execute(
-        c,
-        "UPDATE session_watch_cursors AS c SET last_seen_sequence = v.l, notified_sequence = v.n, \
-         material_sequence = v.m, updated_at = v.u \
-         FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[]) AS v(w, l, n, m, u) \
-         WHERE c.target_session_key = $1 AND c.watcher_session_key = v.w",
-        &[&target, &watchers, &last_seen, &notified, &material, &updated],
-    )
-    .await?;
+    execute(c, SAVE_POSITIONS, &[&target, &watchers, &last_seen, &notified, &material, &updated]).await?;
     Ok(())
 }
 

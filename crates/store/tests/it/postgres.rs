@@ -139,3 +139,49 @@ fn a_schema_is_dropped_while_a_transaction_nobody_can_finish_holds_locks_on_it()
         Err(_) => panic!("dropping the test schema never finished"),
     }
 }
+
+/// A watched human turn takes the single path, whose statements go in two pipelined groups, the second
+/// ending with `COMMIT`. On a connection that has not prepared them yet, a failure inside that group
+/// must still leave nothing written: each group is prepared before it is sent, so the `COMMIT` cannot
+/// run ahead of the writes it closes (the head move committed, the event refused after it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_path_append_failing_on_a_fresh_connection_writes_nothing() {
+    use sessionwatch_core::{AgentSessionKey, HumanTurnSource, NewEvent, Provenance, RecordPolicy};
+    use sessionwatch_store::{AppendRequest, PostgresOptions, WatchRequest};
+    const W: &str = "agent:main:main";
+    const T: &str = "agent:main:subagent:t";
+    let test = "a_single_path_append_failing_on_a_fresh_connection_writes_nothing";
+    let Some(schema) = TestSchema::create(test).await else {
+        return;
+    };
+    // One connection, which the watch's registration uses without preparing any append statement.
+    let store = schema.store_with(PostgresOptions { pool_size: 1, ..PostgresOptions::default() }).await;
+    let key = |k: &str| AgentSessionKey::parse(k).unwrap();
+    let watch = WatchRequest::new(key(W), key(T), Provenance::Explicit, "s");
+    assert!(store.register_watch(watch, 1_000).await.unwrap().registered);
+    let cursor_before = store.cursor(W.into(), T.into()).await.unwrap();
+    let admin = admin_client(schema.url()).await.unwrap();
+    let name = schema.schema();
+    admin
+        .batch_execute(&format!(
+            "CREATE FUNCTION {name}.fail_appends() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'appends fail'; END $$; \
+             CREATE TRIGGER fail_appends BEFORE INSERT ON {name}.session_state_events \
+             FOR EACH ROW EXECUTE FUNCTION {name}.fail_appends()"
+        ))
+        .await
+        .unwrap();
+    let turn = AppendRequest {
+        policy: RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
+        ..AppendRequest::new(NewEvent::human_message(T, "main", "web", None), "s")
+    };
+    assert!(store.append(turn.clone(), 2_000).await.is_err(), "the event's insert fails");
+    assert_eq!(store.head(T.into(), "main".into()).await.unwrap().head, 0, "no head moved");
+    assert_eq!(store.cursor(W.into(), T.into()).await.unwrap(), cursor_before, "no cursor moved");
+    // The connection went back to the pool usable: with the trigger gone the same turn is recorded.
+    admin.batch_execute(&format!("DROP TRIGGER fail_appends ON {name}.session_state_events")).await.unwrap();
+    let recorded = store.append(turn, 3_000).await.unwrap();
+    assert!(
+        matches!(recorded, sessionwatch_store::AppendOutcome::Recorded { ref event, .. } if event.sequence == 1)
+    );
+}
