@@ -25,7 +25,7 @@
 use super::log::{EVENT_COLUMNS, event_from_row};
 use super::{Params, PostgresStore, execute, query, query_one, query_opt, watch};
 use crate::tail::HeadRow;
-use crate::{AppendOutcome, AppendRequest, Result, payload};
+use crate::{AppendOutcome, AppendRequest, Result, StoreError, payload};
 use deadpool_postgres::GenericClient;
 use futures_util::future::{join, join4, join5, try_join_all};
 use sessionwatch_core::policy::{fan_out, on_append, spawn_seed};
@@ -132,41 +132,46 @@ impl PostgresStore {
         let cursors = on_append(e.kind, &e.session_key, &req.policy);
         let fans_out = matches!(cursors, AppendCursors::FanOut);
 
-        // Round trip 1: the head row lock first, then the reads that decide, then the cursors the event
-        // may move (locked after the head row, as every append locks them).
+        // Round trip 1: the opening statement, then the head row lock, then the reads that decide, then
+        // the cursors the event may move (locked after the head row, as every append locks them). The
+        // opening statement is sent first, before anything can fail, so the caller's undo always has a
+        // bracket to undo.
         let deduped_sql = format!(
             "SELECT {EVENT_COLUMNS} FROM session_state_events \
              WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
         );
         let lock_cursors = watch::lock_cursors_with_hosts_sql();
-        prepare_all(c, &[LOCK_HEAD, &deduped_sql, watch::IS_WATCHED, &lock_cursors]).await?;
-        let deduped = async {
-            let Some(dedupe) = &e.dedupe_key else { return Ok(None) };
-            query_opt(c, &deduped_sql, &[&e.session_key, &e.agent_id, dedupe]).await
+        let reads = async {
+            prepare_all(c, &[LOCK_HEAD, &deduped_sql, watch::IS_WATCHED, &lock_cursors]).await?;
+            let deduped = async {
+                let Some(dedupe) = &e.dedupe_key else { return Ok(None) };
+                query_opt(c, &deduped_sql, &[&e.session_key, &e.agent_id, dedupe]).await
+            };
+            let watched = async {
+                if req.policy.only_if_watched { watch::is_watched(c, &e.session_key).await } else { Ok(true) }
+            };
+            let locked = async {
+                if fans_out { query(c, &lock_cursors, &[&e.session_key]).await } else { Ok(vec![]) }
+            };
+            let head_params: Params<'_> = &[&e.session_key, &e.agent_id, &now];
+            let lock_head = query_one(c, LOCK_HEAD, head_params);
+            let (head_row, deduped, watched, locked) = join4(lock_head, deduped, watched, locked).await;
+            Ok::<_, StoreError>((head_row?, deduped?, watched?, locked?))
         };
-        let watched = async {
-            if req.policy.only_if_watched { watch::is_watched(c, &e.session_key).await } else { Ok(true) }
-        };
-        let locked =
-            async { if fans_out { query(c, &lock_cursors, &[&e.session_key]).await } else { Ok(vec![]) } };
-        let (opened, (head_row, deduped, watched, locked)) = join(
-            c.batch_execute(bracket.open),
-            join4(query_one(c, LOCK_HEAD, &[&e.session_key, &e.agent_id, &now]), deduped, watched, locked),
-        )
-        .await;
+        let (opened, reads) = join(c.batch_execute(bracket.open), reads).await;
         opened?;
-        let head_row = head_row?;
+        let (head_row, deduped, watched, locked) = reads?;
         let (head, floor): (i64, i64) = (head_row.try_get(0)?, head_row.try_get(1)?);
-        if let Some(row) = deduped? {
+        if let Some(row) = deduped {
             let event = event_from_row(&row)?;
             c.batch_execute(bracket.undo).await?;
             return Ok(Staged::RolledBack(AppendOutcome::Duplicate(Box::new(event))));
         }
-        if !watched? {
+        if !watched {
             c.batch_execute(bracket.undo).await?;
             return Ok(Staged::RolledBack(AppendOutcome::Unwatched));
         }
-        let locked = watch::cursors_with_hosts_from_rows(&locked?)?;
+        let locked = watch::cursors_with_hosts_from_rows(&locked)?;
 
         // In memory: the fan-out (a spawn seeds its cursors here, a round trip each).
         let sequence = head + 1;
