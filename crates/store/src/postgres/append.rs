@@ -32,7 +32,6 @@ use sessionwatch_core::policy::{fan_out, on_append, spawn_seed};
 use sessionwatch_core::{AppendCursors, Cursor, Millis, Notice, StoredEvent};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use tokio_postgres::Row;
 
 /// How an append's transaction is opened, closed and undone: a transaction of its own, or a savepoint
 /// inside its caller's.
@@ -71,23 +70,15 @@ const INSERT_EVENT: &str = "INSERT INTO session_state_events (session_key, agent
      actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
-/// The gateways hosting the watchers `$1` (an array).
-const HOSTS_OF: &str = "SELECT DISTINCT ON (session_key) session_key, host_id FROM sessions \
-     WHERE session_key = ANY($1) AND host_id IS NOT NULL ORDER BY session_key, agent_id";
-
 /// One `pg_notify` a (channel, watcher) pair: delivered at commit; the payload is only the watcher key.
-const PUSH: &str = "SELECT pg_notify(c, w) FROM unnest($1::text[], $2::text[]) AS t(c, w)";
+pub(crate) const PUSH: &str = "SELECT pg_notify(c, w) FROM unnest($1::text[], $2::text[]) AS t(c, w)";
 
 /// The hosts of watchers, by watcher key.
-type Hosts = HashMap<String, String>;
-
-fn hosts_from_rows(rows: &[Row]) -> Result<Hosts> {
-    rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
-}
+pub(crate) type Hosts = HashMap<String, String>;
 
 /// Prepares (or finds cached) every statement of a pipelined group before any of it is sent: the helpers
 /// ([`query`], [`execute`]) then find each in the cache and send it when first polled, in order.
-async fn prepare_all<C: GenericClient + Sync>(c: &C, sqls: &[&str]) -> Result<()> {
+pub(crate) async fn prepare_all<C: GenericClient + Sync>(c: &C, sqls: &[&str]) -> Result<()> {
     try_join_all(sqls.iter().map(|sql| c.prepare_cached(sql))).await?;
     Ok(())
 }
@@ -140,7 +131,8 @@ impl PostgresStore {
             "SELECT {EVENT_COLUMNS} FROM session_state_events \
              WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
         );
-        let lock_cursors = watch::lock_cursors_with_hosts_sql();
+        let lock_cursors = watch::lock_cursors_of_many_with_hosts_sql();
+        let targets = vec![e.session_key.as_str()];
         let reads = async {
             prepare_all(c, &[LOCK_HEAD, &deduped_sql, watch::IS_WATCHED, &lock_cursors]).await?;
             let deduped = async {
@@ -150,9 +142,8 @@ impl PostgresStore {
             let watched = async {
                 if req.policy.only_if_watched { watch::is_watched(c, &e.session_key).await } else { Ok(true) }
             };
-            let locked = async {
-                if fans_out { query(c, &lock_cursors, &[&e.session_key]).await } else { Ok(vec![]) }
-            };
+            let locked =
+                async { if fans_out { query(c, &lock_cursors, &[&targets]).await } else { Ok(vec![]) } };
             let head_params: Params<'_> = &[&e.session_key, &e.agent_id, &now];
             let lock_head = query_one(c, LOCK_HEAD, head_params);
             let (head_row, deduped, watched, locked) = join4(lock_head, deduped, watched, locked).await;
@@ -171,7 +162,7 @@ impl PostgresStore {
             c.batch_execute(bracket.undo).await?;
             return Ok(Staged::RolledBack(AppendOutcome::Unwatched));
         }
-        let locked = watch::cursors_with_hosts_from_rows(&locked)?;
+        let locked = watch::hosted_cursors_from_rows(&locked)?;
 
         // In memory: the fan-out (a spawn seeds its cursors here, a round trip each).
         let sequence = head + 1;
@@ -189,7 +180,7 @@ impl PostgresStore {
             AppendCursors::FanOut => {
                 let mut hosts = Hosts::new();
                 let mut held = Vec::with_capacity(locked.len());
-                for ((watcher, cursor), host) in locked {
+                for (_, (watcher, cursor), host) in locked {
                     if let Some(host) = host {
                         hosts.insert(watcher.clone(), host);
                     }
@@ -206,7 +197,7 @@ impl PostgresStore {
                 closing.moved = out.moved;
                 notices = match &req.host_id {
                     Some(me) if !out.notices.is_empty() => {
-                        self.split_notices(c, me, out.notices, hosts, &mut closing.pushes).await?
+                        self.split_notices(c, me, out.notices, &mut hosts, &mut closing.pushes).await?
                     }
                     _ => out.notices,
                 };
@@ -252,12 +243,12 @@ impl PostgresStore {
     /// it (added to `pushes`, for the caller to send before its commit) and leave the answer. A watcher
     /// missing from `hosts` (no gateway hosts it yet) is claimed for `me`; one without a session row stays
     /// local.
-    async fn split_notices<C: GenericClient + Sync>(
+    pub(crate) async fn split_notices<C: GenericClient + Sync>(
         &self,
         c: &C,
         me: &str,
         notices: Vec<Notice>,
-        mut hosts: Hosts,
+        hosts: &mut Hosts,
         pushes: &mut BTreeSet<(String, String)>,
     ) -> Result<Vec<Notice>> {
         let mut local = vec![];
@@ -277,26 +268,10 @@ impl PostgresStore {
         }
         Ok(local)
     }
-
-    /// Inside an append's transaction (a batch's): notices of watchers hosted by another gateway are
-    /// pushed to it (NOTIFY, delivered at commit) and dropped from the answer.
-    pub(crate) async fn route_notices<C: GenericClient + Sync>(
-        &self,
-        c: &C,
-        me: &str,
-        notices: Vec<Notice>,
-    ) -> Result<Vec<Notice>> {
-        let keys: Vec<&str> = notices.iter().map(|n| n.watcher.as_str()).collect();
-        let hosts = hosts_from_rows(&query(c, HOSTS_OF, &[&keys]).await?)?;
-        let mut pushes = BTreeSet::new();
-        let local = self.split_notices(c, me, notices, hosts, &mut pushes).await?;
-        push(c, &pushes).await?;
-        Ok(local)
-    }
 }
 
 /// Sends `pushes` (channel, watcher): one statement, none when empty.
-async fn push<C: GenericClient + Sync>(c: &C, pushes: &BTreeSet<(String, String)>) -> Result<()> {
+pub(crate) async fn push<C: GenericClient + Sync>(c: &C, pushes: &BTreeSet<(String, String)>) -> Result<()> {
     if pushes.is_empty() {
         return Ok(());
     }

@@ -10,14 +10,17 @@
 //!
 //! 1. one round trip: `BEGIN`, one statement that takes every event's sequence under its head row lock
 //!    and inserts the events, and one `SELECT … FOR UPDATE` of the cursors on the notified targets
-//!    (pipelined after the appends, so it reads after the head rows are locked, as a single append does);
+//!    (pipelined after the appends, so it reads after the head rows are locked, as a single append does;
+//!    with several gateways each cursor comes with the gateway hosting its watcher);
 //! 2. in memory: [`fan_out`] per event in sequence order over the locked cursors (a cursor one event of
-//!    the batch made pending is pending for the next);
-//! 3. one round trip when cursors moved: their positions; then, with several gateways, the notices of
-//!    watchers hosted elsewhere are routed as a single append routes them;
-//! 4. `COMMIT`. Only then does any caller hear "recorded".
+//!    the batch made pending is pending for the next); with several gateways the notices of watchers
+//!    hosted elsewhere become pushes, as a single append's do (a watcher no gateway hosts yet is claimed
+//!    here, a round trip each);
+//! 3. one round trip: the moved positions, one `pg_notify` statement for the pushes and `COMMIT`,
+//!    pipelined (prepared first, so they run in that order). Only then does any caller hear "recorded".
 //!
-//! If anything fails before `COMMIT` was sent, nothing was committed and each append is run again alone
+//! If anything fails before `COMMIT`, nothing was committed (a write that fails in the last round trip
+//! aborts the transaction, and the `COMMIT` behind it rolls it back) and each append is run again alone
 //! ([`PostgresStore::append_pg`]), so one bad append, a deadlock with another gateway or a dedupe race
 //! costs a retry, not its neighbours' events. If `COMMIT` itself fails the outcome is unknown: every
 //! caller hears the error (as a single append's caller would), none is retried.
@@ -25,15 +28,15 @@
 //! Appends that need a decision before their sequence is taken (a dedupe key, "only if watched") or that
 //! seed cursors (a spawn) take the single path.
 
-use super::append::InTransaction;
+use super::append::{Hosts, InTransaction, PUSH, prepare_all, push};
 use super::{PostgresStore, watch};
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, AppendRequest, GroupCommitCounter, GroupCommits, Result, StoreError, payload};
 use deadpool_postgres::Object;
-use futures_util::future::{join, join_all};
+use futures_util::future::{join, join_all, join3};
 use sessionwatch_core::policy::fan_out;
 use sessionwatch_core::{Cursor, EventKind, Millis, Notice, StoredEvent};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
@@ -243,12 +246,12 @@ impl PostgresStore {
     async fn commit_batch(&self, jobs: &[Job]) -> std::result::Result<Vec<Appended>, BatchError> {
         let tx = InTransaction(Some(self.client().await.map_err(BatchError::NotCommitted)?));
         let outcome = match self.stage(tx.client(), jobs).await {
-            Ok(appended) => match tx.client().batch_execute("COMMIT").await {
+            Ok((appended, closing)) => match close(tx.client(), closing).await {
                 Ok(()) => {
                     tx.release();
                     return Ok(appended);
                 }
-                Err(e) => Err(BatchError::Commit(e.into())),
+                Err(e) => Err(e),
             },
             Err(e) => Err(BatchError::NotCommitted(e)),
         };
@@ -260,11 +263,18 @@ impl PostgresStore {
         outcome
     }
 
-    /// Everything of the batch's transaction up to (not including) `COMMIT`.
-    async fn stage(&self, client: &Object, jobs: &[Job]) -> Result<Vec<Appended>> {
+    /// Everything of the batch's transaction up to (not including) the writes that close it.
+    async fn stage(&self, client: &Object, jobs: &[Job]) -> Result<(Vec<Appended>, BatchCursors)> {
         let lone = jobs.len() == 1;
+        // With several gateways each cursor comes with its watcher's host, for the pushes.
+        let hosted = jobs.iter().any(|j| j.req.host_id.is_some());
+        let lock_sql = if hosted {
+            watch::lock_cursors_of_many_with_hosts_sql()
+        } else {
+            watch::lock_cursors_of_many_sql()
+        };
         let append = client.prepare_cached(if lone { APPEND_ONE } else { APPEND_MANY }).await?;
-        let lock = client.prepare_cached(&watch::lock_cursors_of_many_sql()).await?;
+        let lock = client.prepare_cached(&lock_sql).await?;
         // The targets whose cursors the batch's events may move, each once.
         let mut targets: Vec<&str> = jobs
             .iter()
@@ -291,47 +301,65 @@ impl PostgresStore {
             )));
         }
         let mut cursors = BatchCursors::default();
-        for (target, cursor) in watch::target_cursors_from_rows(&locked?)? {
-            cursors.held.entry(target).or_default().push(cursor);
+        let locked = locked?;
+        if hosted {
+            for (target, cursor, host) in watch::hosted_cursors_from_rows(&locked)? {
+                if let Some(host) = host {
+                    cursors.hosts.insert(cursor.0.clone(), host);
+                }
+                cursors.held.entry(target).or_default().push(cursor);
+            }
+        } else {
+            for (target, cursor) in watch::target_cursors_from_rows(&locked)? {
+                cursors.held.entry(target).or_default().push(cursor);
+            }
         }
 
-        // In memory: each event's fan-out, in sequence order.
+        // In memory: each event's fan-out, in sequence order; with several gateways, the notices of
+        // watchers hosted elsewhere become pushes instead of answers.
         let mut appended = Vec::with_capacity(jobs.len());
         for ((job, head), stored) in jobs.iter().zip(heads).zip(columns.stored) {
             let sequence = super::u(head.try_get(0)?);
             let row = HeadRow::moved_by_every_append(sequence, super::u(head.try_get(1)?), head.try_get(2)?);
-            let notices = cursors.fan_out(job, sequence);
+            let mut notices = cursors.fan_out(job, sequence);
+            if let Some(me) = &job.req.host_id
+                && !notices.is_empty()
+            {
+                notices =
+                    self.split_notices(client, me, notices, &mut cursors.hosts, &mut cursors.pushes).await?;
+            }
             appended.push(Appended { event: StoredEvent { sequence, ..stored }, row, notices });
         }
-
-        // Round trip 2 (only if a cursor moved): their positions, every target at once.
-        if !cursors.moved.is_empty() {
-            let saves = join_all(
-                cursors.moved.iter().map(|(target, moved)| watch::save_positions(client, target, moved)),
-            );
-            for saved in saves.await {
-                saved?;
-            }
-        }
-        // With several gateways: notices of watchers hosted elsewhere are pushed, not answered.
-        for (job, a) in jobs.iter().zip(appended.iter_mut()) {
-            if let Some(me) = &job.req.host_id
-                && !a.notices.is_empty()
-            {
-                a.notices = self.route_notices(client, me, std::mem::take(&mut a.notices)).await?;
-            }
-        }
-        Ok(appended)
+        Ok((appended, cursors))
     }
 }
 
-/// The cursors on a batch's notified targets, as its events move them.
+/// Round trip 2: the moved positions (every target at once), the pushes and `COMMIT`, pipelined. A write
+/// that fails before `COMMIT` aborts the transaction, which the `COMMIT` then rolls back: not committed.
+async fn close(client: &Object, closing: BatchCursors) -> std::result::Result<(), BatchError> {
+    prepare_all(client, &[watch::SAVE_POSITIONS, PUSH]).await.map_err(BatchError::NotCommitted)?;
+    let saves =
+        join_all(closing.moved.iter().map(|(target, moved)| watch::save_positions(client, target, moved)));
+    let (saved, pushed, committed) =
+        join3(saves, push(client, &closing.pushes), client.batch_execute("COMMIT")).await;
+    for s in saved {
+        s.map_err(BatchError::NotCommitted)?;
+    }
+    pushed.map_err(BatchError::NotCommitted)?;
+    committed.map_err(|e| BatchError::Commit(e.into()))
+}
+
+/// The cursors on a batch's notified targets, as its events move them, and what closes the batch.
 #[derive(Default)]
 struct BatchCursors {
     /// By target, as locked, then as moved by the events so far.
     held: HashMap<String, Vec<(String, Cursor)>>,
     /// By target, the cursors to write back: each once, as the last event that moved it left it.
     moved: HashMap<String, Vec<(String, Cursor)>>,
+    /// The gateways hosting the watchers (with several gateways), claims made by the batch included.
+    hosts: Hosts,
+    /// (channel, watcher) of each watcher hosted elsewhere that a notice goes to.
+    pushes: BTreeSet<(String, String)>,
 }
 
 impl BatchCursors {

@@ -254,24 +254,24 @@ pub(crate) fn lock_cursors_of_many_sql() -> String {
     )
 }
 
-/// Every cursor on the target `$1`, locked, in watcher order (as [`lock_cursors_of_many_sql`] locks
-/// them), each with the gateway hosting its watcher (its first hosted agent's; NULL when none).
-pub(crate) fn lock_cursors_with_hosts_sql() -> String {
+/// [`lock_cursors_of_many_sql`] (the same rows, locked in the same order), each with the gateway hosting
+/// its watcher last (its first hosted agent's; NULL when none).
+pub(crate) fn lock_cursors_of_many_with_hosts_sql() -> String {
     format!(
-        "SELECT c.watcher_session_key, {EDGE_CURSOR_COLUMNS}, \
+        "SELECT c.target_session_key, c.watcher_session_key, {EDGE_CURSOR_COLUMNS}, \
            (SELECT s.host_id FROM sessions s WHERE s.session_key = c.watcher_session_key \
               AND s.host_id IS NOT NULL ORDER BY s.agent_id LIMIT 1) \
-         FROM session_watch_cursors c WHERE c.target_session_key = $1 \
-         ORDER BY c.watcher_session_key COLLATE \"C\" FOR UPDATE OF c"
+         FROM session_watch_cursors c WHERE c.target_session_key = ANY($1) \
+         ORDER BY c.target_session_key COLLATE \"C\", c.watcher_session_key COLLATE \"C\" FOR UPDATE OF c"
     )
 }
 
-/// A watcher's cursor, and the gateway hosting the watcher if any.
-pub(crate) type HostedCursor = ((String, Cursor), Option<String>);
+/// A locked cursor: its target, its watcher and itself, and the gateway hosting the watcher if any.
+pub(crate) type HostedCursor = (String, (String, Cursor), Option<String>);
 
-/// The rows of [`lock_cursors_with_hosts_sql`].
-pub(crate) fn cursors_with_hosts_from_rows(rows: &[Row]) -> Result<Vec<HostedCursor>> {
-    rows.iter().map(|r| Ok(((r.try_get(0)?, cursor_from_row(r, 1)?), r.try_get(7)?))).collect()
+/// The rows of [`lock_cursors_of_many_with_hosts_sql`].
+pub(crate) fn hosted_cursors_from_rows(rows: &[Row]) -> Result<Vec<HostedCursor>> {
+    rows.iter().map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, cursor_from_row(r, 2)?), r.try_get(8)?))).collect()
 }
 
 /// The rows of [`lock_cursors_of_many_sql`], as (target, (watcher, cursor)).

@@ -185,3 +185,49 @@ async fn a_single_path_append_failing_on_a_fresh_connection_writes_nothing() {
         matches!(recorded, sessionwatch_store::AppendOutcome::Recorded { ref event, .. } if event.sequence == 1)
     );
 }
+
+/// A batch's last round trip sends the cursors' positions and `COMMIT` together. When the positions
+/// fail, the `COMMIT` behind them answers without error but rolls the transaction back: the append must
+/// be reported not recorded (after its retry alone fails the same way), never recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_cursor_write_fails_records_nothing_and_says_so() {
+    use sessionwatch_core::{AgentSessionKey, Limit, NewEvent, Provenance};
+    use sessionwatch_store::{AppendRequest, WatchRequest};
+    const W: &str = "agent:main:main";
+    const T: &str = "agent:main:subagent:t";
+    let test = "a_batch_whose_cursor_write_fails_records_nothing_and_says_so";
+    let Some(schema) = TestSchema::create(test).await else {
+        return;
+    };
+    let store = schema.store().await;
+    let key = |k: &str| AgentSessionKey::parse(k).unwrap();
+    let watch = WatchRequest::new(key(W), key(T), Provenance::Explicit, "s");
+    assert!(store.register_watch(watch, 1_000).await.unwrap().registered);
+    let cursor_before = store.cursor(W.into(), T.into()).await.unwrap();
+    let admin = admin_client(schema.url()).await.unwrap();
+    let name = schema.schema();
+    admin
+        .batch_execute(&format!(
+            "CREATE FUNCTION {name}.fail_cursor_writes() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'cursor writes fail'; END $$; \
+             CREATE TRIGGER fail_cursor_writes BEFORE UPDATE ON {name}.session_watch_cursors \
+             FOR EACH ROW EXECUTE FUNCTION {name}.fail_cursor_writes()"
+        ))
+        .await
+        .unwrap();
+    // A human message recorded always (an adopted session's turn): the batched path.
+    let human = AppendRequest::new(NewEvent::human_message(T, "main", "web", None), "s");
+    assert!(store.append(human.clone(), 2_000).await.is_err(), "the cursor write fails");
+    assert_eq!(store.head(T.into(), "main".into()).await.unwrap().head, 0, "no head moved");
+    assert!(store.changes_since(T.into(), "main".into(), 0, Limit::MAX).await.unwrap().events.is_empty());
+    assert_eq!(store.cursor(W.into(), T.into()).await.unwrap(), cursor_before, "no cursor moved");
+    admin
+        .batch_execute(&format!("DROP TRIGGER fail_cursor_writes ON {name}.session_watch_cursors"))
+        .await
+        .unwrap();
+    let recorded = store.append(human, 3_000).await.unwrap();
+    assert!(
+        matches!(recorded, sessionwatch_store::AppendOutcome::Recorded { ref event, ref notices } if event.sequence == 1 && notices.len() == 1),
+        "{recorded:?}"
+    );
+}
