@@ -140,49 +140,80 @@ fn a_schema_is_dropped_while_a_transaction_nobody_can_finish_holds_locks_on_it()
     }
 }
 
+/// The watcher and the target of the failure tests below.
+const FAIL_W: &str = "agent:main:main";
+const FAIL_T: &str = "agent:main:subagent:t";
+
+/// A fresh schema, its store (`options`) with one explicit watch of `FAIL_W` on `FAIL_T`, and that cursor.
+async fn one_watch(
+    test: &str,
+    options: sessionwatch_store::PostgresOptions,
+) -> Option<(TestSchema, PostgresStore, Option<sessionwatch_core::Cursor>)> {
+    use sessionwatch_core::{AgentSessionKey, Provenance};
+    let schema = TestSchema::create(test).await?;
+    let store = schema.store_with(options).await;
+    let key = |k: &str| AgentSessionKey::parse(k).unwrap();
+    let watch = sessionwatch_store::WatchRequest::new(key(FAIL_W), key(FAIL_T), Provenance::Explicit, "s");
+    assert!(store.register_watch(watch, 1_000).await.unwrap().registered);
+    let cursor = store.cursor(FAIL_W.into(), FAIL_T.into()).await.unwrap();
+    Some((schema, store, cursor))
+}
+
+/// Makes every `BEFORE {event}` row of the schema's `table` fail, until the trigger `fail` is dropped;
+/// answers the connection that installed it.
+async fn fail_every(schema: &TestSchema, event: &str, table: &str) -> tokio_postgres::Client {
+    let admin = admin_client(schema.url()).await.unwrap();
+    let name = schema.schema();
+    admin
+        .batch_execute(&format!(
+            "CREATE FUNCTION {name}.fail() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'this write fails'; END $$; \
+             CREATE TRIGGER fail BEFORE {event} ON {name}.{table} FOR EACH ROW EXECUTE FUNCTION {name}.fail()"
+        ))
+        .await
+        .unwrap();
+    admin
+}
+
+/// Nothing of the failed append is left: no head moved, no event, the cursor as it was.
+async fn nothing_written(store: &PostgresStore, cursor_before: &Option<sessionwatch_core::Cursor>) {
+    use sessionwatch_core::Limit;
+    assert_eq!(store.head(FAIL_T.into(), "main".into()).await.unwrap().head, 0, "no head moved");
+    let page = store.changes_since(FAIL_T.into(), "main".into(), 0, Limit::MAX).await.unwrap();
+    assert!(page.events.is_empty(), "no event");
+    assert_eq!(&store.cursor(FAIL_W.into(), FAIL_T.into()).await.unwrap(), cursor_before, "no cursor moved");
+}
+
 /// A watched human turn takes the single path, whose statements go in two pipelined groups, the second
 /// ending with `COMMIT`. On a connection that has not prepared them yet, a failure inside that group
 /// must still leave nothing written: each group is prepared before it is sent, so the `COMMIT` cannot
 /// run ahead of the writes it closes (the head move committed, the event refused after it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_path_append_failing_on_a_fresh_connection_writes_nothing() {
-    use sessionwatch_core::{AgentSessionKey, HumanTurnSource, NewEvent, Provenance, RecordPolicy};
-    use sessionwatch_store::{AppendRequest, PostgresOptions, WatchRequest};
-    const W: &str = "agent:main:main";
-    const T: &str = "agent:main:subagent:t";
+    use sessionwatch_core::{HumanTurnSource, NewEvent, RecordPolicy};
+    use sessionwatch_store::{AppendOutcome, AppendRequest, PostgresOptions};
     let test = "a_single_path_append_failing_on_a_fresh_connection_writes_nothing";
-    let Some(schema) = TestSchema::create(test).await else {
+    // One connection, which the watch's registration uses without preparing any append statement.
+    let options = PostgresOptions { pool_size: 1, ..PostgresOptions::default() };
+    let Some((schema, store, cursor_before)) = one_watch(test, options).await else {
         return;
     };
-    // One connection, which the watch's registration uses without preparing any append statement.
-    let store = schema.store_with(PostgresOptions { pool_size: 1, ..PostgresOptions::default() }).await;
-    let key = |k: &str| AgentSessionKey::parse(k).unwrap();
-    let watch = WatchRequest::new(key(W), key(T), Provenance::Explicit, "s");
-    assert!(store.register_watch(watch, 1_000).await.unwrap().registered);
-    let cursor_before = store.cursor(W.into(), T.into()).await.unwrap();
-    let admin = admin_client(schema.url()).await.unwrap();
-    let name = schema.schema();
-    admin
-        .batch_execute(&format!(
-            "CREATE FUNCTION {name}.fail_appends() RETURNS trigger LANGUAGE plpgsql AS \
-             $$ BEGIN RAISE EXCEPTION 'appends fail'; END $$; \
-             CREATE TRIGGER fail_appends BEFORE INSERT ON {name}.session_state_events \
-             FOR EACH ROW EXECUTE FUNCTION {name}.fail_appends()"
-        ))
-        .await
-        .unwrap();
+    let admin = fail_every(&schema, "INSERT", "session_state_events").await;
     let turn = AppendRequest {
         policy: RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
-        ..AppendRequest::new(NewEvent::human_message(T, "main", "web", None), "s")
+        ..AppendRequest::new(NewEvent::human_message(FAIL_T, "main", "web", None), "s")
     };
     assert!(store.append(turn.clone(), 2_000).await.is_err(), "the event's insert fails");
-    assert_eq!(store.head(T.into(), "main".into()).await.unwrap().head, 0, "no head moved");
-    assert_eq!(store.cursor(W.into(), T.into()).await.unwrap(), cursor_before, "no cursor moved");
+    nothing_written(&store, &cursor_before).await;
     // The connection went back to the pool usable: with the trigger gone the same turn is recorded.
-    admin.batch_execute(&format!("DROP TRIGGER fail_appends ON {name}.session_state_events")).await.unwrap();
+    admin
+        .batch_execute(&format!("DROP TRIGGER fail ON {}.session_state_events", schema.schema()))
+        .await
+        .unwrap();
     let recorded = store.append(turn, 3_000).await.unwrap();
     assert!(
-        matches!(recorded, sessionwatch_store::AppendOutcome::Recorded { ref event, .. } if event.sequence == 1)
+        matches!(recorded, AppendOutcome::Recorded { ref event, .. } if event.sequence == 1),
+        "{recorded:?}"
     );
 }
 
@@ -191,43 +222,23 @@ async fn a_single_path_append_failing_on_a_fresh_connection_writes_nothing() {
 /// be reported not recorded (after its retry alone fails the same way), never recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_whose_cursor_write_fails_records_nothing_and_says_so() {
-    use sessionwatch_core::{AgentSessionKey, Limit, NewEvent, Provenance};
-    use sessionwatch_store::{AppendRequest, WatchRequest};
-    const W: &str = "agent:main:main";
-    const T: &str = "agent:main:subagent:t";
+    use sessionwatch_core::NewEvent;
+    use sessionwatch_store::{AppendOutcome, AppendRequest, PostgresOptions};
     let test = "a_batch_whose_cursor_write_fails_records_nothing_and_says_so";
-    let Some(schema) = TestSchema::create(test).await else {
+    let Some((schema, store, cursor_before)) = one_watch(test, PostgresOptions::default()).await else {
         return;
     };
-    let store = schema.store().await;
-    let key = |k: &str| AgentSessionKey::parse(k).unwrap();
-    let watch = WatchRequest::new(key(W), key(T), Provenance::Explicit, "s");
-    assert!(store.register_watch(watch, 1_000).await.unwrap().registered);
-    let cursor_before = store.cursor(W.into(), T.into()).await.unwrap();
-    let admin = admin_client(schema.url()).await.unwrap();
-    let name = schema.schema();
-    admin
-        .batch_execute(&format!(
-            "CREATE FUNCTION {name}.fail_cursor_writes() RETURNS trigger LANGUAGE plpgsql AS \
-             $$ BEGIN RAISE EXCEPTION 'cursor writes fail'; END $$; \
-             CREATE TRIGGER fail_cursor_writes BEFORE UPDATE ON {name}.session_watch_cursors \
-             FOR EACH ROW EXECUTE FUNCTION {name}.fail_cursor_writes()"
-        ))
-        .await
-        .unwrap();
+    let admin = fail_every(&schema, "UPDATE", "session_watch_cursors").await;
     // A human message recorded always (an adopted session's turn): the batched path.
-    let human = AppendRequest::new(NewEvent::human_message(T, "main", "web", None), "s");
+    let human = AppendRequest::new(NewEvent::human_message(FAIL_T, "main", "web", None), "s");
     assert!(store.append(human.clone(), 2_000).await.is_err(), "the cursor write fails");
-    assert_eq!(store.head(T.into(), "main".into()).await.unwrap().head, 0, "no head moved");
-    assert!(store.changes_since(T.into(), "main".into(), 0, Limit::MAX).await.unwrap().events.is_empty());
-    assert_eq!(store.cursor(W.into(), T.into()).await.unwrap(), cursor_before, "no cursor moved");
+    nothing_written(&store, &cursor_before).await;
     admin
-        .batch_execute(&format!("DROP TRIGGER fail_cursor_writes ON {name}.session_watch_cursors"))
+        .batch_execute(&format!("DROP TRIGGER fail ON {}.session_watch_cursors", schema.schema()))
         .await
         .unwrap();
     let recorded = store.append(human, 3_000).await.unwrap();
-    assert!(
-        matches!(recorded, sessionwatch_store::AppendOutcome::Recorded { ref event, ref notices } if event.sequence == 1 && notices.len() == 1),
-        "{recorded:?}"
-    );
+    let moved = matches!(recorded, AppendOutcome::Recorded { ref event, ref notices }
+        if event.sequence == 1 && notices.len() == 1);
+    assert!(moved, "{recorded:?}");
 }
