@@ -121,88 +121,18 @@ impl PostgresStore {
     ) -> Result<Staged> {
         let e = &req.event;
         let cursors = on_append(e.kind, &e.session_key, &req.policy);
-        let fans_out = matches!(cursors, AppendCursors::FanOut);
-
-        // Round trip 1: the opening statement, then the head row lock, then the reads that decide, then
-        // the cursors the event may move (locked after the head row, as every append locks them). The
-        // opening statement is sent first, before anything can fail, so the caller's undo always has a
-        // bracket to undo.
-        let deduped_sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM session_state_events \
-             WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
-        );
-        let lock_cursors = watch::lock_cursors_of_many_with_hosts_sql();
-        let targets = vec![e.session_key.as_str()];
-        let reads = async {
-            prepare_all(c, &[LOCK_HEAD, &deduped_sql, watch::IS_WATCHED, &lock_cursors]).await?;
-            let deduped = async {
-                let Some(dedupe) = &e.dedupe_key else { return Ok(None) };
-                query_opt(c, &deduped_sql, &[&e.session_key, &e.agent_id, dedupe]).await
-            };
-            let watched = async {
-                if req.policy.only_if_watched { watch::is_watched(c, &e.session_key).await } else { Ok(true) }
-            };
-            let locked =
-                async { if fans_out { query(c, &lock_cursors, &[&targets]).await } else { Ok(vec![]) } };
-            let head_params: Params<'_> = &[&e.session_key, &e.agent_id, &now];
-            let lock_head = query_one(c, LOCK_HEAD, head_params);
-            let (head_row, deduped, watched, locked) = join4(lock_head, deduped, watched, locked).await;
-            Ok::<_, StoreError>((head_row?, deduped?, watched?, locked?))
-        };
-        let (opened, reads) = join(c.batch_execute(bracket.open), reads).await;
-        opened?;
-        let (head_row, deduped, watched, locked) = reads?;
-        let (head, floor): (i64, i64) = (head_row.try_get(0)?, head_row.try_get(1)?);
-        if let Some(row) = deduped {
+        let read = open_and_read(c, bracket, req, now, matches!(cursors, AppendCursors::FanOut)).await?;
+        if let Some(row) = read.deduped {
             let event = event_from_row(&row)?;
             c.batch_execute(bracket.undo).await?;
             return Ok(Staged::RolledBack(AppendOutcome::Duplicate(Box::new(event))));
         }
-        if !watched {
+        if !read.watched {
             c.batch_execute(bracket.undo).await?;
             return Ok(Staged::RolledBack(AppendOutcome::Unwatched));
         }
-        let locked = watch::hosted_cursors_from_rows(&locked)?;
-
-        // In memory: the fan-out (a spawn seeds its cursors here, a round trip each).
-        let sequence = head + 1;
-        let mut closing = Closing::default();
-        let mut notices = vec![];
-        match cursors {
-            AppendCursors::Untouched => {}
-            AppendCursors::Seed(watchers) => {
-                for watcher in &watchers {
-                    let existing = watch::load_cursor(c, watcher, &e.session_key, true).await?;
-                    let seeded = spawn_seed(existing.as_ref(), sequence as u64, &req.watcher_store, now);
-                    watch::save_cursor(c, watcher, &e.session_key, &seeded).await?;
-                }
-            }
-            AppendCursors::FanOut => {
-                let mut hosts = Hosts::new();
-                let mut held = Vec::with_capacity(locked.len());
-                for (_, (watcher, cursor), host) in locked {
-                    if let Some(host) = host {
-                        hosts.insert(watcher.clone(), host);
-                    }
-                    held.push((watcher, cursor));
-                }
-                let out = fan_out(
-                    &e.session_key,
-                    e.actor.id.as_deref(),
-                    sequence as u64,
-                    &req.watcher_store,
-                    now,
-                    held,
-                );
-                closing.moved = out.moved;
-                notices = match &req.host_id {
-                    Some(me) if !out.notices.is_empty() => {
-                        self.split_notices(c, me, out.notices, &mut hosts, &mut closing.pushes).await?
-                    }
-                    _ => out.notices,
-                };
-            }
-        }
+        let sequence = read.head + 1;
+        let (notices, closing) = self.move_cursors(c, req, cursors, read.locked, sequence, now).await?;
 
         // Round trip 2: the head moves, the event is written, then the cursors, the pushes, the close.
         let stored = e.stored(sequence as u64, now);
@@ -235,8 +165,55 @@ impl PostgresStore {
         positions?;
         pushed?;
         closed?;
-        let row = HeadRow::moved_by_every_append(sequence as u64, super::u(floor), now);
+        let row = HeadRow::moved_by_every_append(sequence as u64, super::u(read.floor), now);
         Ok(Staged::Committed { event: Arc::new(stored), notices, row })
+    }
+
+    /// In memory, between the round trips: what the event at `sequence` does to the cursors `locked` on
+    /// its session ([`on_append`]'s `cursors`); answers the notices delivered here and what round trip 2
+    /// writes. A spawn seeds its cursors here, and a watcher nobody hosts yet is claimed, a round trip each.
+    async fn move_cursors<C: GenericClient + Sync>(
+        &self,
+        c: &C,
+        req: &AppendRequest,
+        cursors: AppendCursors,
+        locked: Vec<watch::HostedCursor>,
+        sequence: i64,
+        now: Millis,
+    ) -> Result<(Vec<Notice>, Closing)> {
+        let e = &req.event;
+        let mut closing = Closing::default();
+        match cursors {
+            AppendCursors::Untouched => Ok((vec![], closing)),
+            AppendCursors::Seed(watchers) => {
+                for watcher in &watchers {
+                    let existing = watch::load_cursor(c, watcher, &e.session_key, true).await?;
+                    let seeded = spawn_seed(existing.as_ref(), sequence as u64, &req.watcher_store, now);
+                    watch::save_cursor(c, watcher, &e.session_key, &seeded).await?;
+                }
+                Ok((vec![], closing))
+            }
+            AppendCursors::FanOut => {
+                let mut hosts = Hosts::new();
+                let mut held = Vec::with_capacity(locked.len());
+                for (_, (watcher, cursor), host) in locked {
+                    if let Some(host) = host {
+                        hosts.insert(watcher.clone(), host);
+                    }
+                    held.push((watcher, cursor));
+                }
+                let actor = e.actor.id.as_deref();
+                let out = fan_out(&e.session_key, actor, sequence as u64, &req.watcher_store, now, held);
+                closing.moved = out.moved;
+                let notices = match &req.host_id {
+                    Some(me) if !out.notices.is_empty() => {
+                        self.split_notices(c, me, out.notices, &mut hosts, &mut closing.pushes).await?
+                    }
+                    _ => out.notices,
+                };
+                Ok((notices, closing))
+            }
+        }
     }
 
     /// Inside an append's transaction: the notices of watchers hosted by another gateway become pushes to
@@ -268,6 +245,61 @@ impl PostgresStore {
         }
         Ok(local)
     }
+}
+
+/// What round trip 1 read: the head row (locked), the event a dedupe key already names, whether the
+/// session is watched, and its cursors (locked, each with its watcher's host) when the event may move them.
+struct Read {
+    head: i64,
+    floor: i64,
+    deduped: Option<tokio_postgres::Row>,
+    watched: bool,
+    locked: Vec<watch::HostedCursor>,
+}
+
+/// Round trip 1: the opening statement, then the head row lock, then the reads that decide, then the
+/// cursors the event may move (`lock_cursors`; locked after the head row, as every append locks them).
+/// The opening statement is sent first, before anything can fail, so the caller's undo always has a
+/// bracket to undo.
+async fn open_and_read<C: GenericClient + Sync>(
+    c: &C,
+    bracket: &Bracket,
+    req: &AppendRequest,
+    now: Millis,
+    lock_cursors: bool,
+) -> Result<Read> {
+    let e = &req.event;
+    let deduped_sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM session_state_events \
+         WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
+    );
+    let lock_sql = watch::lock_cursors_of_many_with_hosts_sql();
+    let targets = vec![e.session_key.as_str()];
+    let reads = async {
+        prepare_all(c, &[LOCK_HEAD, &deduped_sql, watch::IS_WATCHED, &lock_sql]).await?;
+        let head_params: Params<'_> = &[&e.session_key, &e.agent_id, &now];
+        let deduped = async {
+            let Some(dedupe) = &e.dedupe_key else { return Ok(None) };
+            query_opt(c, &deduped_sql, &[&e.session_key, &e.agent_id, dedupe]).await
+        };
+        let watched = async {
+            if req.policy.only_if_watched { watch::is_watched(c, &e.session_key).await } else { Ok(true) }
+        };
+        let locked = async { if lock_cursors { query(c, &lock_sql, &[&targets]).await } else { Ok(vec![]) } };
+        let (head_row, deduped, watched, locked) =
+            join4(query_one(c, LOCK_HEAD, head_params), deduped, watched, locked).await;
+        Ok::<_, StoreError>((head_row?, deduped?, watched?, locked?))
+    };
+    let (opened, reads) = join(c.batch_execute(bracket.open), reads).await;
+    opened?;
+    let (head_row, deduped, watched, locked) = reads?;
+    Ok(Read {
+        head: head_row.try_get(0)?,
+        floor: head_row.try_get(1)?,
+        deduped,
+        watched,
+        locked: watch::hosted_cursors_from_rows(&locked)?,
+    })
 }
 
 /// Sends `pushes` (channel, watcher): one statement, none when empty.
