@@ -4,7 +4,7 @@
 //!
 //! 1. the transaction's opening statement (`BEGIN` on generic plans, or a turn's `SAVEPOINT`), the
 //!    session's head row lock, the dedupe read, the watched read, and for a fan-out the lock of the
-//!    cursors on the session, each with the gateway hosting its watcher;
+//!    cursors on the session (with several gateways, each with the gateway hosting its watcher);
 //! 2. after the fan-out in memory ([`fan_out`]): the head move, the event, the moved positions, one
 //!    `pg_notify` statement for the watchers hosted elsewhere, and the closing statement (`COMMIT` or
 //!    `RELEASE`).
@@ -248,7 +248,8 @@ impl PostgresStore {
 }
 
 /// What round trip 1 read: the head row (locked), the event a dedupe key already names, whether the
-/// session is watched, and its cursors (locked, each with its watcher's host) when the event may move them.
+/// session is watched, and its cursors (locked; with several gateways, each with its watcher's host) when
+/// the event may move them.
 struct Read {
     head: i64,
     floor: i64,
@@ -273,7 +274,7 @@ async fn open_and_read<C: GenericClient + Sync>(
         "SELECT {EVENT_COLUMNS} FROM session_state_events \
          WHERE session_key = $1 AND agent_id = $2 AND dedupe_key = $3"
     );
-    let lock_sql = watch::lock_cursors_of_many_with_hosts_sql();
+    let lock_sql = watch::lock_cursors_sql(req.host_id.is_some());
     let targets = vec![e.session_key.as_str()];
     let reads = async {
         prepare_all(c, &[LOCK_HEAD, &deduped_sql, watch::IS_WATCHED, &lock_sql]).await?;

@@ -268,13 +268,8 @@ impl PostgresStore {
         let lone = jobs.len() == 1;
         // With several gateways each cursor comes with its watcher's host, for the pushes.
         let hosted = jobs.iter().any(|j| j.req.host_id.is_some());
-        let lock_sql = if hosted {
-            watch::lock_cursors_of_many_with_hosts_sql()
-        } else {
-            watch::lock_cursors_of_many_sql()
-        };
         let append = client.prepare_cached(if lone { APPEND_ONE } else { APPEND_MANY }).await?;
-        let lock = client.prepare_cached(&lock_sql).await?;
+        let lock = client.prepare_cached(&watch::lock_cursors_sql(hosted)).await?;
         // The targets whose cursors the batch's events may move, each once.
         let mut targets: Vec<&str> = jobs
             .iter()
@@ -301,18 +296,11 @@ impl PostgresStore {
             )));
         }
         let mut cursors = BatchCursors::default();
-        let locked = locked?;
-        if hosted {
-            for (target, cursor, host) in watch::hosted_cursors_from_rows(&locked)? {
-                if let Some(host) = host {
-                    cursors.hosts.insert(cursor.0.clone(), host);
-                }
-                cursors.held.entry(target).or_default().push(cursor);
+        for (target, cursor, host) in watch::hosted_cursors_from_rows(&locked?)? {
+            if let Some(host) = host {
+                cursors.hosts.insert(cursor.0.clone(), host);
             }
-        } else {
-            for (target, cursor) in watch::target_cursors_from_rows(&locked)? {
-                cursors.held.entry(target).or_default().push(cursor);
-            }
+            cursors.held.entry(target).or_default().push(cursor);
         }
 
         // In memory: each event's fan-out, in sequence order; with several gateways, the notices of

@@ -245,38 +245,28 @@ pub(crate) async fn is_watched<C: GenericClient + Sync>(c: &C, target: &str) -> 
 }
 
 /// Every cursor on the targets `$1` (an array), locked, by target then watcher (the lock order every
-/// writer uses), with its target first.
-pub(crate) fn lock_cursors_of_many_sql() -> String {
+/// writer uses): its target, its watcher, the cursor, and last, `with_hosts`, the gateway hosting its
+/// watcher (its first hosted agent's; NULL when none, and always NULL without `with_hosts`).
+pub(crate) fn lock_cursors_sql(with_hosts: bool) -> String {
+    let host = if with_hosts {
+        "(SELECT s.host_id FROM sessions s WHERE s.session_key = c.watcher_session_key \
+           AND s.host_id IS NOT NULL ORDER BY s.agent_id LIMIT 1)"
+    } else {
+        "NULL::text"
+    };
     format!(
-        "SELECT target_session_key, watcher_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors \
-         WHERE target_session_key = ANY($1) \
-         ORDER BY target_session_key COLLATE \"C\", watcher_session_key COLLATE \"C\" FOR UPDATE"
-    )
-}
-
-/// [`lock_cursors_of_many_sql`] (the same rows, locked in the same order), each with the gateway hosting
-/// its watcher last (its first hosted agent's; NULL when none).
-pub(crate) fn lock_cursors_of_many_with_hosts_sql() -> String {
-    format!(
-        "SELECT c.target_session_key, c.watcher_session_key, {EDGE_CURSOR_COLUMNS}, \
-           (SELECT s.host_id FROM sessions s WHERE s.session_key = c.watcher_session_key \
-              AND s.host_id IS NOT NULL ORDER BY s.agent_id LIMIT 1) \
+        "SELECT c.target_session_key, c.watcher_session_key, {EDGE_CURSOR_COLUMNS}, {host} \
          FROM session_watch_cursors c WHERE c.target_session_key = ANY($1) \
          ORDER BY c.target_session_key COLLATE \"C\", c.watcher_session_key COLLATE \"C\" FOR UPDATE OF c"
     )
 }
 
-/// A locked cursor: its target, its watcher and itself, and the gateway hosting the watcher if any.
+/// A locked cursor: its target, its watcher and itself, and the gateway hosting the watcher if known.
 pub(crate) type HostedCursor = (String, (String, Cursor), Option<String>);
 
-/// The rows of [`lock_cursors_of_many_with_hosts_sql`].
+/// The rows of [`lock_cursors_sql`].
 pub(crate) fn hosted_cursors_from_rows(rows: &[Row]) -> Result<Vec<HostedCursor>> {
     rows.iter().map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, cursor_from_row(r, 2)?), r.try_get(8)?))).collect()
-}
-
-/// The rows of [`lock_cursors_of_many_sql`], as (target, (watcher, cursor)).
-pub(crate) fn target_cursors_from_rows(rows: &[Row]) -> Result<Vec<(String, (String, Cursor))>> {
-    rows.iter().map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, cursor_from_row(r, 2)?)))).collect()
 }
 
 /// Every cursor on `target`, locked, in watcher order: one round trip.
@@ -284,8 +274,8 @@ pub(crate) async fn lock_cursors_on<C: GenericClient + Sync>(
     c: &C,
     target: &str,
 ) -> Result<Vec<(String, Cursor)>> {
-    let rows = query(c, &lock_cursors_of_many_sql(), &[&vec![target]]).await?;
-    Ok(target_cursors_from_rows(&rows)?.into_iter().map(|(_, cursor)| cursor).collect())
+    let rows = query(c, &lock_cursors_sql(false), &[&vec![target]]).await?;
+    Ok(hosted_cursors_from_rows(&rows)?.into_iter().map(|(_, cursor, _)| cursor).collect())
 }
 
 /// Moves the positions of existing cursors on `$1`: watchers `$2`, `L`, `N`, `M` and `updated_at` in
