@@ -53,15 +53,14 @@ pub async fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
     let timeout = Duration::from_millis(args.timeout_ms.clamp(1, 60_000));
     let deadline = tokio::time::Instant::now() + timeout;
     let gave_up = || anyhow::anyhow!("gave up after {} ms", timeout.as_millis());
-    let call =
-        match tokio::time::timeout_at(deadline, prepare(&args)).await.unwrap_or_else(|_| Err(gave_up())) {
-            Ok(call) => call,
-            Err(e) => {
-                // No session to speak for (unreadable input): stderr only.
-                eprintln!("sessionwatch hook {}: {e:#}", args.event);
-                return Ok(ExitCode::SUCCESS);
-            }
-        };
+    let call = match prepare(&args, deadline, timeout) {
+        Ok(call) => call,
+        Err(e) => {
+            // No session to speak for (unreadable input): stderr only.
+            eprintln!("sessionwatch hook {}: {e:#}", args.event);
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let outcome = tokio::time::timeout_at(deadline, forward(&call))
         .await
         .unwrap_or_else(|_| Err(Failure::Unreachable(gave_up().to_string())));
@@ -141,7 +140,7 @@ impl Failure {
 }
 
 /// Reads and checks the hook's stdin and finds the gateway.
-async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
+fn prepare(args: &HookArgs, deadline: tokio::time::Instant, timeout: Duration) -> anyhow::Result<HookCall> {
     let cli = match &args.cli {
         Some(c) => Some(
             HookCli::parse(c)
@@ -154,7 +153,7 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
             "OpenCode runs no hook command: its plugin posts to the gateway itself (`sessionwatch hooks install opencode`)"
         );
     }
-    let stdin = read_stdin().await?;
+    let stdin = read_stdin(deadline, timeout)?;
     let claude_session = std::env::var("CLAUDE_CODE_SESSION_ID").ok();
     // The one decode of the input here; the gateway gets the bytes as they came.
     let input = parse_input(&stdin, Some(&args.event), cli, claude_session.as_deref())?;
@@ -174,20 +173,47 @@ async fn prepare(args: &HookArgs) -> anyhow::Result<HookCall> {
     })
 }
 
-/// The hook's stdin, up to one byte past [`MAX_INPUT_BYTES`] (the parser refuses more), read on a thread
-/// of its own: tokio's stdin would start the runtime's blocking pool, whose threads the process then waits
-/// for at exit (`bench hooks`), and a read that never ends (a CLI that keeps stdin open) would hold the
-/// runtime's shutdown. This thread is not waited for: the caller's deadline bounds the wait, and the
-/// process exits whatever the thread is doing.
-async fn read_stdin() -> anyhow::Result<Vec<u8>> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new().name("hook-stdin".into()).spawn(move || {
-        use std::io::Read;
-        let mut stdin = Vec::new();
-        let read = std::io::stdin().lock().take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut stdin);
-        let _ = tx.send(read.map(|_| stdin));
-    })?;
-    Ok(rx.await.map_err(|_| anyhow::anyhow!("the stdin reader stopped"))??)
+/// The hook's stdin, up to one byte past [`MAX_INPUT_BYTES`] (the parser refuses more), read on this
+/// thread, each read waiting in `poll(2)` for no longer than is left until `deadline`: a CLI that keeps
+/// stdin open costs the hook its deadline, never its exit. (A thread of its own for the read cost every
+/// hook its start and exit; tokio's stdin starts the runtime's blocking pool, whose shutdown waits for a
+/// read that never ends.)
+fn read_stdin(deadline: tokio::time::Instant, timeout: Duration) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::{AsFd, AsRawFd};
+    // A duplicate of fd 0, read unbuffered: what `poll` reports readable is never held in a buffer.
+    let mut stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let limit = MAX_INPUT_BYTES + 1;
+    let mut input = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    while input.len() < limit {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            anyhow::bail!("gave up after {} ms (stdin stayed open)", timeout.as_millis());
+        }
+        let mut fd = libc::pollfd { fd: stdin.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let wait_ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid `pollfd`, alive for the call.
+        let ready = unsafe { libc::poll(&mut fd, 1, wait_ms) };
+        if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e.into());
+        }
+        if ready == 0 {
+            continue; // the deadline is checked above
+        }
+        let want = chunk.len().min(limit - input.len());
+        match stdin.read(&mut chunk[..want]) {
+            Ok(0) => break,
+            Ok(n) => input.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(input)
 }
 
 /// The `POST /v1/hooks` body: the [`HookRequest`] whose `input` is `stdin` byte for byte (checked as
