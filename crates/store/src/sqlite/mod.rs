@@ -620,6 +620,12 @@ impl SessionStore for SqliteStore {
     }
 
     async fn messages(&self, key: String, agent: String, limit: u32) -> Result<Vec<TranscriptMessage>> {
+        // Every typed prompt a hook forwards reads the session's transcript for our own texts, and a CLI
+        // session's is usually empty: one index probe on the calling thread says so without the hop to
+        // the blocking pool; a transcript with rows is read there.
+        if self.read_now(|c| sessions::has_messages(c, &key, &agent)) == Some(false) {
+            return Ok(vec![]);
+        }
         self.blocking(move |s| s.messages_sync(&key, &agent, limit)).await
     }
 

@@ -23,6 +23,15 @@ pub(crate) fn load_session(c: &Connection, key: &str, agent: &str) -> Result<Opt
     .optional()?)
 }
 
+/// Whether the session's transcript holds any message: one probe of `idx_messages_session`, as cheap as
+/// a point read ([`SqliteStore::read_now`]).
+pub(crate) fn has_messages(c: &Connection, key: &str, agent: &str) -> Result<bool> {
+    Ok(c.prepare_cached("SELECT 1 FROM session_messages WHERE session_key = ?1 AND agent_id = ?2 LIMIT 1")?
+        .query_row(params![key, agent], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 impl SqliteStore {
     pub(crate) fn ensure_session_op(
         tx: &Connection,
