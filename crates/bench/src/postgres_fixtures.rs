@@ -11,7 +11,7 @@ use sessionwatch_core::AgentSessionKey;
 use sessionwatch_core::Millis;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio_postgres::{AsyncMessage, Client};
 
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -25,10 +25,14 @@ fn i(n: u64) -> i64 {
 
 pub use sessionwatch_store::postgres::{drop_schema, unique_schema_name};
 
-/// A bare connection to the database at `url` (no TLS: the benches run on loopback), its search path
-/// `schema` when given; its driver runs on a task of its own. Notifications are dropped.
+/// A bare connection to the database at `url`, its search path `schema` when given; its driver runs on
+/// a task of its own. Notifications are dropped. Encrypted as the store's own connections are (the URL's
+/// `sslmode`; `prefer` by default, so TLS whenever the server offers it, loopback included): a baseline
+/// in plain text beside a store on TLS measured the encryption (`sslmode=disable` on both sides: the
+/// sequential ratio 0.88 / 0.94; the store on TLS, the baseline not: 0.77 / 0.84).
 pub async fn connect(url: &str, schema: Option<&str>) -> Result<Client> {
-    let (client, mut connection) = configured(url, schema)?.connect(NoTls).await.map_err(pg)?;
+    let (client, mut connection) =
+        configured(url, schema)?.connect(sessionwatch_store::postgres::tls_connector()).await.map_err(pg)?;
     tokio::spawn(async move {
         while let Some(m) = futures::future::poll_fn(|cx| connection.poll_message(cx)).await {
             if m.is_err() {
@@ -268,7 +272,10 @@ pub struct NotifyProbe {
 impl NotifyProbe {
     pub async fn connect(url: &str) -> Result<NotifyProbe> {
         let channel = unique_schema_name("swbench_notify");
-        let (listener, mut connection) = configured(url, None)?.connect(NoTls).await.map_err(pg)?;
+        let (listener, mut connection) = configured(url, None)?
+            .connect(sessionwatch_store::postgres::tls_connector())
+            .await
+            .map_err(pg)?;
         let (tx, heard) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(async move {
             while let Some(m) = futures::future::poll_fn(|cx| connection.poll_message(cx)).await {

@@ -20,6 +20,7 @@ mod sessions;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;
+pub use tls::connector as tls_connector;
 mod turn;
 mod watch;
 
