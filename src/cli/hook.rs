@@ -205,6 +205,11 @@ fn read_stdin(deadline: tokio::time::Instant, timeout: Duration) -> anyhow::Resu
         if ready == 0 {
             continue; // the deadline is checked above
         }
+        if fd.revents & libc::POLLNVAL != 0 {
+            // Not a descriptor poll can wait on (macOS answers so for a terminal): a read could outlast
+            // the deadline.
+            anyhow::bail!("stdin cannot be waited for");
+        }
         let want = chunk.len().min(limit - input.len());
         match stdin.read(&mut chunk[..want]) {
             Ok(0) => break,
