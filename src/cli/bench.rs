@@ -1,4 +1,4 @@
-//! `sessionwatch bench kernel|gateway|hooks|upstream|scale [--json] [--quick]`: the command line of the
+//! `sessionwatch bench kernel|gateway|hooks|upstream|scale [--json] [--quick] [--part …]`: the command line of the
 //! benchmarks in `sessionwatch-bench`.
 //!
 //! - kernel: the signal log, watches and notices, against bare commit loops of the same rows;
@@ -35,6 +35,9 @@ pub enum BenchWhat {
         /// `postgres://…`: run on this PostgreSQL database instead (fresh schemas, dropped afterwards).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
+        /// Run only these parts, each with its baseline (repeatable; default: all, in this order).
+        #[arg(long = "part", value_enum, value_name = "PART")]
+        parts: Vec<sessionwatch_bench::kernel::Part>,
     },
     /// The gateway over loopback HTTP with 16 concurrent clients, and the wake latency.
     Gateway {
@@ -43,6 +46,10 @@ pub enum BenchWhat {
         /// Small sizes (a smoke test).
         #[arg(long)]
         quick: bool,
+        /// Run only these parts (repeatable; default: all). `status` and `inbound` each run beside the
+        /// bare router, their baseline.
+        #[arg(long = "part", value_enum, value_name = "PART")]
+        parts: Vec<sessionwatch_bench::gateway::Part>,
     },
     /// One `sessionwatch hook UserPromptSubmit` process against a running gateway (p50/p99), with and
     /// without a pending notice, beside the binary's bare start-up.
@@ -104,23 +111,28 @@ fn print(figures: Vec<Figure>, json: bool) {
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.what {
-        BenchWhat::Kernel { json, quick, dir, database } => {
+        BenchWhat::Kernel { json, quick, dir, database, parts } => {
+            let parts = if parts.is_empty() { sessionwatch_bench::kernel::Part::ALL.to_vec() } else { parts };
             let tmp = tempfile::tempdir()?;
             let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
             let figures = match database {
                 Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                    sessionwatch_bench::kernel::run_kernel_bench_postgres(&url, quick)
+                    sessionwatch_bench::kernel::run_kernel_bench_postgres(&url, quick, &parts)
                         .await
                         .map_err(|e| anyhow::anyhow!("bench kernel on PostgreSQL: {e}"))?
                 }
                 Some(other) => anyhow::bail!("--database must be a postgres:// URL, got {other:?}"),
-                None => sessionwatch_bench::kernel::run_kernel_bench(&dir, quick).await,
+                None => sessionwatch_bench::kernel::run_kernel_bench(&dir, quick, &parts).await,
             };
             print(figures, json);
         }
-        BenchWhat::Gateway { json, quick } => {
-            let mut figures = sessionwatch_bench::gateway::run(quick).await?;
-            figures.extend(sessionwatch_bench::dashboard::run(quick).await?);
+        BenchWhat::Gateway { json, quick, parts } => {
+            use sessionwatch_bench::gateway::Part;
+            let parts = if parts.is_empty() { Part::ALL.to_vec() } else { parts };
+            let mut figures = sessionwatch_bench::gateway::run(quick, &parts).await?;
+            if parts.contains(&Part::Dashboard) {
+                figures.extend(sessionwatch_bench::dashboard::run(quick).await?);
+            }
             print(figures, json)
         }
         BenchWhat::Hooks { json, quick } => {

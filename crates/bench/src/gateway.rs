@@ -118,13 +118,50 @@ impl BareServer {
     }
 }
 
-pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
+/// One part of `bench gateway` (`--part`); `status` and `inbound` run in alternating blocks with the bare
+/// router, their baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// `session_status` with a recent `changesSince` page.
+    Status,
+    /// Inbound human turns to one watched session.
+    Inbound,
+    /// From an inbound turn to the watcher's wake on its stream.
+    Wake,
+    /// The dashboard's pages (`crate::dashboard`).
+    Dashboard,
+}
+
+impl Part {
+    pub const ALL: [Part; 4] = [Part::Status, Part::Inbound, Part::Wake, Part::Dashboard];
+}
+
+/// Runs the gateway parts of `parts` (all but [`Part::Dashboard`], which has a gateway of its own).
+pub async fn run(quick: bool, parts: &[Part]) -> anyhow::Result<Vec<Figure>> {
     let gateway = Embedded::start().await?;
     let t = Arc::new(Target(gateway.http()));
+    let mut figures = vec![];
+    let (status, inbound) = (parts.contains(&Part::Status), parts.contains(&Part::Inbound));
+    if status || inbound {
+        figures.extend(throughput(&t, quick, status, inbound).await?);
+    }
+    if parts.contains(&Part::Wake) {
+        figures.extend(wake_latency(&t, quick).await?);
+    }
+    gateway.stop().await?;
+    Ok(figures)
+}
+
+/// `session_status` and inbound turns (those asked for) against the bare router, in alternating blocks.
+async fn throughput(
+    t: &Arc<Target>,
+    quick: bool,
+    status: bool,
+    inbound: bool,
+) -> anyhow::Result<Vec<Figure>> {
     let per_client = if quick { 20 } else { 1500 };
     let mut figures = vec![];
     let mut fig = |name: &str, value: f64, unit: &'static str| figures.push(Figure::new(name, value, unit));
-
     // A watched child with some history, read by `session_status`; the inbound turns go to a second
     // watched child, so the page read stays the same recent page whichever block runs first.
     let main = "agent:main:main";
@@ -155,13 +192,13 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let page = t.send("/tools/invoke", &status_body).await?.bytes().await?;
     let bare = BareServer::start(page).await?;
     let bare_target = Arc::new(Target(t.0.at(&bare.base)));
-    let status = |t: Arc<Target>, body: Arc<Value>| {
+    let status_op = |t: Arc<Target>, body: Arc<Value>| {
         move |_: usize, _: usize| {
             let (t, body) = (t.clone(), body.clone());
             async move { t.post_unparsed("/tools/invoke", &body).await }
         }
     };
-    let inbound = |t: Arc<Target>, path: Arc<String>| {
+    let inbound_op = |t: Arc<Target>, path: Arc<String>| {
         move |c: usize, i: usize| {
             let (t, path) = (t.clone(), path.clone());
             async move {
@@ -177,19 +214,28 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
     let (mut bare_runs, mut status_runs, mut inbound_runs) =
         (Runs::default(), Runs::default(), Runs::default());
     for _ in 0..blocks {
-        bare_runs.add(load(per_client / blocks, status(bare_target.clone(), status_body.clone())).await?);
-        status_runs.add(load(per_client / blocks, status(t.clone(), status_body.clone())).await?);
-        inbound_runs.add(load(inbound_per_client / blocks, inbound(t.clone(), path.clone())).await?);
+        bare_runs.add(load(per_client / blocks, status_op(bare_target.clone(), status_body.clone())).await?);
+        if status {
+            status_runs.add(load(per_client / blocks, status_op(t.clone(), status_body.clone())).await?);
+        }
+        if inbound {
+            inbound_runs.add(load(inbound_per_client / blocks, inbound_op(t.clone(), path.clone())).await?);
+        }
     }
     bare.stop().await;
     let (bare_rps, bare_lat) = bare_runs.finish();
-    let (rps, lat) = status_runs.finish();
     fig("bare_http_per_s", bare_rps, "req/s");
     fig("bare_http_p99_us", percentile(&bare_lat, 0.99).as_secs_f64() * 1e6, "us");
-    fig("session_status_changes_since_per_s", rps, "req/s");
-    fig("session_status_changes_since_p50_us", percentile(&lat, 0.5).as_secs_f64() * 1e6, "us");
-    fig("session_status_changes_since_p99_us", percentile(&lat, 0.99).as_secs_f64() * 1e6, "us");
-    fig("session_status_vs_bare_ratio", rps / bare_rps.max(1e-9), "ratio");
+    if status {
+        let (rps, lat) = status_runs.finish();
+        fig("session_status_changes_since_per_s", rps, "req/s");
+        fig("session_status_changes_since_p50_us", percentile(&lat, 0.5).as_secs_f64() * 1e6, "us");
+        fig("session_status_changes_since_p99_us", percentile(&lat, 0.99).as_secs_f64() * 1e6, "us");
+        fig("session_status_vs_bare_ratio", rps / bare_rps.max(1e-9), "ratio");
+    }
+    if !inbound {
+        return Ok(figures);
+    }
     let (inbound_rps, inbound_lat) = inbound_runs.finish();
     let inbound_p99 = percentile(&inbound_lat, 0.99);
     fig("inbound_human_turn_per_s", inbound_rps, "req/s");
@@ -201,8 +247,11 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
         inbound_p99.as_secs_f64() / percentile(&bare_lat, 0.99).as_secs_f64().max(1e-9),
         "x",
     );
+    Ok(figures)
+}
 
-    // Wake latency: a fresh main watcher per sample (wakes coalesce per watcher for 20 s).
+/// Wake latency: a fresh main watcher per sample (wakes coalesce per watcher for 20 s).
+async fn wake_latency(t: &Arc<Target>, quick: bool) -> anyhow::Result<Vec<Figure>> {
     let samples = if quick { 10 } else { 200 };
     let mut wakes = Vec::with_capacity(samples);
     for i in 0..samples {
@@ -246,9 +295,8 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Figure>> {
         wakes.push(started.elapsed());
     }
     wakes.sort();
-    fig("wake_latency_p50_ms", percentile(&wakes, 0.5).as_secs_f64() * 1e3, "ms");
-    fig("wake_latency_p99_ms", percentile(&wakes, 0.99).as_secs_f64() * 1e3, "ms");
-
-    gateway.stop().await?;
-    Ok(figures)
+    Ok(vec![
+        Figure::new("wake_latency_p50_ms", percentile(&wakes, 0.5).as_secs_f64() * 1e3, "ms"),
+        Figure::new("wake_latency_p99_ms", percentile(&wakes, 0.99).as_secs_f64() * 1e3, "ms"),
+    ])
 }

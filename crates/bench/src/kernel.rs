@@ -9,7 +9,7 @@
 //! `NOTIFY` → `LISTEN` round trip beside it.
 //!
 //! `quick` shrinks every size so CI can smoke-test the whole run in a few seconds; its numbers are not
-//! meaningful.
+//! meaningful. `--part` ([`Part`]) runs some parts alone, each beside its own baseline (to profile one).
 
 use crate::Figure;
 use crate::kernel_backends::{
@@ -151,24 +151,34 @@ fn peak_rss_mb() -> f64 {
     crate::peak_rss_mb_of("/proc/self/status")
 }
 
-/// Runs every kernel benchmark in `dir` (which it fills with database files) and answers the figures.
-pub async fn run_kernel_bench(dir: &Path, quick: bool) -> Vec<Figure> {
+/// Runs the kernel benchmark's `parts` (in their order) in `dir` (which it fills with database files)
+/// and answers the figures.
+pub async fn run_kernel_bench(dir: &Path, quick: bool, parts: &[Part]) -> Vec<Figure> {
     std::fs::create_dir_all(dir).expect("bench: create the bench dir");
     let backend = SqliteBackend { dir: dir.to_path_buf() };
-    run(&backend, if quick { &QUICK } else { &FULL_SQLITE }).await.unwrap_or_else(|e| panic!("bench: {e}"))
+    let sizes = if quick { &QUICK } else { &FULL_SQLITE };
+    run(&backend, sizes, parts).await.unwrap_or_else(|e| panic!("bench: {e}"))
 }
 
 /// Samples of the cross-gateway notice latency (full run; the quick run takes a tenth).
 const CROSS_GATEWAY_SAMPLES: usize = 200;
 
-/// Runs every kernel benchmark on the PostgreSQL database at `url` (each sub-bench in a fresh schema,
-/// dropped afterwards) and answers the figures: the SQLite ones with the `raw_postgres_…` baselines, then
-/// the cross-gateway notice latency beside a bare `NOTIFY` → `LISTEN` round trip, in alternating samples.
-pub async fn run_kernel_bench_postgres(url: &str, quick: bool) -> Result<Vec<Figure>, String> {
+/// Runs the kernel benchmark's `parts` on the PostgreSQL database at `url` (each sub-bench in a fresh
+/// schema, dropped afterwards) and answers the figures: the SQLite ones with the `raw_postgres_…`
+/// baselines, then ([`Part::Notice`]) the cross-gateway notice latency beside a bare `NOTIFY` → `LISTEN`
+/// round trip, in alternating samples.
+pub async fn run_kernel_bench_postgres(
+    url: &str,
+    quick: bool,
+    parts: &[Part],
+) -> Result<Vec<Figure>, String> {
     let backend = PostgresBackend::new(url);
-    let out = run(&backend, if quick { &QUICK } else { &FULL }).await;
+    let out = run(&backend, if quick { &QUICK } else { &FULL }, parts).await;
     backend.close_all().await;
     let mut out = out?;
+    if !parts.contains(&Part::Notice) {
+        return Ok(out);
+    }
     let samples = if quick { CROSS_GATEWAY_SAMPLES / 10 } else { CROSS_GATEWAY_SAMPLES };
     let cross = crate::cross_gateway::cross_gateway_notice_ms(url, samples)
         .await
@@ -188,10 +198,61 @@ pub async fn run_kernel_bench_postgres(url: &str, quick: bool) -> Result<Vec<Fig
     Ok(out)
 }
 
-async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
-    let mut out = vec![];
-    let mut fig = |name: &str, value, unit| out.push(Figure::new(name, value, unit));
+/// One part of `bench kernel` (`--part`), each with its own stores and its baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// Appends by one producer against the bare commit loop.
+    Sequential,
+    /// Appends by 16 producers (one session; 100 sessions against the bare 16-row batches; sustained).
+    Writers,
+    /// One target watched by 1 and by 100 sessions.
+    Watchers,
+    /// `changesSince` pages: random, recent and cold (and, on PostgreSQL, the bare select beside them).
+    Pages,
+    /// Retention by row count.
+    Prune,
+    /// The start-up sweep over 100k cursors.
+    Sweep,
+    /// PostgreSQL only: the cross-gateway notice beside a bare `NOTIFY` → `LISTEN` round trip.
+    Notice,
+}
 
+impl Part {
+    pub const ALL: [Part; 7] = [
+        Part::Sequential,
+        Part::Writers,
+        Part::Watchers,
+        Part::Pages,
+        Part::Prune,
+        Part::Sweep,
+        Part::Notice,
+    ];
+}
+
+async fn run<B: BenchBackend>(b: &B, sz: &Sizes, parts: &[Part]) -> BenchResult<Vec<Figure>> {
+    let mut out = vec![];
+    let (mut raw_per_s, mut single_per_s) = (None, None);
+    for part in parts {
+        match part {
+            Part::Sequential => raw_per_s = Some(sequential(b, sz, &mut out).await?),
+            Part::Writers => single_per_s = Some(writers(b, sz, &mut out).await?),
+            Part::Watchers => watchers(b, sz, &mut out).await?,
+            Part::Pages => pages(b, sz, &mut out).await?,
+            Part::Prune => prune(b, sz, &mut out).await?,
+            Part::Sweep => sweep(b, sz, &mut out).await?,
+            Part::Notice => {} // after the store's parts, on PostgreSQL (`run_kernel_bench_postgres`)
+        }
+    }
+    if let (Some(raw), Some(single)) = (raw_per_s, single_per_s) {
+        out.push(Figure::new("append_vs_raw_ratio", single / raw, "ratio"));
+    }
+    out.push(Figure::new("peak_rss_mb", peak_rss_mb(), "MiB"));
+    Ok(out)
+}
+
+/// Appends to one session by one producer, against the bare commit loop; answers the loop's rate.
+async fn sequential<B: BenchBackend>(b: &B, sz: &Sizes, out: &mut Vec<Figure>) -> BenchResult<f64> {
+    let mut fig = |name: &str, value, unit| out.push(Figure::new(name, value, unit));
     // Appends to one session, each durably committed before the next (one producer), and the bare
     // baseline with the same row and schema (and, on SQLite, the same pragmas and head row), in
     // alternating blocks: whatever the machine does meanwhile weighs on both sides of their ratio alike.
@@ -218,8 +279,16 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         (per_second(n, appending), per_second(n, raw))
     };
     fig("append_single_session_sequential_per_s", sequential_per_s, "appends/s");
+    fig(B::RAW_FIGURE, raw_per_s, "commits/s");
+    fig("append_sequential_vs_raw_ratio", sequential_per_s / raw_per_s, "ratio");
+    Ok(raw_per_s)
+}
 
-    // The same with concurrent producers: appends share group commits.
+/// Appends by 16 producers: to one session, to 100 (against the bare 16-row batches), and sustained;
+/// answers the one-session rate.
+async fn writers<B: BenchBackend>(b: &B, sz: &Sizes, out: &mut Vec<Figure>) -> BenchResult<f64> {
+    let mut fig = |name: &str, value, unit| out.push(Figure::new(name, value, unit));
+    // Appends to one session by concurrent producers: they share group commits.
     let single_per_s = {
         let name = "append-single";
         let k = kernel(b, name, big_retention()).await?;
@@ -274,7 +343,12 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         b.close(name).await;
         fig("append_16_writers_sustained_per_s", per_second(sz.sustained_appends, elapsed), "appends/s");
     }
+    Ok(single_per_s)
+}
 
+/// One target watched by 1 and by 100 sessions.
+async fn watchers<B: BenchBackend>(b: &B, sz: &Sizes, out: &mut Vec<Figure>) -> BenchResult<()> {
+    let mut fig = |name: &str, value, unit| out.push(Figure::new(name, value, unit));
     // One target watched by 1 and by 100 sessions, the same appends: what fan-out costs per append. The
     // two run in alternating blocks, as the sequential appends and their baseline do: whatever the
     // machine does meanwhile weighs on both sides of the ratio alike.
@@ -314,7 +388,12 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
     fig("append_1_watcher_per_s", rates[0], "appends/s");
     fig("append_100_watchers_per_s", rates[1], "appends/s");
     fig("append_100_watchers_vs_1_ratio", rates[1] / rates[0].max(1e-9), "x");
+    Ok(())
+}
 
+/// `changesSince` pages of a big log: random, then recent and cold after live appends.
+async fn pages<B: BenchBackend>(b: &B, sz: &Sizes, out: &mut Vec<Figure>) -> BenchResult<()> {
+    let mut fig = |name: &str, value, unit| out.push(Figure::new(name, value, unit));
     // changesSince(limit 200) at random positions of a big log.
     {
         let name = "changes-since";
@@ -384,7 +463,12 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
             fig("changes_since_200_recent_vs_head_read_ratio", recent_p50 / read_p50.max(1e-9), "x");
         }
     }
+    Ok(())
+}
 
+/// Retention by row count.
+async fn prune<B: BenchBackend>(b: &B, sz: &Sizes, out: &mut Vec<Figure>) -> BenchResult<()> {
+    let mut fig = |name: &str, value, unit| out.push(Figure::new(name, value, unit));
     // Retention by row count: 62k rows over 100 sessions down to 50k.
     {
         let name = "prune";
@@ -403,7 +487,12 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         assert_eq!(report.events_by_cap, sz.prune_from - sz.prune_to, "bench: pruned the excess");
         fig("prune_62k_to_50k_ms", elapsed.as_secs_f64() * 1e3, "ms");
     }
+    Ok(())
+}
 
+/// The start-up sweep.
+async fn sweep<B: BenchBackend>(b: &B, sz: &Sizes, out: &mut Vec<Figure>) -> BenchResult<()> {
+    let mut fig = |name: &str, value, unit| out.push(Figure::new(name, value, unit));
     // The start-up sweep over 100k cursors (1,000 watchers × 100 targets), a tenth of them pending.
     {
         let name = "sweep";
@@ -433,10 +522,5 @@ async fn run<B: BenchBackend>(b: &B, sz: &Sizes) -> BenchResult<Vec<Figure>> {
         assert_eq!(reopened as u64, sz.cursors / 10, "bench: every pending cursor swept");
         fig("sweep_100k_cursors_ms", elapsed.as_secs_f64() * 1e3, "ms");
     }
-
-    fig(B::RAW_FIGURE, raw_per_s, "commits/s");
-    fig("append_vs_raw_ratio", single_per_s / raw_per_s, "ratio");
-    fig("append_sequential_vs_raw_ratio", sequential_per_s / raw_per_s, "ratio");
-    fig("peak_rss_mb", peak_rss_mb(), "MiB");
-    Ok(out)
+    Ok(())
 }

@@ -22,9 +22,13 @@ async fn quick_kernel_bench_on_postgres_reports_every_figure() {
     let Some(schema) = TestSchema::create("quick_kernel_bench_on_postgres_reports_every_figure").await else {
         return;
     };
-    let figures = sessionwatch_bench::kernel::run_kernel_bench_postgres(schema.url(), true)
-        .await
-        .expect("the PostgreSQL kernel bench runs");
+    let figures = sessionwatch_bench::kernel::run_kernel_bench_postgres(
+        schema.url(),
+        true,
+        &sessionwatch_bench::kernel::Part::ALL,
+    )
+    .await
+    .expect("the PostgreSQL kernel bench runs");
     let names = kernel_figure_names(
         "postgres",
         &[

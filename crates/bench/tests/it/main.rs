@@ -1,3 +1,4 @@
+mod gateway;
 mod kernel;
 mod kernel_postgres;
 mod upstream;
