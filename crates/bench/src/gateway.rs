@@ -162,32 +162,7 @@ async fn throughput(
     let per_client = if quick { 20 } else { 1500 };
     let mut figures = vec![];
     let mut fig = |name: &str, value: f64, unit: &'static str| figures.push(Figure::new(name, value, unit));
-    // A watched child with some history, read by `session_status`; the inbound turns go to a second
-    // watched child, so the page read stays the same recent page whichever block runs first.
-    let main = "agent:main:main";
-    let spawn = || async {
-        let spawned = t
-            .post(
-                "/tools/invoke",
-                &json!({ "tool": "sessions_spawn", "args": { "task": "bench" }, "sessionKey": main }),
-            )
-            .await?;
-        anyhow::Ok(spawned["result"]["details"]["childSessionKey"].as_str().unwrap_or_default().to_string())
-    };
-    let child = spawn().await?;
-    let child_path = format!("/v1/sessions/{}/inbound", child.replace(':', "%3A"));
-    let turns_child = spawn().await?;
-    let turns_path = format!("/v1/sessions/{}/inbound", turns_child.replace(':', "%3A"));
-    for i in 0..40 {
-        t.post(
-            &child_path,
-            &json!({ "text": format!("warm {i}"), "channel": "bench", "actor": { "type": "human" } }),
-        )
-        .await?;
-    }
-
-    let status_body = Arc::new(json!({ "tool": "session_status", "sessionKey": main,
-        "args": { "sessionKey": child, "changesSince": 30, "limit": 200 } }));
+    let (status_body, turns_path) = loaded_sessions(t).await?;
     // The baseline: the same axum stack, runtime and client answering a fixed body of the page's size.
     let page = t.send("/tools/invoke", &status_body).await?.bytes().await?;
     let bare = BareServer::start(page).await?;
@@ -248,6 +223,37 @@ async fn throughput(
         "x",
     );
     Ok(figures)
+}
+
+/// A watched child with some history, read by `session_status` (answers that call's body), and a second
+/// watched child the inbound turns go to (answers its inbound path), so the page read stays the same
+/// recent page whichever block runs first.
+async fn loaded_sessions(t: &Arc<Target>) -> anyhow::Result<(Arc<Value>, String)> {
+    let main = "agent:main:main";
+    let spawn = || async {
+        let spawned = t
+            .post(
+                "/tools/invoke",
+                &json!({ "tool": "sessions_spawn", "args": { "task": "bench" }, "sessionKey": main }),
+            )
+            .await?;
+        anyhow::Ok(spawned["result"]["details"]["childSessionKey"].as_str().unwrap_or_default().to_string())
+    };
+    let child = spawn().await?;
+    let child_path = format!("/v1/sessions/{}/inbound", child.replace(':', "%3A"));
+    let turns_child = spawn().await?;
+    let turns_path = format!("/v1/sessions/{}/inbound", turns_child.replace(':', "%3A"));
+    for i in 0..40 {
+        t.post(
+            &child_path,
+            &json!({ "text": format!("warm {i}"), "channel": "bench", "actor": { "type": "human" } }),
+        )
+        .await?;
+    }
+
+    let status_body = Arc::new(json!({ "tool": "session_status", "sessionKey": main,
+        "args": { "sessionKey": child, "changesSince": 30, "limit": 200 } }));
+    Ok((status_body, turns_path))
 }
 
 /// Wake latency: a fresh main watcher per sample (wakes coalesce per watcher for 20 s).

@@ -161,7 +161,7 @@ async fn one_watch(
 
 /// Makes every `BEFORE {event}` row of the schema's `table` fail, until the trigger `fail` is dropped;
 /// answers the connection that installed it.
-async fn fail_every(schema: &TestSchema, event: &str, table: &str) -> tokio_postgres::Client {
+async fn fail_every(schema: &TestSchema, event: &str, table: &str) -> Failing {
     let admin = admin_client(schema.url()).await.unwrap();
     let name = schema.schema();
     admin
@@ -172,7 +172,21 @@ async fn fail_every(schema: &TestSchema, event: &str, table: &str) -> tokio_post
         ))
         .await
         .unwrap();
-    admin
+    Failing { admin, on: format!("{name}.{table}") }
+}
+
+/// The trigger [`fail_every`] put on a table.
+struct Failing {
+    admin: tokio_postgres::Client,
+    /// The table, schema-qualified.
+    on: String,
+}
+
+impl Failing {
+    /// Drops the trigger: the writes succeed again.
+    async fn stop(self) {
+        self.admin.batch_execute(&format!("DROP TRIGGER fail ON {}", self.on)).await.unwrap();
+    }
 }
 
 /// Nothing of the failed append is left: no head moved, no event, the cursor as it was.
@@ -198,7 +212,7 @@ async fn a_single_path_append_failing_on_a_fresh_connection_writes_nothing() {
     let Some((schema, store, cursor_before)) = one_watch(test, options).await else {
         return;
     };
-    let admin = fail_every(&schema, "INSERT", "session_state_events").await;
+    let failing = fail_every(&schema, "INSERT", "session_state_events").await;
     let turn = AppendRequest {
         policy: RecordPolicy::human_turn(HumanTurnSource::Gateway, None),
         ..AppendRequest::new(NewEvent::human_message(FAIL_T, "main", "web", None), "s")
@@ -206,10 +220,7 @@ async fn a_single_path_append_failing_on_a_fresh_connection_writes_nothing() {
     assert!(store.append(turn.clone(), 2_000).await.is_err(), "the event's insert fails");
     nothing_written(&store, &cursor_before).await;
     // The connection went back to the pool usable: with the trigger gone the same turn is recorded.
-    admin
-        .batch_execute(&format!("DROP TRIGGER fail ON {}.session_state_events", schema.schema()))
-        .await
-        .unwrap();
+    failing.stop().await;
     let recorded = store.append(turn, 3_000).await.unwrap();
     assert!(
         matches!(recorded, AppendOutcome::Recorded { ref event, .. } if event.sequence == 1),
@@ -228,15 +239,12 @@ async fn a_batch_whose_cursor_write_fails_records_nothing_and_says_so() {
     let Some((schema, store, cursor_before)) = one_watch(test, PostgresOptions::default()).await else {
         return;
     };
-    let admin = fail_every(&schema, "UPDATE", "session_watch_cursors").await;
+    let failing = fail_every(&schema, "UPDATE", "session_watch_cursors").await;
     // A human message recorded always (an adopted session's turn): the batched path.
     let human = AppendRequest::new(NewEvent::human_message(FAIL_T, "main", "web", None), "s");
     assert!(store.append(human.clone(), 2_000).await.is_err(), "the cursor write fails");
     nothing_written(&store, &cursor_before).await;
-    admin
-        .batch_execute(&format!("DROP TRIGGER fail ON {}.session_watch_cursors", schema.schema()))
-        .await
-        .unwrap();
+    failing.stop().await;
     let recorded = store.append(human, 3_000).await.unwrap();
     let moved = matches!(recorded, AppendOutcome::Recorded { ref event, ref notices }
         if event.sequence == 1 && notices.len() == 1);
