@@ -4,7 +4,7 @@ The staging table has no per-session index. A `changesSince` page that reaches p
 session's staged rows newest first from its head event's id down (`log.rs` `STAGED_NEWEST_FIRST`), and
 stops at the first row it needs. The worst case is a session whose oldest staged row is the table's first:
 the scan then walks every staged row. This times that worst case, and the common one (the rows needed are
-the last few), for tables of 1,024 to 4,096 rows spread over 100 sessions, with the store's row.
+the last few), for tables of 1,024 to 16,384 rows spread over 100 sessions, with the store's row.
 
 Usage: python3 staged_scan.py
 """
@@ -50,6 +50,6 @@ def measure(rows, sessions=100, reps=2000):
 
 
 if __name__ == "__main__":
-    for rows in (1024, 2048, 4096):
+    for rows in (1024, 2048, 4096, 16384):
         figures = measure(rows)
         print(f"{rows:5d} staged rows: " + ", ".join(f"{k} {v:.0f} us" for k, v in figures.items()))

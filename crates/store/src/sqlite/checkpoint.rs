@@ -23,10 +23,15 @@ use rusqlite::hooks::Wal;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-/// WAL size (in pages) from which a commit asks for a checkpoint: four times SQLite's default, so a
-/// page rewritten by many commits (a head row, the newest index pages) is copied back once per 16 MB of
-/// WAL instead of once per 4 MB (measured: 16 writers +15 % over the default with the thread).
-pub const WAL_CHECKPOINT_PAGES: i32 = 4000;
+/// The default WAL size (in pages) from which a commit asks for a checkpoint
+/// (`SqliteOptions::wal_checkpoint_pages`): 16 times SQLite's default, 64 MB of 4 KiB pages. A page
+/// rewritten by many commits (a head row, the newest index pages) is copied back once per threshold's
+/// worth of WAL, and each restart of the WAL costs the writer an inline pass with its syncs, which every
+/// write queued meanwhile waits for. 16 writers over 100 sessions, sustained (`sessionwatch bench kernel
+/// --part writers`, `append_16_writers_sustained_per_s`, alternated with staged folds of 16,384 rows):
+/// 122–123k appends/s at 4,000 pages, 131–133k at 16,000; the inbound turns' p99 fell with it
+/// (docs/performance.md).
+pub const WAL_CHECKPOINT_PAGES: u32 = 16_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pass {
@@ -61,11 +66,12 @@ impl Signal {
 /// must answer `Ok` whatever happens here, or SQLite reports the commit (which is durable) as failed.
 fn wal_hook(
     signal: Arc<Signal>,
+    threshold: u32,
     mut committed: impl FnMut() + Send + 'static,
 ) -> impl FnMut(&mut Wal, std::ffi::c_int) -> rusqlite::Result<()> + Send + 'static {
     move |wal, pages| {
         committed();
-        if pages < WAL_CHECKPOINT_PAGES {
+        if u32::try_from(pages).unwrap_or(0) < threshold {
             return Ok(());
         }
         let finish = {
@@ -111,15 +117,16 @@ impl Checkpointer {
         Ok(Checkpointer { signal, thread: Some(thread) })
     }
 
-    /// Makes `writer`'s commits ask this thread for checkpoints (and finish them) instead of running
-    /// SQLite's automatic checkpoint. `committed` runs after every commit (SQLite has one WAL hook a
-    /// connection), before the commit's statement returns.
+    /// Makes `writer`'s commits that leave the WAL at `threshold` pages or more ask this thread for
+    /// checkpoints (and finish them) instead of running SQLite's automatic checkpoint. `committed` runs
+    /// after every commit (SQLite has one WAL hook a connection), before the commit's statement returns.
     pub fn attach(
         &self,
         writer: &mut Connection,
+        threshold: u32,
         committed: impl FnMut() + Send + 'static,
     ) -> rusqlite::Result<()> {
-        writer.wal_hook(Some(wal_hook(self.signal.clone(), committed)))
+        writer.wal_hook(Some(wal_hook(self.signal.clone(), threshold, committed)))
     }
 }
 

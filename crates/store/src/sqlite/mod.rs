@@ -53,9 +53,15 @@ pub enum Synchronous {
 
 /// The default [`SqliteOptions::staged_rows`]. 16 writers over 100 sessions, 80k appends each run (four
 /// runs per setting, alternated): 79–88k appends/s folding every 1,024 ids, 88–96k every 2,048, 80–102k
-/// every 4,096. A page reaching all of one session's staged rows scans the whole table at worst: 50, 95,
-/// 190 µs for 1,024, 2,048, 4,096 rows (`python3 scripts/experiments/staged_scan.py`).
-pub const STAGED_ROWS: u32 = 2048;
+/// every 4,096. Later, with the checkpoint threshold at 16,000 pages (`sessionwatch bench kernel --part
+/// writers`, two or three alternated runs): 2,048 → 16,384 took the sustained rate from 111–121k to
+/// 131–133k appends/s, and bursts of 10k appends from 0.47–0.49 to 0.59–0.65 of the bare 16-row
+/// batches (a fold writes each session's index leaf once for all its staged rows: the more rows, the
+/// fewer leaves per row; a burst's rows wait for the idle fold). A page reaching all of one session's
+/// staged rows scans the whole table at worst: 64, 95, 189 µs for 1,024, 2,048, 4,096 rows, and
+/// about 0.8 ms for 16,384 (`python3 scripts/experiments/staged_scan.py`); pages whose rows are staged
+/// are mostly recent ones, which the tail cache answers.
+pub const STAGED_ROWS: u32 = 16_384;
 
 #[derive(Clone, Debug)]
 pub struct SqliteOptions {
@@ -67,6 +73,8 @@ pub struct SqliteOptions {
     /// Appends are staged and folded into the log whenever an append's id is a multiple of this
     /// (`log::fold`): the most rows a read of the staging table scans.
     pub staged_rows: u32,
+    /// The WAL size, in pages, from which a commit asks for a checkpoint ([`WAL_CHECKPOINT_PAGES`]).
+    pub wal_checkpoint_pages: u32,
 }
 
 impl Default for SqliteOptions {
@@ -77,6 +85,7 @@ impl Default for SqliteOptions {
             max_page_count: None,
             readers: 4,
             staged_rows: STAGED_ROWS,
+            wal_checkpoint_pages: WAL_CHECKPOINT_PAGES,
         }
     }
 }
@@ -206,7 +215,7 @@ impl SqliteStore {
         }
         let commits = Arc::new(AtomicU64::new(1));
         let (dropped, counted) = (sessions.clone(), commits.clone());
-        checkpointer.attach(&mut writer, move || {
+        checkpointer.attach(&mut writer, options.wal_checkpoint_pages.max(1), move || {
             dropped.committed();
             counted.fetch_add(1, Ordering::Release);
         })?;

@@ -46,8 +46,9 @@ pub(crate) enum Memory {
 }
 
 /// What the writer does when no job has come for [`QUIET`], on its connection (outside any
-/// transaction).
-pub(crate) type IdleWork = fn(&Connection) -> Result<()>;
+/// transaction). Its second argument answers whether a job is waiting meanwhile: work done in steps
+/// stops between two, so a job waits for one step, not for all of them.
+pub(crate) type IdleWork = fn(&Connection, &dyn Fn() -> bool) -> Result<()>;
 
 /// How long the writer must have had no job before it does its idle work, its driver parked meanwhile:
 /// long enough that a writer under steady load (16 producers) does not do it between batches, where a
@@ -213,12 +214,13 @@ impl Writer {
         false
     }
 
-    /// Runs the idle work on the connection (unless closed): jobs submitted meanwhile wait for it, as
-    /// they wait for a batch. The memory stays: the idle work (a fold) changes no head row, id or cursor.
+    /// Runs the idle work on the connection (unless closed): a job submitted meanwhile waits for its
+    /// current step, as it waits for a batch. The memory stays: the idle work (a fold) changes no head
+    /// row, id or cursor.
     fn idle_work(&self) {
         let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(Held { conn, .. }) = guard.as_ref()
-            && let Err(e) = (self.idle)(conn)
+            && let Err(e) = (self.idle)(conn, &|| !self.lock_pending().is_empty())
         {
             tracing::warn!(error = %e, "the writer's idle work failed");
         }
@@ -426,7 +428,7 @@ mod tests {
     fn writer() -> Arc<Writer> {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
-        Arc::new(Writer::new(conn, |_| Ok(())))
+        Arc::new(Writer::new(conn, |_, _| Ok(())))
     }
 
     /// Submits a job that inserts `x`, then fails if `fail`; answers where its result arrives.
@@ -466,7 +468,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
         let quiet = Duration::from_millis(300);
-        let idle: super::IdleWork = |_| {
+        let idle: super::IdleWork = |_, _| {
             IDLE_RUNS.fetch_add(1, Ordering::SeqCst);
             Ok(())
         };
