@@ -73,24 +73,23 @@ pub(crate) fn fold(tx: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Moves the oldest staged rows, those of the `rows` ids from the first staged one, into the log.
+/// Moves the oldest staged rows, those of the `ids` ids from the first staged one, into the log.
 /// Folding the oldest keeps what reads rely on: every staged id is above every logged one, and each
-/// session's staged sequences above its logged ones. Answers whether any row was moved.
-fn fold_oldest(tx: &Connection, rows: i64) -> Result<bool> {
+/// session's staged sequences above its logged ones. Answers how many rows it moved.
+fn fold_oldest(tx: &Connection, ids: i64) -> Result<usize> {
     let Some(first) = tx
         .prepare_cached("SELECT MIN(id) FROM session_state_events_staged")?
         .query_row([], |r| r.get::<_, Option<i64>>(0))?
     else {
-        return Ok(false);
+        return Ok(0);
     };
-    let below = first + rows;
+    let below = first + ids;
     tx.prepare_cached(&format!(
         "INSERT INTO session_state_events (id, {EVENT_COLUMNS}) \
          SELECT id, {EVENT_COLUMNS} FROM session_state_events_staged WHERE id < ?1 ORDER BY id"
     ))?
     .execute([below])?;
-    tx.prepare_cached("DELETE FROM session_state_events_staged WHERE id < ?1")?.execute([below])?;
-    Ok(true)
+    Ok(tx.prepare_cached("DELETE FROM session_state_events_staged WHERE id < ?1")?.execute([below])?)
 }
 
 /// The fewest staged rows the writer folds when it is idle ([`fold_when_idle`]).
@@ -102,9 +101,11 @@ const IDLE_FOLD_STEP: i64 = 2048;
 
 /// The writer's idle work: if at least [`IDLE_FOLD_ROWS`] rows are staged, folds them, oldest first, in
 /// transactions of [`IDLE_FOLD_STEP`] ids, and stops between two once `job_waiting` says a job came (the
-/// rest is folded when the writer is next idle). Otherwise the append whose id is a multiple of
-/// `SqliteOptions::staged_rows` folds them all and waits for the copy. A burst's rows are mostly folded
-/// after it; fewer rows wait, so idle moments are not each spent on a commit.
+/// rest is folded when the writer is next idle), or after a step short of its ids' worth (staged ids
+/// are consecutive but for deleted sessions' rows: the table is then empty or nearly). Otherwise the
+/// append whose id is a multiple of `SqliteOptions::staged_rows` folds them all and waits for the copy.
+/// A burst's rows are mostly folded after it; fewer rows wait, so idle moments are not each spent on a
+/// commit.
 pub(crate) fn fold_when_idle(conn: &Connection, job_waiting: &dyn Fn() -> bool) -> Result<()> {
     let staged: i64 = conn
         .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM session_state_events_staged LIMIT ?1)")?
@@ -116,7 +117,7 @@ pub(crate) fn fold_when_idle(conn: &Connection, job_waiting: &dyn Fn() -> bool) 
         let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
         let moved = fold_oldest(&tx, IDLE_FOLD_STEP)?;
         tx.commit()?;
-        if !moved {
+        if moved < IDLE_FOLD_STEP as usize {
             break;
         }
     }
