@@ -8,5 +8,20 @@ mod cli;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    no_transparent_huge_pages();
     cli::main()
 }
+
+/// mimalloc asks for transparent huge pages on its arenas (`madvise(MADV_HUGEPAGE)`), so the first touch
+/// of each 2 MiB region zeroes all of it in one page fault, on whichever thread touched it: the writer
+/// in the middle of a batch, a worker in the middle of a request (`bench gateway`'s inbound p99 swung
+/// from 3.5 to 12 times the bare p99 with them, 3.5 to 5 without; docs/performance.md). Turned off for
+/// the whole process, as mimalloc's own `allow_thp=0` would at its start, which comes before `main`.
+/// Best effort: a kernel without the call keeps them.
+#[cfg(target_os = "linux")]
+fn no_transparent_huge_pages() {
+    let _ = nix::sys::prctl::set_thp_disable(true);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn no_transparent_huge_pages() {}

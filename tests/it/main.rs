@@ -12,6 +12,7 @@ mod names;
 mod nodes;
 mod openclaw_wire;
 mod postgres;
+mod process;
 mod restart;
 mod support;
 mod workspace;
