@@ -12,12 +12,13 @@ fn main() -> std::process::ExitCode {
     cli::main()
 }
 
-/// mimalloc asks for transparent huge pages on its arenas (`madvise(MADV_HUGEPAGE)`), so the first touch
-/// of each 2 MiB region zeroes all of it in one page fault, on whichever thread touched it: the writer
-/// in the middle of a batch, a worker in the middle of a request. Without them `bench gateway` zeroes
-/// pages in under 0.1 % of its CPU samples instead of 0.8–2 %, and its peak RSS is 37 MB instead of
-/// 61 (docs/performance.md). Turned off for the whole process, as mimalloc's own `allow_thp=0` would at
-/// its start, which comes before `main`. Best effort: a kernel without the call keeps them.
+/// With transparent huge pages, the first touch of each 2 MiB region zeroes all of it in one page fault,
+/// on whichever thread touched it: the writer in the middle of a batch, a worker in the middle of a
+/// request. Without them `bench gateway` zeroes pages in under 0.1 % of its CPU samples instead of
+/// 0.8–2 %, and its peak RSS is 37 MB instead of 61 (docs/performance.md). mimalloc is built without
+/// its `madvise(MADV_HUGEPAGE)` (the `no_thp` feature: that covers its arenas from the process's start,
+/// before `main`); this turns them off for the rest, on a kernel that gives them unasked (THP
+/// `always`). Best effort: a kernel without the call keeps them.
 #[cfg(target_os = "linux")]
 fn no_transparent_huge_pages() {
     let _ = nix::sys::prctl::set_thp_disable(true);
