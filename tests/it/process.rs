@@ -2,8 +2,8 @@
 
 use crate::support::Server;
 
-/// The first touch of a transparent huge page zeroes 2 MiB in one fault on the thread that touched it
-/// (the allocator asks for them on its arenas): the gateway turns them off for its process.
+/// The first touch of a transparent huge page zeroes 2 MiB in one fault on the thread that touched it:
+/// the gateway turns them off for its process (a kernel in THP `always` mode gives them unasked).
 #[cfg(target_os = "linux")]
 #[test]
 fn the_gateway_runs_without_transparent_huge_pages() {
