@@ -62,13 +62,20 @@ static DEDUPED: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Moves every staged row into the log, in id order (the log's right edge grows, its leaves fill whole).
-pub(crate) fn fold(tx: &Connection) -> Result<()> {
+/// Copies the staged rows with ids up to `last` into the log, in id order (the log's right edge grows,
+/// its leaves fill whole); the caller deletes them from the staging table.
+fn copy_staged_through(tx: &Connection, last: i64) -> Result<()> {
     tx.prepare_cached(&format!(
         "INSERT INTO session_state_events (id, {EVENT_COLUMNS}) \
-         SELECT id, {EVENT_COLUMNS} FROM session_state_events_staged ORDER BY id"
+         SELECT id, {EVENT_COLUMNS} FROM session_state_events_staged WHERE id <= ?1 ORDER BY id"
     ))?
-    .execute([])?;
+    .execute([last])?;
+    Ok(())
+}
+
+/// Moves every staged row into the log. The `DELETE` without a `WHERE` empties the table at once.
+pub(crate) fn fold(tx: &Connection) -> Result<()> {
+    copy_staged_through(tx, i64::MAX)?;
     tx.prepare_cached("DELETE FROM session_state_events_staged")?.execute([])?;
     Ok(())
 }
@@ -83,13 +90,9 @@ fn fold_oldest(tx: &Connection, ids: i64) -> Result<usize> {
     else {
         return Ok(0);
     };
-    let below = first + ids;
-    tx.prepare_cached(&format!(
-        "INSERT INTO session_state_events (id, {EVENT_COLUMNS}) \
-         SELECT id, {EVENT_COLUMNS} FROM session_state_events_staged WHERE id < ?1 ORDER BY id"
-    ))?
-    .execute([below])?;
-    Ok(tx.prepare_cached("DELETE FROM session_state_events_staged WHERE id < ?1")?.execute([below])?)
+    let last = first.saturating_add(ids - 1);
+    copy_staged_through(tx, last)?;
+    Ok(tx.prepare_cached("DELETE FROM session_state_events_staged WHERE id <= ?1")?.execute([last])?)
 }
 
 /// The fewest staged rows the writer folds when it is idle ([`fold_when_idle`]).
