@@ -2,6 +2,7 @@
 
 use super::SqliteStore;
 use super::session_cache::SessionCache;
+use super::transaction::WriteTx;
 use crate::rows::{MESSAGE_COLUMNS, SESSION_COLUMNS, inbox_from_row, message_from_row, session_from_row};
 use crate::{
     InboxItem, NewMessage, NewSession, Result, SessionActivity, SessionFilter, SessionRow, TRANSCRIPT_CAP,
@@ -148,22 +149,31 @@ impl SqliteStore {
     }
 
     /// Moves the session's `updated_at` (and its host, when given); a kept row is patched, not dropped
-    /// (`session_cache`).
+    /// (`session_cache`). Nothing is written when a touch of the same transaction already set it to
+    /// `now` or later (and named the same host): a burst of turns shares a transaction, and each touch's
+    /// `UPDATE` rewrote the row and its `idx_sessions_updated` entry, a fifth of a turn's writing.
     pub(crate) fn touch_session_op(
-        tx: &Connection,
+        tx: &WriteTx<'_>,
         sessions: &SessionCache,
         key: &str,
         agent: &str,
         host: Option<&str>,
         now: Millis,
     ) -> Result<()> {
+        if tx.touch_is_written(key, agent, now, host) {
+            return Ok(());
+        }
         let mark = sessions.mark();
-        tx.prepare_cached(
-            "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
-             WHERE session_key = ?1 AND agent_id = ?2",
-        )?
-        .execute(params![key, agent, now, host])?;
+        let changed = tx
+            .prepare_cached(
+                "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
+                 WHERE session_key = ?1 AND agent_id = ?2",
+            )?
+            .execute(params![key, agent, now, host])?;
         sessions.touched(mark, key, agent, now, host);
+        if changed > 0 {
+            tx.wrote_touch(key, agent, now, host);
+        }
         Ok(())
     }
 
@@ -339,4 +349,58 @@ impl TranscriptLengths {
 /// An inbox row read as `id, run_id, from_session, text, created_at`.
 fn inbox_item(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxItem> {
     Ok(inbox_from_row!(r, get))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema;
+    use super::super::transaction::{WriteTx, WriterMemory};
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A burst of turns to one session shares a transaction: only a touch that moves `updated_at` later
+    /// (or names another host) writes the row; one that would move it back leaves it.
+    #[test]
+    fn a_transaction_writes_a_sessions_touch_only_when_it_moves_it_later() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::migrate(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at) \
+             VALUES ('k', 'main', 's', 'main', 1, 1)",
+            [],
+        )
+        .unwrap();
+        let (memory, sessions) = (RefCell::new(WriterMemory::default()), SessionCache::default());
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let tx = WriteTx::new(&conn, &memory).unwrap();
+        let writes = |now: Millis, host: Option<&str>| {
+            let before = tx.total_changes();
+            SqliteStore::touch_session_op(&tx, &sessions, "k", "main", host, now).unwrap();
+            tx.total_changes() - before
+        };
+        assert_eq!(writes(5, None), 1, "the transaction's first touch");
+        assert_eq!(writes(5, None), 0, "the same time again");
+        assert_eq!(writes(4, None), 0, "an earlier time: updated_at stays the later one");
+        assert_eq!(writes(6, None), 1);
+        assert_eq!(writes(6, Some("gw")), 1, "a host this transaction did not name");
+        assert_eq!(writes(6, Some("gw")), 0);
+        assert_eq!(writes(6, None), 0, "no host given: the one named stays");
+        tx.forget();
+        assert_eq!(writes(6, None), 1, "another kind of write ran: the touches are forgotten");
+        assert_eq!(writes(7, None), 1);
+        let stored: (Millis, Option<String>) = tx
+            .query_row("SELECT updated_at, host_id FROM sessions WHERE session_key = 'k'", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(stored, (7, Some("gw".into())));
+        drop(tx);
+        conn.execute_batch("COMMIT").unwrap();
+
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let tx = WriteTx::new(&conn, &memory).unwrap();
+        let before = tx.total_changes();
+        SqliteStore::touch_session_op(&tx, &sessions, "k", "main", None, 7).unwrap();
+        assert_eq!(tx.total_changes() - before, 1, "a new transaction touches again");
+    }
 }

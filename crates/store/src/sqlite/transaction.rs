@@ -9,11 +9,15 @@
 //!   of each session it appended to and the last event id it wrote, so an append reads neither (a
 //!   statement each, 6 % of the writer's time each with 16 writers), and the targets it found without a
 //!   settled cursor, so a notifying append to them does not look again (2 %).
+//! - The sessions its turns touched, and to what time: a burst of turns to one session shares a
+//!   transaction, and each turn's touch after the first is a no-op when it moves `updated_at` no later
+//!   ([`WriteTx::touch_is_written`]).
 
 use crate::Result;
 use crate::tail::HeadRow;
 use foldhash::{HashMap, HashSet};
 use rusqlite::{CachedStatement, Connection, Statement};
+use sessionwatch_core::Millis;
 use std::cell::RefCell;
 use std::ops::Deref;
 
@@ -66,11 +70,21 @@ fn data_version(conn: &Connection) -> rusqlite::Result<u32> {
     Ok(version)
 }
 
+/// What a touch of this transaction left in a session row: its `updated_at`, and the host it named last.
+#[derive(Clone, Debug, PartialEq)]
+struct Touch {
+    updated_at: Millis,
+    host_id: Option<String>,
+}
+
 pub(crate) struct WriteTx<'c> {
     conn: &'c Connection,
     /// By the address of their SQL text: the hot statements are `'static` strings.
     held: RefCell<Vec<(&'static str, CachedStatement<'c>)>>,
     memory: &'c RefCell<WriterMemory>,
+    /// agent → session → what this transaction's touches wrote to its row. Per transaction: one rolled
+    /// back takes its `WriteTx` with it.
+    touched: RefCell<HashMap<String, HashMap<String, Touch>>>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -84,7 +98,7 @@ impl<'c> WriteTx<'c> {
             m.data_version = None; // until our commit says what it is
         }
         drop(m);
-        Ok(WriteTx { conn, held: RefCell::default(), memory })
+        Ok(WriteTx { conn, held: RefCell::default(), memory, touched: RefCell::default() })
     }
 
     /// Runs `f` on the statement for `sql`, prepared (or taken from rusqlite's cache) once per
@@ -150,9 +164,47 @@ impl<'c> WriteTx<'c> {
         self.memory.borrow_mut().no_settled_cursors.remove(target);
     }
 
-    /// Forgets what the writer remembers: what runs next may change head rows or ids some other way.
+    /// Whether a touch of this transaction already left the session's row at `updated_at` or later, and
+    /// (when `host_id` is given) naming that host: a touch to it would change nothing, or move
+    /// `updated_at` back.
+    pub fn touch_is_written(
+        &self,
+        key: &str,
+        agent: &str,
+        updated_at: Millis,
+        host_id: Option<&str>,
+    ) -> bool {
+        let touched = self.touched.borrow();
+        let Some(touch) = touched.get(agent).and_then(|s| s.get(key)) else { return false };
+        touch.updated_at >= updated_at && host_id.is_none_or(|h| touch.host_id.as_deref() == Some(h))
+    }
+
+    /// A touch's `UPDATE` set the session's `updated_at` (and its host, when given).
+    pub fn wrote_touch(&self, key: &str, agent: &str, updated_at: Millis, host_id: Option<&str>) {
+        let mut touched = self.touched.borrow_mut();
+        let sessions = match touched.get_mut(agent) {
+            Some(sessions) => sessions,
+            None => touched.entry(agent.to_string()).or_default(),
+        };
+        match sessions.get_mut(key) {
+            Some(touch) => {
+                touch.updated_at = updated_at;
+                if let Some(host) = host_id {
+                    touch.host_id = Some(host.to_string());
+                }
+            }
+            None => {
+                let touch = Touch { updated_at, host_id: host_id.map(str::to_string) };
+                sessions.insert(key.to_string(), touch);
+            }
+        }
+    }
+
+    /// Forgets what the writer remembers: what runs next may change head rows or ids some other way
+    /// (and session rows: this transaction's touches are forgotten too).
     pub fn forget(&self) {
         self.memory.borrow_mut().forget();
+        self.touched.borrow_mut().clear();
     }
 }
 
