@@ -16,6 +16,15 @@ fn session_from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(session_from_row!(r, get))
 }
 
+/// A turn's statements, held by the writer's transaction ([`WriteTx::with`]): a burst of turns runs
+/// each once per turn, and rusqlite's statement cache would hash each one's text every time.
+const TOUCH: &str = "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
+     WHERE session_key = ?1 AND agent_id = ?2";
+const APPEND_MESSAGE: &str = "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, \
+     run_id, from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+const PUSH_INBOX: &str = "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, \
+     created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
 pub(crate) fn load_session(c: &Connection, key: &str, agent: &str) -> Result<Option<SessionRow>> {
     Ok(c.prepare_cached(&format!(
         "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_key = ?1 AND agent_id = ?2"
@@ -164,12 +173,7 @@ impl SqliteStore {
             return Ok(());
         }
         let mark = sessions.mark();
-        let changed = tx
-            .prepare_cached(
-                "UPDATE sessions SET updated_at = ?3, host_id = COALESCE(?4, host_id) \
-                 WHERE session_key = ?1 AND agent_id = ?2",
-            )?
-            .execute(params![key, agent, now, host])?;
+        let changed = tx.with(TOUCH, |st| Ok(st.execute(params![key, agent, now, host])?))?;
         sessions.touched(mark, key, agent, now, host);
         if changed > 0 {
             tx.wrote_touch(key, agent, now, host);
@@ -178,7 +182,7 @@ impl SqliteStore {
     }
 
     pub(crate) fn append_message_op(
-        tx: &Connection,
+        tx: &WriteTx<'_>,
         lengths: &TranscriptLengths,
         key: &str,
         agent: &str,
@@ -186,20 +190,9 @@ impl SqliteStore {
         now: Millis,
     ) -> Result<i64> {
         // The id from the connection, not `RETURNING`: SQLite gathers returned rows in a temporary B-tree.
-        tx.prepare_cached(
-            "INSERT INTO session_messages (session_key, agent_id, session_id, role, text, run_id, \
-             from_session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            key,
-            agent,
-            m.session_id,
-            m.role,
-            m.text,
-            m.run_id,
-            m.from_session,
-            now
-        ])?;
+        tx.with(APPEND_MESSAGE, |st| {
+            Ok(st.execute(params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now])?)
+        })?;
         let id = tx.last_insert_rowid();
         let count = || -> Result<i64> {
             Ok(tx
@@ -238,13 +231,11 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) fn push_inbox_op(tx: &Connection, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
+    pub(crate) fn push_inbox_op(tx: &WriteTx<'_>, key: &str, agent: &str, item: &InboxItem) -> Result<i64> {
         // The id from the connection, not `RETURNING` (see `append_message_op`).
-        tx.prepare_cached(
-            "INSERT INTO session_inbox (session_key, agent_id, run_id, from_session, text, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![key, agent, item.run_id, item.from_session, item.text, item.created_at])?;
+        tx.with(PUSH_INBOX, |st| {
+            Ok(st.execute(params![key, agent, item.run_id, item.from_session, item.text, item.created_at])?)
+        })?;
         Ok(tx.last_insert_rowid())
     }
 
