@@ -33,14 +33,31 @@ impl Target {
     }
 }
 
-/// Runs `CLIENTS` loops of `op` for `per_client` requests each; answers (requests/s, sorted latencies).
-async fn load<F, Fut>(per_client: usize, op: F) -> anyhow::Result<(f64, Vec<Duration>)>
+/// The CPU time this process has used, all its threads (client, server and writer alike).
+fn process_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_SELF).map_or(Duration::ZERO, |u| {
+        let (user, system) = (u.user_time(), u.system_time());
+        let micros = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1e6 + t.tv_usec() as f64;
+        Duration::from_micros((micros(user) + micros(system)) as u64)
+    })
+}
+
+/// One block of requests: how many, how long, the process's CPU time, each request's latency.
+struct Block {
+    seconds: f64,
+    cpu: Duration,
+    latencies: Vec<Duration>,
+}
+
+/// Runs `CLIENTS` loops of `op` for `per_client` requests each.
+async fn load<F, Fut>(per_client: usize, op: F) -> anyhow::Result<Block>
 where
     F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
 {
     let op = Arc::new(op);
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), process_cpu());
     let mut tasks = vec![];
     for c in 0..CLIENTS {
         let op = op.clone();
@@ -58,30 +75,45 @@ where
     for t in tasks {
         all.extend(t.await??);
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort();
-    Ok((all.len() as f64 / elapsed, all))
+    let (seconds, cpu) = (started.elapsed().as_secs_f64(), process_cpu().saturating_sub(cpu));
+    Ok(Block { seconds, cpu, latencies: all })
 }
 
-/// Requests and latencies of several blocks of one measurement.
+/// Requests, CPU time and latencies of several blocks of one measurement.
 #[derive(Default)]
 struct Runs {
-    requests: f64,
     seconds: f64,
+    cpu: Duration,
+    latencies: Vec<Duration>,
+}
+
+/// What the blocks of one measurement came to.
+struct Measured {
+    per_s: f64,
+    /// The process's CPU time per request: the client's, the server's and the writer's together.
+    cpu_us_per_request: f64,
+    /// CPU time over wall time: how many of the machine's cores the load kept busy.
+    cores_busy: f64,
+    /// Sorted.
     latencies: Vec<Duration>,
 }
 
 impl Runs {
-    fn add(&mut self, (rps, lat): (f64, Vec<Duration>)) {
-        self.requests += lat.len() as f64;
-        self.seconds += lat.len() as f64 / rps.max(1e-9);
-        self.latencies.extend(lat);
+    fn add(&mut self, block: Block) {
+        self.seconds += block.seconds;
+        self.cpu += block.cpu;
+        self.latencies.extend(block.latencies);
     }
 
-    /// (requests/s over all blocks, sorted latencies).
-    fn finish(mut self) -> (f64, Vec<Duration>) {
+    fn finish(mut self) -> Measured {
         self.latencies.sort();
-        (self.requests / self.seconds.max(1e-9), self.latencies)
+        let requests = self.latencies.len().max(1) as f64;
+        Measured {
+            per_s: self.latencies.len() as f64 / self.seconds.max(1e-9),
+            cpu_us_per_request: self.cpu.as_secs_f64() * 1e6 / requests,
+            cores_busy: self.cpu.as_secs_f64() / self.seconds.max(1e-9),
+            latencies: self.latencies,
+        }
     }
 }
 
@@ -198,31 +230,38 @@ async fn throughput(
         }
     }
     bare.stop().await;
-    let (bare_rps, bare_lat) = bare_runs.finish();
-    fig("bare_http_per_s", bare_rps, "req/s");
-    fig("bare_http_p99_us", percentile(&bare_lat, 0.99).as_secs_f64() * 1e6, "us");
+    let bare = bare_runs.finish();
+    let bare_p99 = percentile(&bare.latencies, 0.99).as_secs_f64();
+    fig("bare_http_per_s", bare.per_s, "req/s");
+    fig("bare_http_p99_us", bare_p99 * 1e6, "us");
+    cpu_figures(&mut fig, "bare_http", &bare);
     if status {
-        let (rps, lat) = status_runs.finish();
-        fig("session_status_changes_since_per_s", rps, "req/s");
-        fig("session_status_changes_since_p50_us", percentile(&lat, 0.5).as_secs_f64() * 1e6, "us");
-        fig("session_status_changes_since_p99_us", percentile(&lat, 0.99).as_secs_f64() * 1e6, "us");
-        fig("session_status_vs_bare_ratio", rps / bare_rps.max(1e-9), "ratio");
+        let m = status_runs.finish();
+        fig("session_status_changes_since_per_s", m.per_s, "req/s");
+        fig("session_status_changes_since_p50_us", percentile(&m.latencies, 0.5).as_secs_f64() * 1e6, "us");
+        fig("session_status_changes_since_p99_us", percentile(&m.latencies, 0.99).as_secs_f64() * 1e6, "us");
+        cpu_figures(&mut fig, "session_status", &m);
+        fig("session_status_vs_bare_ratio", m.per_s / bare.per_s.max(1e-9), "ratio");
     }
     if !inbound {
         return Ok(figures);
     }
-    let (inbound_rps, inbound_lat) = inbound_runs.finish();
-    let inbound_p99 = percentile(&inbound_lat, 0.99);
-    fig("inbound_human_turn_per_s", inbound_rps, "req/s");
-    fig("inbound_human_turn_p50_us", percentile(&inbound_lat, 0.5).as_secs_f64() * 1e6, "us");
-    fig("inbound_human_turn_p99_us", inbound_p99.as_secs_f64() * 1e6, "us");
-    fig("inbound_human_turn_vs_bare_ratio", inbound_rps / bare_rps.max(1e-9), "ratio");
-    fig(
-        "inbound_human_turn_p99_vs_bare_p99",
-        inbound_p99.as_secs_f64() / percentile(&bare_lat, 0.99).as_secs_f64().max(1e-9),
-        "x",
-    );
+    let m = inbound_runs.finish();
+    let inbound_p99 = percentile(&m.latencies, 0.99).as_secs_f64();
+    fig("inbound_human_turn_per_s", m.per_s, "req/s");
+    fig("inbound_human_turn_p50_us", percentile(&m.latencies, 0.5).as_secs_f64() * 1e6, "us");
+    fig("inbound_human_turn_p99_us", inbound_p99 * 1e6, "us");
+    cpu_figures(&mut fig, "inbound_human_turn", &m);
+    fig("inbound_human_turn_vs_bare_ratio", m.per_s / bare.per_s.max(1e-9), "ratio");
+    fig("inbound_human_turn_p99_vs_bare_p99", inbound_p99 / bare_p99.max(1e-9), "x");
     Ok(figures)
+}
+
+/// Where a measurement's rate comes from: its CPU time per request, and how busy it kept the cores (a
+/// closed loop whose requests wait on the writer leaves cores idle that the bare router keeps busy).
+fn cpu_figures(fig: &mut impl FnMut(&str, f64, &'static str), name: &str, m: &Measured) {
+    fig(&format!("{name}_cpu_us_per_request"), m.cpu_us_per_request, "us");
+    fig(&format!("{name}_cores_busy"), m.cores_busy, "cores");
 }
 
 /// A watched child with some history, read by `session_status` (answers that call's body), and a second

@@ -14,9 +14,13 @@ async fn a_part_runs_alone_beside_its_baseline() {
         [
             "bare_http_per_s",
             "bare_http_p99_us",
+            "bare_http_cpu_us_per_request",
+            "bare_http_cores_busy",
             "inbound_human_turn_per_s",
             "inbound_human_turn_p50_us",
             "inbound_human_turn_p99_us",
+            "inbound_human_turn_cpu_us_per_request",
+            "inbound_human_turn_cores_busy",
             "inbound_human_turn_vs_bare_ratio",
             "inbound_human_turn_p99_vs_bare_p99",
         ]
@@ -27,9 +31,13 @@ async fn a_part_runs_alone_beside_its_baseline() {
         [
             "bare_http_per_s",
             "bare_http_p99_us",
+            "bare_http_cpu_us_per_request",
+            "bare_http_cores_busy",
             "session_status_changes_since_per_s",
             "session_status_changes_since_p50_us",
             "session_status_changes_since_p99_us",
+            "session_status_cpu_us_per_request",
+            "session_status_cores_busy",
             "session_status_vs_bare_ratio",
             "wake_latency_p50_ms",
             "wake_latency_p99_ms",

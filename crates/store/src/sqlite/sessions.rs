@@ -191,7 +191,16 @@ impl SqliteStore {
     ) -> Result<i64> {
         // The id from the connection, not `RETURNING`: SQLite gathers returned rows in a temporary B-tree.
         tx.with(APPEND_MESSAGE, |st| {
-            Ok(st.execute(params![key, agent, m.session_id, m.role, m.text, m.run_id, m.from_session, now])?)
+            Ok(st.execute(params![
+                key,
+                agent,
+                m.session_id,
+                m.role,
+                m.text,
+                m.run_id,
+                m.from_session,
+                now
+            ])?)
         })?;
         let id = tx.last_insert_rowid();
         let count = || -> Result<i64> {
