@@ -70,8 +70,9 @@ pub struct SqliteOptions {
     /// `PRAGMA max_page_count` for the writer (tests use it to simulate a full disk).
     pub max_page_count: Option<u64>,
     pub readers: usize,
-    /// Appends are staged and folded into the log whenever an append's id is a multiple of this
-    /// (`log::fold`): the most rows a read of the staging table scans.
+    /// Appends are staged and folded into the log once this many ids' worth wait (`log::due_for_fold`,
+    /// asked every 1,024 ids), or when the writer is idle: about the most rows a read of the staging table
+    /// scans.
     pub staged_rows: u32,
     /// The WAL size, in pages, from which a commit asks for a checkpoint ([`WAL_CHECKPOINT_PAGES`]).
     pub wal_checkpoint_pages: u32,

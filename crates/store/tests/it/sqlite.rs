@@ -342,6 +342,45 @@ async fn a_schema_4_log_is_reordered_by_id_with_every_event_kept() {
     assert_eq!(check, "ok");
 }
 
+/// Regression: an append whose id was a multiple of `staged_rows` folded whatever was staged, so a short
+/// burst after the idle fold had emptied the table folded inline wherever its ids crossed a multiple, and
+/// every write queued behind it waited for the copy. A burst folds inline only once `staged_rows` ids'
+/// worth wait, which still bounds the table.
+#[tokio::test]
+async fn a_burst_after_an_idle_fold_folds_inline_only_once_a_staging_rounds_worth_waits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let store = SqliteStore::open(&path, folding_every(512)).unwrap();
+    let counts = || {
+        let c =
+            |table: &str| rows3::<i64, i64, i64>(&path, &format!("SELECT COUNT(*), 0, 0 FROM {table}"))[0].0;
+        (c("session_state_events_staged"), c("session_state_events"))
+    };
+    let burst = |from: i64, n: i64| {
+        let store = &store;
+        async move {
+            let appends: Vec<_> = (from..from + n).map(|i| store.append(human(KEY), i)).collect();
+            for appended in futures_util::future::join_all(appends).await {
+                appended.unwrap();
+            }
+        }
+    };
+    burst(0, 300).await;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while counts() != (0, 300) && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(counts(), (0, 300), "the idle fold emptied the staging table");
+    // Ids 301..=550 cross 512; fewer rows than the idle fold's least wait afterwards.
+    burst(1_000, 250).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(counts(), (250, 300), "no inline fold: 250 ids staged, not 512");
+    // Ids 551..=1050: at 1024 the oldest staged row (301) is 512 ids old or more.
+    burst(2_000, 500).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(counts(), (26, 1_024), "folded inline at id 1024, the rest staged");
+}
+
 /// Regression: a fold that fails (here a trigger refuses every row into the log; in life a disk with room
 /// for one append but not for the copy) failed the append that triggered it, and every append after it,
 /// which took the same id and tried the same fold. The appends are recorded, staged, and read back whole.
