@@ -31,8 +31,11 @@ impl SliceSize {
     /// took 46 s; at 100 µs, 0.9× and 94 s; at 50 µs, 1.3× and 250 s: the slices' fixed cost). Once
     /// folds and WAL restarts were batched (16,384 rows, 16,000 pages) the idle p99 fell from 105–132 µs
     /// to 44–47 µs, and at 100 µs the p99 during the prune was 284–306 µs, 6.1–6.9× idle; at 70 µs,
-    /// 226–229 µs, 3.4–4.1×, the prune 36–38 s against 35–37 s (two runs each, one sitting).
-    const AIM: Duration = Duration::from_micros(70);
+    /// 226–229 µs, 3.4–4.1×, the prune 36–38 s against 35–37 s (two runs each, one sitting). On a
+    /// faster machine (idle p99 31–55 µs) 70 µs read 4.5–6.2× (five runs, median 5.3); 45 µs, 2.9 /
+    /// 3.7 / 4.1× (p99 during the prune 154–162 µs against 204–237), the prune 24.3–24.6 s against
+    /// 19–22 s; 30 µs, 3.9× and 29 s.
+    const AIM: Duration = Duration::from_micros(45);
     const MIN: i64 = 8;
     const MAX: i64 = 1024;
     const FIRST: SliceSize = SliceSize(64);
