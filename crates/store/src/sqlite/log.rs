@@ -137,7 +137,7 @@ const OLDEST_STAGED: &str = "SELECT MIN(id) FROM session_state_events_staged";
 /// if fewer), when the oldest staged row is `fold_every` ids old or more. Not at every multiple of
 /// `fold_every` whatever is staged: after a burst the idle fold empties the table, and the next burst
 /// would otherwise fold inline wherever its ids crossed a multiple, stalling every write queued behind
-/// the copy (a fifth of the 16 writers' writer time, and the inbound turns' slowest batches).
+/// the copy (12 % of the writer's samples in a profile of `bench kernel --part writers`).
 fn due_for_fold(tx: &WriteTx<'_>, id: i64, fold_every: i64) -> Result<bool> {
     if id % FOLD_CHECK_IDS.min(fold_every) != 0 {
         return Ok(false);
