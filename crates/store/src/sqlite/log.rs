@@ -193,7 +193,7 @@ const STAGE: &str = "INSERT INTO session_state_events_staged (session_key, agent
      kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json, dedupe_key, id) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
-/// Moves a session's head row to the event just staged (its floor stays).
+/// Moves a session's head row to the event just staged (its floor stays): [`WriteTx::move_head`].
 /// Parameters: session key, agent, head, now, head event id, head event time.
 pub(crate) const MOVE_HEAD: &str = "INSERT INTO session_state_heads \
      (session_key, agent_id, head, floor, updated_at, head_id, head_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6) \
@@ -300,16 +300,6 @@ impl SqliteStore {
             .map_err(StoreError::classify)
         })?;
         tx.wrote(id);
-        tx.with(MOVE_HEAD, |st| {
-            Ok(st.execute(params![
-                stored.session_key,
-                stored.agent_id,
-                sequence,
-                now,
-                id,
-                stored.occurred_at
-            ])?)
-        })?;
         let row = HeadRow {
             head: sequence as u64,
             updated_at: now,
@@ -317,7 +307,7 @@ impl SqliteStore {
             head_at: stored.occurred_at,
             ..before
         };
-        tx.moved_head(&stored.session_key, &stored.agent_id, row);
+        tx.move_head(&stored.session_key, &stored.agent_id, row)?;
         if due_for_fold(tx, id, fold_every)? {
             fold_or_keep_staged(tx)?;
         }
@@ -482,6 +472,7 @@ fn log_page(
 mod tests {
     use super::LOG_PAGE;
     use crate::{AppendOutcome, AppendRequest, SignalLog, SqliteOptions, SqliteStore};
+    use rusqlite::Connection;
     use sessionwatch_core::{Limit, NewEvent};
     use tempfile::TempDir;
 
@@ -621,6 +612,39 @@ mod tests {
         assert!(appended.is_err(), "rolled back with the failed job: {appended:?}");
         assert!(failed.await.unwrap().is_err());
         assert_eq!(human_sequence(&store, 3_000).await, 2, "no hole");
+    }
+
+    /// A batch's appends to one session write its head row at the first and hold the later moves until
+    /// the commit; a write job of another kind queued in the same batch (retention, a deletion) reads the
+    /// row through SQL, so it finds every move before it written; and the row committed is the last.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn held_head_moves_are_written_before_a_job_that_reads_them_and_before_the_commit() {
+        let (store, _dir) = store_with(1).await;
+        let head_in_sql = |c: &Connection| -> crate::Result<i64> {
+            Ok(c.query_row(
+                "SELECT head FROM session_state_heads WHERE session_key = ?1 AND agent_id = 'main'",
+                [KEY],
+                |r| r.get(0),
+            )?)
+        };
+        let held = store.inner.writer.hold();
+        let (a, b, read, c, ()) = tokio::join!(
+            store.append(human(), 2_000),
+            store.append(human(), 2_001),
+            store.write_async(move |c| head_in_sql(c)),
+            store.append(human(), 2_002),
+            async move {
+                tokio::task::yield_now().await; // all four are queued by now
+                drop(held);
+            }
+        );
+        for appended in [a, b, c] {
+            assert!(matches!(appended, Ok(AppendOutcome::Recorded { .. })), "{appended:?}");
+        }
+        assert_eq!(read.unwrap(), 3, "the two appends before it, written before it ran");
+        let committed = store.write_async(move |c| head_in_sql(c)).await.unwrap();
+        assert_eq!(committed, 4, "the last append's move, written before the commit");
+        assert_eq!(human_sequence(&store, 3_000).await, 5);
     }
 
     /// A session whose state was deleted starts again from 1, with nothing else appended in between.

@@ -9,14 +9,18 @@
 //!   of each session it appended to and the last event id it wrote, so an append reads neither (a
 //!   statement each, 6 % of the writer's time each with 16 writers), and the targets it found without a
 //!   settled cursor, so a notifying append to them does not look again (2 %).
+//! - The head rows its appends moved: a session's first move is written at once, a later one in the same
+//!   transaction only before the commit, or before a job that may read head rows
+//!   ([`WriteTx::write_pending_heads`]): a burst of turns to one session moved its row once a turn.
 //! - The sessions its turns touched, and to what time: a burst of turns to one session shares a
 //!   transaction, and each turn's touch after the first is a no-op when it moves `updated_at` no later
 //!   ([`WriteTx::touch_is_written`]).
 
+use super::log::MOVE_HEAD;
 use crate::Result;
 use crate::tail::HeadRow;
 use foldhash::{HashMap, HashSet};
-use rusqlite::{CachedStatement, Connection, Statement};
+use rusqlite::{CachedStatement, Connection, Statement, params};
 use sessionwatch_core::Millis;
 use std::cell::RefCell;
 use std::ops::Deref;
@@ -85,6 +89,9 @@ pub(crate) struct WriteTx<'c> {
     /// agent → session → what this transaction's touches wrote to its row. Per transaction: one rolled
     /// back takes its `WriteTx` with it.
     touched: RefCell<HashMap<String, HashMap<String, Touch>>>,
+    /// agent → session → the head rows this transaction's appends moved: `None` once written, `Some`
+    /// while a later move waits for [`WriteTx::write_pending_heads`].
+    moved_heads: RefCell<HashMap<String, HashMap<String, Option<HeadRow>>>>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -98,7 +105,13 @@ impl<'c> WriteTx<'c> {
             m.data_version = None; // until our commit says what it is
         }
         drop(m);
-        Ok(WriteTx { conn, held: RefCell::default(), memory, touched: RefCell::default() })
+        Ok(WriteTx {
+            conn,
+            held: RefCell::default(),
+            memory,
+            touched: RefCell::default(),
+            moved_heads: RefCell::default(),
+        })
     }
 
     /// Runs `f` on the statement for `sql`, prepared (or taken from rusqlite's cache) once per
@@ -124,13 +137,58 @@ impl<'c> WriteTx<'c> {
         self.memory.borrow_mut().last_id = id;
     }
 
-    /// The session's head row as the writer's appends left it, if remembered.
+    /// The session's head row as the writer's appends left it, if remembered (a move not yet written
+    /// included).
     pub fn head(&self, key: &str, agent: &str) -> Option<HeadRow> {
-        self.memory.borrow().heads.get(agent).and_then(|s| s.get(key)).copied()
+        let pending = self.moved_heads.borrow().get(agent).and_then(|s| s.get(key)).copied().flatten();
+        pending.or_else(|| self.memory.borrow().heads.get(agent).and_then(|s| s.get(key)).copied())
     }
 
-    /// Remembers the head row an append just wrote.
-    pub fn moved_head(&self, key: &str, agent: &str, row: HeadRow) {
+    /// Moves the session's head row to `row` (an append's): written now if it is the transaction's first
+    /// move of that row, else held for [`write_pending_heads`](Self::write_pending_heads), which the writer
+    /// runs before the commit and before any other kind of job. Remembered either way.
+    pub fn move_head(&self, key: &str, agent: &str, row: HeadRow) -> Result<()> {
+        let pending = match self.moved_heads.borrow_mut().get_mut(agent).and_then(|s| s.get_mut(key)) {
+            Some(pending) => {
+                *pending = Some(row);
+                true
+            }
+            None => false,
+        };
+        if !pending {
+            self.write_head(key, agent, &row)?;
+            self.moved_heads.borrow_mut().entry(agent.to_string()).or_default().insert(key.to_string(), None);
+        }
+        self.remember_head(key, agent, row);
+        Ok(())
+    }
+
+    /// Writes the head moves held since each session's first: a job that reads head rows, or the commit,
+    /// comes next. A failure leaves the moves unwritten, so the transaction must not commit.
+    pub fn write_pending_heads(&self) -> Result<()> {
+        let mut pending = vec![];
+        for (agent, sessions) in self.moved_heads.borrow_mut().iter_mut() {
+            for (key, row) in sessions.iter_mut() {
+                if let Some(row) = row.take() {
+                    pending.push((agent.clone(), key.clone(), row));
+                }
+            }
+        }
+        for (agent, key, row) in &pending {
+            self.write_head(key, agent, row)?;
+        }
+        Ok(())
+    }
+
+    fn write_head(&self, key: &str, agent: &str, row: &HeadRow) -> Result<()> {
+        self.with(MOVE_HEAD, |st| {
+            Ok(st.execute(params![key, agent, row.head as i64, row.updated_at, row.head_id, row.head_at])?)
+        })?;
+        Ok(())
+    }
+
+    /// Remembers the head row an append just moved.
+    fn remember_head(&self, key: &str, agent: &str, row: HeadRow) {
         let mut m = self.memory.borrow_mut();
         if let Some(held) = m.heads.get_mut(agent).and_then(|s| s.get_mut(key)) {
             *held = row;
@@ -238,6 +296,37 @@ mod tests {
         assert_eq!(n, 3);
     }
 
+    /// A session's first head move in a transaction is written at once, a later one only by
+    /// `write_pending_heads`; until then `head` answers the held one.
+    #[test]
+    fn a_later_head_move_is_held_until_written_and_answered_meanwhile() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::sqlite::schema::migrate(&mut conn).unwrap();
+        let memory = RefCell::default();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let tx = WriteTx::new(&conn, &memory).unwrap();
+        let in_sql = || -> i64 {
+            tx.query_row("SELECT head FROM session_state_heads WHERE session_key = 'k'", [], |r| r.get(0))
+                .unwrap()
+        };
+        let row = |head: u64| HeadRow { head, head_id: head as i64, updated_at: 5, ..HeadRow::default() };
+        let writes = |head: u64| {
+            let before = tx.total_changes();
+            tx.move_head("k", "main", row(head)).unwrap();
+            tx.total_changes() - before
+        };
+        assert_eq!(writes(1), 1, "the first move: written");
+        assert_eq!((writes(2), writes(3)), (0, 0), "later ones: held");
+        assert_eq!((in_sql(), tx.head("k", "main")), (1, Some(row(3))));
+        tx.forget();
+        assert_eq!(tx.head("k", "main"), Some(row(3)), "a held move outlives the forgotten memory");
+        tx.write_pending_heads().unwrap();
+        assert_eq!(in_sql(), 3);
+        let before = tx.total_changes();
+        tx.write_pending_heads().unwrap();
+        assert_eq!(tx.total_changes(), before, "nothing held any more");
+    }
+
     /// The memory outlives a transaction, and is forgotten once another connection has committed.
     #[test]
     fn the_memory_lasts_until_another_connection_commits() {
@@ -255,7 +344,7 @@ mod tests {
         };
         transaction(&|tx| {
             tx.execute("INSERT INTO t VALUES (1)", []).unwrap();
-            tx.moved_head("k", "main", row);
+            tx.remember_head("k", "main", row);
             tx.wrote(9);
         });
         transaction(&|tx| assert_eq!((tx.head("k", "main"), tx.last_id()), (Some(row), Some(9))));

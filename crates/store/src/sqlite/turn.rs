@@ -55,7 +55,11 @@ impl SqliteStore {
             {
                 Head { head: row.head, floor: row.floor }
             }
-            _ => log::head(tx, key, agent)?,
+            // A move of this transaction may not be written yet: the writer's memory has it.
+            _ => match tx.head(key, agent) {
+                Some(row) => Head { head: row.head, floor: row.floor },
+                None => log::head(tx, key, agent)?,
+            },
         };
         Ok((TurnOutcome { inbox_id, message_id, event, head }, row))
     }

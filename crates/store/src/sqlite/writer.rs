@@ -120,10 +120,22 @@ impl Writer {
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> bool {
         let job: Job = Box::new(move |tx: &WriteTx<'_>| {
-            if memory == Memory::Forgotten {
-                tx.forget();
-            }
-            let result = f(tx);
+            let result = match memory {
+                Memory::Kept => f(tx),
+                // It may read head rows through SQL: the appends' held moves are written first. If they
+                // cannot be, the transaction must not commit without them: rolled back, every job in it
+                // is answered "not recorded" (`run_jobs` sees the connection back in autocommit).
+                Memory::Forgotten => match tx.write_pending_heads() {
+                    Ok(()) => {
+                        tx.forget();
+                        f(tx)
+                    }
+                    Err(e) => {
+                        let _ = tx.execute_batch("ROLLBACK");
+                        Err(e)
+                    }
+                },
+            };
             let succeeded = result.is_ok();
             // The job's own error wins; a job that succeeded fails with its batch.
             let completion: Completion = Box::new(move |batch_error: Option<&StoreError>| {
@@ -361,6 +373,12 @@ fn run_batch(
         }
         queue = more(MAX_BATCH.saturating_sub(taken));
         taken += queue.len();
+    }
+    // The appends' held head moves go before the commit (a failure fails the batch, as the commit's).
+    if let Some(tx) = &open
+        && let Err(e) = tx.write_pending_heads()
+    {
+        return Batch { outcome: Err(e), completions, rolled_back };
     }
     // Taking the transaction returns its held statements to the connection's cache.
     let outcome = if open.take().is_some() {
