@@ -43,7 +43,7 @@ fn process_cpu() -> Duration {
     })
 }
 
-/// One block of requests: how many, how long, the process's CPU time, each request's latency.
+/// One block of requests: how long it took, the process's CPU time meanwhile, each request's latency.
 struct Block {
     seconds: f64,
     cpu: Duration,

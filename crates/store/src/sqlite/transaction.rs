@@ -28,6 +28,56 @@ use std::ops::Deref;
 /// At most this many head rows, and as many targets, are remembered; past it that part starts again.
 const REMEMBERED: usize = 4096;
 
+/// A value per session, keyed by agent, then session key: looked up by `&str`, the keys allocated only
+/// when a session comes in.
+struct BySession<V> {
+    agents: HashMap<String, HashMap<String, V>>,
+    /// Sessions held in all.
+    len: usize,
+}
+
+impl<V> Default for BySession<V> {
+    fn default() -> Self {
+        BySession { agents: HashMap::default(), len: 0 }
+    }
+}
+
+impl<V> BySession<V> {
+    fn get(&self, key: &str, agent: &str) -> Option<&V> {
+        self.agents.get(agent)?.get(key)
+    }
+
+    fn get_mut(&mut self, key: &str, agent: &str) -> Option<&mut V> {
+        self.agents.get_mut(agent)?.get_mut(key)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Sets the session's value; answers whether the session was new.
+    fn insert(&mut self, key: &str, agent: &str, value: V) -> bool {
+        if let Some(held) = self.get_mut(key, agent) {
+            *held = value;
+            return false;
+        }
+        self.agents.entry(agent.to_string()).or_default().insert(key.to_string(), value);
+        self.len += 1;
+        true
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = ((&str, &str), &mut V)> {
+        self.agents.iter_mut().flat_map(|(agent, sessions)| {
+            sessions.iter_mut().map(move |(key, v)| ((key.as_str(), agent.as_str()), v))
+        })
+    }
+
+    fn clear(&mut self) {
+        self.agents.clear();
+        self.len = 0;
+    }
+}
+
 /// The head rows, the last event id and the targets without a settled cursor as the writer's own appends
 /// left them. True only while nothing else writes them, so it is forgotten whenever something else may
 /// have: the data version is not the one our last commit recorded (checked as each transaction begins,
@@ -38,9 +88,8 @@ pub(crate) struct WriterMemory {
     /// The data version (`SQLITE_FCNTL_DATA_VERSION`) as our last commit left it ([`Self::committed`]):
     /// any commit moves it, another connection's and this one's, so it is read again after ours.
     data_version: Option<u32>,
-    /// agent → session → head row; looked up by `&str`, no key allocated per append.
-    heads: HashMap<String, HashMap<String, HeadRow>>,
-    remembered: usize,
+    /// Each session's head row.
+    heads: BySession<HeadRow>,
     /// 0: unknown.
     last_id: i64,
     /// Targets on which no cursor was settled: a material event moves none of their cursors.
@@ -60,7 +109,6 @@ impl WriterMemory {
 
     pub fn forget(&mut self) {
         self.heads.clear();
-        self.remembered = 0;
         self.last_id = 0;
         self.no_settled_cursors.clear();
     }
@@ -88,10 +136,10 @@ pub(crate) struct WriteTx<'c> {
     memory: &'c RefCell<WriterMemory>,
     /// agent → session → what this transaction's touches wrote to its row. Per transaction: one rolled
     /// back takes its `WriteTx` with it.
-    touched: RefCell<HashMap<String, HashMap<String, Touch>>>,
+    touched: RefCell<BySession<Touch>>,
     /// agent → session → the head rows this transaction's appends moved: `None` once written, `Some`
     /// while a later move waits for [`WriteTx::write_pending_heads`].
-    moved_heads: RefCell<HashMap<String, HashMap<String, Option<HeadRow>>>>,
+    moved_heads: RefCell<BySession<Option<HeadRow>>>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -140,24 +188,19 @@ impl<'c> WriteTx<'c> {
     /// The session's head row as the writer's appends left it, if remembered (a move not yet written
     /// included).
     pub fn head(&self, key: &str, agent: &str) -> Option<HeadRow> {
-        let pending = self.moved_heads.borrow().get(agent).and_then(|s| s.get(key)).copied().flatten();
-        pending.or_else(|| self.memory.borrow().heads.get(agent).and_then(|s| s.get(key)).copied())
+        let pending = self.moved_heads.borrow().get(key, agent).copied().flatten();
+        pending.or_else(|| self.memory.borrow().heads.get(key, agent).copied())
     }
 
     /// Moves the session's head row to `row` (an append's): written now if it is the transaction's first
     /// move of that row, else held for [`write_pending_heads`](Self::write_pending_heads), which the writer
     /// runs before the commit and before any other kind of job. Remembered either way.
     pub fn move_head(&self, key: &str, agent: &str, row: HeadRow) -> Result<()> {
-        let pending = match self.moved_heads.borrow_mut().get_mut(agent).and_then(|s| s.get_mut(key)) {
-            Some(pending) => {
-                *pending = Some(row);
-                true
-            }
-            None => false,
-        };
-        if !pending {
+        let held =
+            self.moved_heads.borrow_mut().get_mut(key, agent).map(|pending| *pending = Some(row)).is_some();
+        if !held {
             self.write_head(key, agent, &row)?;
-            self.moved_heads.borrow_mut().entry(agent.to_string()).or_default().insert(key.to_string(), None);
+            self.moved_heads.borrow_mut().insert(key, agent, None);
         }
         self.remember_head(key, agent, row);
         Ok(())
@@ -166,16 +209,10 @@ impl<'c> WriteTx<'c> {
     /// Writes the head moves held since each session's first: a job that reads head rows, or the commit,
     /// comes next. A failure leaves the moves unwritten, so the transaction must not commit.
     pub fn write_pending_heads(&self) -> Result<()> {
-        let mut pending = vec![];
-        for (agent, sessions) in self.moved_heads.borrow_mut().iter_mut() {
-            for (key, row) in sessions.iter_mut() {
-                if let Some(row) = row.take() {
-                    pending.push((agent.clone(), key.clone(), row));
-                }
+        for ((key, agent), pending) in self.moved_heads.borrow_mut().values_mut() {
+            if let Some(row) = pending.take() {
+                self.write_head(key, agent, &row)?;
             }
-        }
-        for (agent, key, row) in &pending {
-            self.write_head(key, agent, row)?;
         }
         Ok(())
     }
@@ -190,16 +227,10 @@ impl<'c> WriteTx<'c> {
     /// Remembers the head row an append just moved.
     fn remember_head(&self, key: &str, agent: &str, row: HeadRow) {
         let mut m = self.memory.borrow_mut();
-        if let Some(held) = m.heads.get_mut(agent).and_then(|s| s.get_mut(key)) {
-            *held = row;
-            return;
-        }
-        if m.remembered >= REMEMBERED {
+        if m.heads.get(key, agent).is_none() && m.heads.len() >= REMEMBERED {
             m.heads.clear();
-            m.remembered = 0;
         }
-        m.remembered += 1;
-        m.heads.entry(agent.to_string()).or_default().insert(key.to_string(), row);
+        m.heads.insert(key, agent, row);
     }
 
     /// Whether `target` is known to have no settled cursor.
@@ -233,29 +264,16 @@ impl<'c> WriteTx<'c> {
         host_id: Option<&str>,
     ) -> bool {
         let touched = self.touched.borrow();
-        let Some(touch) = touched.get(agent).and_then(|s| s.get(key)) else { return false };
+        let Some(touch) = touched.get(key, agent) else { return false };
         touch.updated_at >= updated_at && host_id.is_none_or(|h| touch.host_id.as_deref() == Some(h))
     }
 
     /// A touch's `UPDATE` set the session's `updated_at` (and its host, when given).
     pub fn wrote_touch(&self, key: &str, agent: &str, updated_at: Millis, host_id: Option<&str>) {
         let mut touched = self.touched.borrow_mut();
-        let sessions = match touched.get_mut(agent) {
-            Some(sessions) => sessions,
-            None => touched.entry(agent.to_string()).or_default(),
-        };
-        match sessions.get_mut(key) {
-            Some(touch) => {
-                touch.updated_at = updated_at;
-                if let Some(host) = host_id {
-                    touch.host_id = Some(host.to_string());
-                }
-            }
-            None => {
-                let touch = Touch { updated_at, host_id: host_id.map(str::to_string) };
-                sessions.insert(key.to_string(), touch);
-            }
-        }
+        // No host given: the one named before stays.
+        let host_id = host_id.map(str::to_string).or_else(|| touched.get(key, agent)?.host_id.clone());
+        touched.insert(key, agent, Touch { updated_at, host_id });
     }
 
     /// Forgets what the writer remembers: what runs next may change head rows or ids some other way
