@@ -79,7 +79,6 @@ pub(crate) fn app<S: Store>(
         .fallback(|| async {
             error_response(StatusCode::NOT_FOUND, &ApiError::NotFound("no such route".into()))
         })
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(config.limits.body_timeout))
         .layer(middleware::from_fn_with_state(Edge { allowed, state: state.clone() }, edge::<S>))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)

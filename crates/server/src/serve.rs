@@ -10,8 +10,9 @@ use tokio::net::TcpListener;
 
 /// Serves `state` on `listener` until `shutdown` resolves; in-flight requests finish first.
 ///
-/// Each connection gets `gateway.headerTimeoutSeconds` to send its request headers (a client that
-/// never finishes them is closed), and at most `gateway.maxConnections` are open at once (lowered to what
+/// Each connection gets `gateway.headerTimeoutSeconds` to send its request headers (a new one, and one
+/// idle between requests) and `gateway.bodyTimeoutSeconds` from them to send its body; a client past
+/// either is closed ([`connections`]). At most `gateway.maxConnections` are open at once (lowered to what
 /// the fd limit allows). A client arriving at the cap takes the slot of the connection idle the longest
 /// (see [`connections`]): idle or half-sent connections cannot starve a client that sends its request.
 /// When every slot has a request in flight, newcomers wait in the listen backlog until one frees.
@@ -20,7 +21,7 @@ pub async fn run<S: Store>(
     state: Arc<AppState<S>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::rt::TokioIo;
     let limits = state.gateway.config().limits;
     // MCP streams (`/mcp`) are long-lived: end them when shutdown begins so in-flight work can finish.
     let mcp_shutdown = tokio_util::sync::CancellationToken::new();
@@ -28,11 +29,13 @@ pub async fn run<S: Store>(
     let gateway = state.gateway.clone();
     let router = http::app(state, mcp_shutdown.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(connections::effective_cap(limits.max_connections)));
-    let open = Arc::new(connections::Connections::new());
+    let open = Arc::new(connections::Connections::new(limits.header_timeout, limits.body_timeout));
     let closing = tokio_util::sync::CancellationToken::new();
     let tasks = tokio_util::task::TaskTracker::new();
+    tokio::spawn(open.clone().watch_deadlines(closing.clone()));
     let mut http1 = hyper::server::conn::http1::Builder::new();
-    http1.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    // The connections' deadlines hold clients to the header timeout, without a timer per request.
+    http1.header_read_timeout(None);
     tokio::pin!(shutdown);
     loop {
         let tcp = tokio::select! {
@@ -71,10 +74,17 @@ pub async fn run<S: Store>(
             let (open, conn, router) = (open.clone(), conn.clone(), router.clone());
             hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 use tower_service::Service;
-                let in_flight = open.begin_request(&conn);
+                let awaits_body = !hyper::body::Body::is_end_stream(req.body());
+                let in_flight = open.begin_request(&conn, awaits_body);
+                let req = if awaits_body {
+                    req.map(|b| axum::body::Body::new(connections::OwedBody::new(b, conn.clone())))
+                } else {
+                    req.map(axum::body::Body::new)
+                };
                 let mut router = router.clone();
                 async move {
-                    let resp = router.call(req.map(axum::body::Body::new)).await?;
+                    let resp = router.call(req).await?;
+                    in_flight.answering();
                     Ok::<_, std::convert::Infallible>(
                         resp.map(|body| connections::TrackedBody::new(body, in_flight)),
                     )
@@ -94,6 +104,8 @@ pub async fn run<S: Store>(
                         }
                         break;
                     }
+                    // Past its header or body timeout: closed at once, whatever it has in flight.
+                    () = conn.expired() => break,
                     () = conn.shed_requested(), if !finishing => {
                         if conn.is_idle() { break } // dropping it closes the socket
                         finishing = true;

@@ -68,6 +68,21 @@ async fn connections_that_never_finish_their_headers_are_closed() {
     }
 }
 
+/// A kept-alive connection owes its next request's headers within the header timeout too: one idle
+/// after its answer is closed, as one that never sent a request is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_idle_after_its_answer_is_closed_at_the_header_timeout() {
+    let h = start(Limits { header_timeout: Duration::from_millis(300), ..Limits::default() }).await;
+    let mut tcp = TcpStream::connect(addr(&h)).await.unwrap();
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 4096];
+    let n = tcp.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"), "answered first");
+    let started = std::time::Instant::now();
+    assert!(read_until_closed(&mut tcp, Duration::from_secs(5)).await.is_some(), "closed while idle");
+    assert!(started.elapsed() >= Duration::from_millis(200), "not before the header timeout");
+}
+
 /// A request whose body is still arriving: in flight, so its connection is never shed.
 async fn request_in_flight(h: &Harness) -> TcpStream {
     invoke_head_sent(h, "Content-Length: 100", "{\"tool\":").await
