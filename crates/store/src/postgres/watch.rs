@@ -312,18 +312,34 @@ pub(crate) async fn pending_cursors<C: GenericClient + Sync>(
     watcher: Option<&str>,
     for_update: bool,
 ) -> Result<Vec<(String, String, Cursor)>> {
+    // One statement per filter present, not `$n IS NULL OR …`: PostgreSQL plans such a statement afresh
+    // at every execution (a generic plan cannot use the filter), which was half of a reconcile's time
+    // on the server (`bind` 0.12 ms of the cross-gateway notice's read, `log_min_duration_statement`).
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = Vec::with_capacity(2);
+    let watcher_filter = match &watcher {
+        Some(w) => {
+            params.push(w);
+            format!(" AND watcher_session_key = ${}", params.len())
+        }
+        None => String::new(),
+    };
+    let host_filter = match &host {
+        Some(h) => {
+            params.push(h);
+            format!(" AND s.host_id = ${}", params.len())
+        }
+        None => String::new(),
+    };
     let lock = if for_update { " FOR UPDATE OF c" } else { "" };
     query(
         c,
         &format!(
             "SELECT watcher_session_key, target_session_key, {CURSOR_COLUMNS} FROM session_watch_cursors c \
-             WHERE material_sequence > last_seen_sequence \
-             AND ($2::text IS NULL OR watcher_session_key = $2) \
-             AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key \
-                         AND ($1::text IS NULL OR s.host_id = $1)) \
+             WHERE material_sequence > last_seen_sequence{watcher_filter} \
+             AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher_session_key{host_filter}) \
              ORDER BY watcher_session_key COLLATE \"C\", target_session_key COLLATE \"C\"{lock}"
         ),
-        &[&host, &watcher],
+        &params,
     )
     .await?
     .iter()
