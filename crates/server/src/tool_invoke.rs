@@ -37,9 +37,7 @@ pub(crate) async fn invoke_tool<S: Store>(State(state): State<Shared<S>>, body: 
         );
     }
     match state.gateway.invoke_tool(caller.as_deref(), &call.tool, &call.args).await {
-        Ok((output, notes)) => {
-            Json(wire::tool_result(&wire::ToolJson::of_call(&output, &notes))).into_response()
-        }
+        Ok((output, notes)) => wire::tool_result_response(&wire::ToolJson::of_call(&output, &notes)),
         Err(ApiError::UnknownTool(_)) => {
             tool_failure(StatusCode::NOT_FOUND, "not_found", &format!("Tool not available: {}", call.tool))
         }

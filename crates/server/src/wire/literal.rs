@@ -61,6 +61,12 @@ impl Formatter for Unquoted {
     }
 }
 
+/// How many levels of indentation [`COMMA_NEWLINE_INDENT`] holds; deeper ones add the rest a level at a time.
+const INDENT_LEVELS: usize = 16;
+
+/// `,\n` (escaped) and [`INDENT_LEVELS`] levels of two spaces: a line's start is a slice of it.
+const COMMA_NEWLINE_INDENT: &[u8; 3 + 2 * INDENT_LEVELS] = b",\\n                                ";
+
 /// serde_json's `PrettyFormatter` (two spaces), its output escaped as the contents of a JSON string:
 /// newlines as `\n`, a string's quotes as `\"`, and its escapes escaped again. The text between a
 /// string's escapes has nothing to escape (that is why it lies between them) and is written as it is.
@@ -71,13 +77,17 @@ struct EscapedPretty {
 }
 
 impl EscapedPretty {
-    /// A new line (escaped) at the current indentation.
+    /// A new line (escaped) at the current indentation: one write, not one per level (a page of
+    /// changes has some 130 lines, four or five levels deep).
     fn newline<W: ?Sized + Write>(&self, writer: &mut W, comma: bool) -> io::Result<()> {
-        writer.write_all(if comma { b",\\n" } else { b"\\n" })?;
-        for _ in 0..self.indent {
-            writer.write_all(b"  ")?;
+        let line = &COMMA_NEWLINE_INDENT[usize::from(!comma)..];
+        match line.get(..3 + 2 * self.indent - usize::from(!comma)) {
+            Some(line) => writer.write_all(line),
+            None => {
+                writer.write_all(line)?;
+                (INDENT_LEVELS..self.indent).try_for_each(|_| writer.write_all(b"  "))
+            }
         }
-        Ok(())
     }
 
     fn open<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> io::Result<()> {
@@ -197,7 +207,9 @@ mod tests {
             json!([[], {}, [1, [2, []]], { "a": {} }]),
             json!({ nasty: [nasty, { "k\n": nasty }], "n": 18446744073709551615u64, "f": -0.25 }),
         ];
-        for v in &values {
+        // Deeper than the indentation held in one slice.
+        let deep = (0..INDENT_LEVELS + 4).fold(json!({ "a": [1, 2] }), |v, _| json!([v, { "k": 0 }]));
+        for v in values.iter().chain([&deep]) {
             for (prefix, suffix) in [("", ""), ("Session \"x\"\n\n```json\n", "\n```"), (nasty, nasty)] {
                 assert_eq!(literal_of(prefix, v, suffix), expected(prefix, v, suffix), "{v}");
             }

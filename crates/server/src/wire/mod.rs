@@ -51,11 +51,22 @@ pub(crate) fn hook_answer(o: &crate::gateway::HookOutcome) -> crate::hook_protoc
     }
 }
 
+/// A tool's success answer as `/tools/invoke` sends it ([`tool_result`]), written once into a buffer
+/// sized for it. axum's `Json` starts a `BytesMut` at 128 bytes and grows it through every one of the
+/// serializer's small writes; a `session_status` page of changes is several kilobytes, written twice
+/// (the text and the details).
+pub(crate) fn tool_result_response(result: &ToolJson) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut body = Vec::with_capacity(result.answer_size_hint());
+    serde_json::to_writer(&mut body, &tool_result(result)).expect("tool results always serialize");
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 /// `/tools/invoke` success, as OpenClaw answers it: the readable text ([`ToolJson::text_json`]) and the
 /// details. Serialized straight from the typed result (no intermediate `Value` tree: building one cost
 /// more than the rest of a `session_status` answer); a status text, which the answer carries twice, is
 /// escaped once ([`StatusText`]).
-pub(crate) fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
+fn tool_result(result: &ToolJson) -> impl serde::Serialize + '_ {
     #[derive(serde::Serialize)]
     struct Envelope<'a> {
         ok: bool,

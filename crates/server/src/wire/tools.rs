@@ -402,6 +402,15 @@ impl ToolJson {
         })
     }
 
+    /// About the bytes of its `/tools/invoke` answer: a status's text twice (the content and
+    /// `details.statusText`) and its page once more in the details, the text's length each.
+    pub(crate) fn answer_size_hint(&self) -> usize {
+        match self {
+            ToolJson::Status(s) => 3 * s.status_text.as_json().get().len() + 512,
+            _ => 2048,
+        }
+    }
+
     pub(crate) fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("tool results always serialize")
     }
