@@ -14,9 +14,12 @@
 //!   ([`WriteTx::write_pending_heads`]): a burst of turns to one session moved its row once a turn.
 //! - The sessions its turns touched, and to what time: a burst of turns to one session shares a
 //!   transaction, and each turn's touch after the first is a no-op when it moves `updated_at` no later
-//!   ([`WriteTx::touch_is_written`]).
+//!   ([`WriteTx::touch_is_written`]); a later time is held, as a later head move is, and written once
+//!   before the commit or a job that may read session rows ([`WriteTx::hold_touch`]).
 
 use super::log::MOVE_HEAD;
+use super::session_cache::SessionCache;
+use super::sessions::write_touch;
 use crate::Result;
 use crate::tail::HeadRow;
 use foldhash::{HashMap, HashSet};
@@ -24,6 +27,7 @@ use rusqlite::{CachedStatement, Connection, Statement, params};
 use sessionwatch_core::Millis;
 use std::cell::RefCell;
 use std::ops::Deref;
+use std::sync::Arc;
 
 /// At most this many head rows, and as many targets, are remembered; past it that part starts again.
 const REMEMBERED: usize = 4096;
@@ -127,6 +131,8 @@ fn data_version(conn: &Connection) -> rusqlite::Result<u32> {
 struct Touch {
     updated_at: Millis,
     host_id: Option<String>,
+    /// `updated_at` is held, not yet written ([`WriteTx::hold_touch`]).
+    held: bool,
 }
 
 pub(crate) struct WriteTx<'c> {
@@ -140,6 +146,8 @@ pub(crate) struct WriteTx<'c> {
     /// agent → session → the head rows this transaction's appends moved: `None` once written, `Some`
     /// while a later move waits for [`WriteTx::write_pending_heads`].
     moved_heads: RefCell<BySession<Option<HeadRow>>>,
+    /// The session rows kept in memory, patched when a held touch is written; set by the first hold.
+    session_cache: RefCell<Option<Arc<SessionCache>>>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -159,6 +167,7 @@ impl<'c> WriteTx<'c> {
             memory,
             touched: RefCell::default(),
             moved_heads: RefCell::default(),
+            session_cache: RefCell::default(),
         })
     }
 
@@ -206,13 +215,26 @@ impl<'c> WriteTx<'c> {
         Ok(())
     }
 
-    /// Writes the head moves held since each session's first: a job that reads head rows, or the commit,
-    /// comes next. A failure leaves the moves unwritten, so the transaction must not commit.
+    /// Writes the head moves held since each session's first, and the touches held since each session's
+    /// first: a job that reads head or session rows, or the commit, comes next. A failure leaves them
+    /// unwritten, so the transaction must not commit.
     pub fn write_pending_heads(&self) -> Result<()> {
         for ((key, agent), pending) in self.moved_heads.borrow_mut().values_mut() {
             if let Some(row) = pending.take() {
                 self.write_head(key, agent, &row)?;
             }
+        }
+        let cache = self.session_cache.borrow();
+        for ((key, agent), touch) in self.touched.borrow_mut().values_mut() {
+            if !touch.held {
+                continue;
+            }
+            let mark = cache.as_ref().map(|c| c.mark());
+            write_touch(self, key, agent, touch.updated_at, None)?;
+            if let (Some(cache), Some(mark)) = (cache.as_ref(), mark) {
+                cache.touched(mark, key, agent, touch.updated_at, None);
+            }
+            touch.held = false;
         }
         Ok(())
     }
@@ -273,14 +295,31 @@ impl<'c> WriteTx<'c> {
         let mut touched = self.touched.borrow_mut();
         // No host given: the one named before stays.
         let host_id = host_id.map(str::to_string).or_else(|| touched.get(key, agent)?.host_id.clone());
-        touched.insert(key, agent, Touch { updated_at, host_id });
+        touched.insert(key, agent, Touch { updated_at, host_id, held: false });
+    }
+
+    /// Holds a touch moving the session's `updated_at` later, naming no new host, when this transaction
+    /// already touched its row: written once, with the latest time, by
+    /// [`write_pending_heads`](Self::write_pending_heads), and patched into `cache` then. Answers false
+    /// (nothing held) for a session this transaction has not touched: its first touch is written at once.
+    pub fn hold_touch(&self, key: &str, agent: &str, updated_at: Millis, cache: &Arc<SessionCache>) -> bool {
+        let mut touched = self.touched.borrow_mut();
+        let Some(touch) = touched.get_mut(key, agent) else { return false };
+        touch.updated_at = touch.updated_at.max(updated_at);
+        touch.held = true;
+        self.session_cache.borrow_mut().get_or_insert_with(|| cache.clone());
+        true
     }
 
     /// Forgets what the writer remembers: what runs next may change head rows or ids some other way
-    /// (and session rows: this transaction's touches are forgotten too).
+    /// (and session rows: this transaction's touches are forgotten too, but for the held ones, which
+    /// must still be written; a job that may change session rows writes them first).
     pub fn forget(&self) {
         self.memory.borrow_mut().forget();
-        self.touched.borrow_mut().clear();
+        let mut touched = self.touched.borrow_mut();
+        if touched.values_mut().all(|(_, t)| !t.held) {
+            touched.clear();
+        }
     }
 }
 

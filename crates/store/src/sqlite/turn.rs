@@ -8,6 +8,7 @@ use super::{SqliteStore, log};
 use crate::tail::HeadRow;
 use crate::{AppendOutcome, Head, Result, Turn, TurnOutcome};
 use sessionwatch_core::Millis;
+use std::sync::Arc;
 
 impl SqliteStore {
     /// The append goes first and alone may fail without failing the turn: it reads everything it needs
@@ -20,7 +21,7 @@ impl SqliteStore {
     pub(crate) fn record_turn_op(
         tx: &WriteTx<'_>,
         lengths: &TranscriptLengths,
-        sessions: &SessionCache,
+        sessions: &Arc<SessionCache>,
         mut turn: Turn,
         now: Millis,
         fold_every: i64,
