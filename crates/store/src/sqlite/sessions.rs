@@ -175,7 +175,7 @@ impl SqliteStore {
         if tx.touch_is_written(key, agent, now, host) {
             return Ok(());
         }
-        if tx.touch_is_written(key, agent, Millis::MIN, host) && tx.hold_touch(key, agent, now, sessions) {
+        if tx.hold_touch(key, agent, now, host, sessions) {
             return Ok(());
         }
         let mark = sessions.mark();
@@ -405,7 +405,7 @@ mod tests {
         };
         let flushed = || {
             let before = tx.total_changes();
-            tx.write_pending_heads().unwrap();
+            tx.write_held().unwrap();
             tx.total_changes() - before
         };
         assert_eq!(writes(5, None), 1, "the transaction's first touch");

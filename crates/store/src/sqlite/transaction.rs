@@ -11,7 +11,7 @@
 //!   settled cursor, so a notifying append to them does not look again (2 %).
 //! - The head rows its appends moved: a session's first move is written at once, a later one in the same
 //!   transaction only before the commit, or before a job that may read head rows
-//!   ([`WriteTx::write_pending_heads`]): a burst of turns to one session moved its row once a turn.
+//!   ([`WriteTx::write_held`]): a burst of turns to one session moved its row once a turn.
 //! - The sessions its turns touched, and to what time: a burst of turns to one session shares a
 //!   transaction, and each turn's touch after the first is a no-op when it moves `updated_at` no later
 //!   ([`WriteTx::touch_is_written`]); a later time is held, as a later head move is, and written once
@@ -127,12 +127,12 @@ fn data_version(conn: &Connection) -> rusqlite::Result<u32> {
 }
 
 /// What a touch of this transaction left in a session row: its `updated_at`, and the host it named last.
-#[derive(Clone, Debug, PartialEq)]
 struct Touch {
     updated_at: Millis,
     host_id: Option<String>,
-    /// `updated_at` is held, not yet written ([`WriteTx::hold_touch`]).
-    held: bool,
+    /// While `updated_at` is held, not yet written ([`WriteTx::hold_touch`]): the session rows kept in
+    /// memory, patched once it is.
+    held: Option<Arc<SessionCache>>,
 }
 
 pub(crate) struct WriteTx<'c> {
@@ -140,14 +140,12 @@ pub(crate) struct WriteTx<'c> {
     /// By the address of their SQL text: the hot statements are `'static` strings.
     held: RefCell<Vec<(&'static str, CachedStatement<'c>)>>,
     memory: &'c RefCell<WriterMemory>,
-    /// agent → session → what this transaction's touches wrote to its row. Per transaction: one rolled
-    /// back takes its `WriteTx` with it.
+    /// agent → session → what this transaction's touches wrote to its row, or hold for it. Per
+    /// transaction: one rolled back takes its `WriteTx` with it.
     touched: RefCell<BySession<Touch>>,
     /// agent → session → the head rows this transaction's appends moved: `None` once written, `Some`
-    /// while a later move waits for [`WriteTx::write_pending_heads`].
+    /// while a later move waits for [`WriteTx::write_held`].
     moved_heads: RefCell<BySession<Option<HeadRow>>>,
-    /// The session rows kept in memory, patched when a held touch is written; set by the first hold.
-    session_cache: RefCell<Option<Arc<SessionCache>>>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -167,7 +165,6 @@ impl<'c> WriteTx<'c> {
             memory,
             touched: RefCell::default(),
             moved_heads: RefCell::default(),
-            session_cache: RefCell::default(),
         })
     }
 
@@ -202,7 +199,7 @@ impl<'c> WriteTx<'c> {
     }
 
     /// Moves the session's head row to `row` (an append's): written now if it is the transaction's first
-    /// move of that row, else held for [`write_pending_heads`](Self::write_pending_heads), which the writer
+    /// move of that row, else held for [`write_held`](Self::write_held), which the writer
     /// runs before the commit and before any other kind of job. Remembered either way.
     pub fn move_head(&self, key: &str, agent: &str, row: HeadRow) -> Result<()> {
         let held =
@@ -218,23 +215,19 @@ impl<'c> WriteTx<'c> {
     /// Writes the head moves held since each session's first, and the touches held since each session's
     /// first: a job that reads head or session rows, or the commit, comes next. A failure leaves them
     /// unwritten, so the transaction must not commit.
-    pub fn write_pending_heads(&self) -> Result<()> {
+    pub fn write_held(&self) -> Result<()> {
         for ((key, agent), pending) in self.moved_heads.borrow_mut().values_mut() {
             if let Some(row) = pending.take() {
                 self.write_head(key, agent, &row)?;
             }
         }
-        let cache = self.session_cache.borrow();
         for ((key, agent), touch) in self.touched.borrow_mut().values_mut() {
-            if !touch.held {
-                continue;
-            }
-            let mark = cache.as_ref().map(|c| c.mark());
-            write_touch(self, key, agent, touch.updated_at, None)?;
-            if let (Some(cache), Some(mark)) = (cache.as_ref(), mark) {
+            if let Some(cache) = &touch.held {
+                let mark = cache.mark();
+                write_touch(self, key, agent, touch.updated_at, None)?;
                 cache.touched(mark, key, agent, touch.updated_at, None);
+                touch.held = None;
             }
-            touch.held = false;
         }
         Ok(())
     }
@@ -295,19 +288,27 @@ impl<'c> WriteTx<'c> {
         let mut touched = self.touched.borrow_mut();
         // No host given: the one named before stays.
         let host_id = host_id.map(str::to_string).or_else(|| touched.get(key, agent)?.host_id.clone());
-        touched.insert(key, agent, Touch { updated_at, host_id, held: false });
+        touched.insert(key, agent, Touch { updated_at, host_id, held: None });
     }
 
-    /// Holds a touch moving the session's `updated_at` later, naming no new host, when this transaction
-    /// already touched its row: written once, with the latest time, by
-    /// [`write_pending_heads`](Self::write_pending_heads), and patched into `cache` then. Answers false
-    /// (nothing held) for a session this transaction has not touched: its first touch is written at once.
-    pub fn hold_touch(&self, key: &str, agent: &str, updated_at: Millis, cache: &Arc<SessionCache>) -> bool {
+    /// Holds a touch of a session row this transaction already touched, naming no new host (`host_id`
+    /// absent or the one it named): written once, with the latest time, by [`write_held`](Self::write_held),
+    /// and patched into `cache` then. Answers false (nothing held) otherwise: the touch is written at once.
+    pub fn hold_touch(
+        &self,
+        key: &str,
+        agent: &str,
+        updated_at: Millis,
+        host_id: Option<&str>,
+        cache: &Arc<SessionCache>,
+    ) -> bool {
         let mut touched = self.touched.borrow_mut();
         let Some(touch) = touched.get_mut(key, agent) else { return false };
+        if host_id.is_some_and(|h| touch.host_id.as_deref() != Some(h)) {
+            return false;
+        }
         touch.updated_at = touch.updated_at.max(updated_at);
-        touch.held = true;
-        self.session_cache.borrow_mut().get_or_insert_with(|| cache.clone());
+        touch.held.get_or_insert_with(|| cache.clone());
         true
     }
 
@@ -317,7 +318,7 @@ impl<'c> WriteTx<'c> {
     pub fn forget(&self) {
         self.memory.borrow_mut().forget();
         let mut touched = self.touched.borrow_mut();
-        if touched.values_mut().all(|(_, t)| !t.held) {
+        if touched.values_mut().all(|(_, t)| t.held.is_none()) {
             touched.clear();
         }
     }
@@ -354,7 +355,7 @@ mod tests {
     }
 
     /// A session's first head move in a transaction is written at once, a later one only by
-    /// `write_pending_heads`; until then `head` answers the held one.
+    /// `write_held`; until then `head` answers the held one.
     #[test]
     fn a_later_head_move_is_held_until_written_and_answered_meanwhile() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -377,10 +378,10 @@ mod tests {
         assert_eq!((in_sql(), tx.head("k", "main")), (1, Some(row(3))));
         tx.forget();
         assert_eq!(tx.head("k", "main"), Some(row(3)), "a held move outlives the forgotten memory");
-        tx.write_pending_heads().unwrap();
+        tx.write_held().unwrap();
         assert_eq!(in_sql(), 3);
         let before = tx.total_changes();
-        tx.write_pending_heads().unwrap();
+        tx.write_held().unwrap();
         assert_eq!(tx.total_changes(), before, "nothing held any more");
     }
 

@@ -122,10 +122,10 @@ impl Writer {
         let job: Job = Box::new(move |tx: &WriteTx<'_>| {
             let result = match memory {
                 Memory::Kept => f(tx),
-                // It may read head rows through SQL: the appends' held moves are written first. If they
+                // It may read head or session rows through SQL: the held moves and touches are written first. If they
                 // cannot be, the transaction must not commit without them: rolled back, every job in it
                 // is answered "not recorded" (`run_jobs` sees the connection back in autocommit).
-                Memory::Forgotten => match tx.write_pending_heads() {
+                Memory::Forgotten => match tx.write_held() {
                     Ok(()) => {
                         tx.forget();
                         f(tx)
@@ -374,9 +374,9 @@ fn run_batch(
         queue = more(MAX_BATCH.saturating_sub(taken));
         taken += queue.len();
     }
-    // The appends' held head moves go before the commit (a failure fails the batch, as the commit's).
+    // The held head moves and touches go before the commit (a failure fails the batch, as the commit's).
     if let Some(tx) = &open
-        && let Err(e) = tx.write_pending_heads()
+        && let Err(e) = tx.write_held()
     {
         return Batch { outcome: Err(e), completions, rolled_back };
     }
