@@ -37,6 +37,11 @@ impl StringLiteral {
         value.serialize(&mut ser)
     }
 
+    /// Appends `escaped`, already a JSON string's contents (a rendered event's indented form).
+    pub(crate) fn push_escaped(&mut self, escaped: &str) {
+        self.out.extend_from_slice(escaped.as_bytes());
+    }
+
     pub(crate) fn finish(mut self) -> Box<RawValue> {
         self.out.push(b'"');
         let json = String::from_utf8(self.out).expect("serde_json writes UTF-8 only");
@@ -46,6 +51,16 @@ impl StringLiteral {
         // as building it (debug builds still check it).
         unsafe { RawValue::from_string_unchecked(json) }
     }
+}
+
+/// `value` as `serde_json::to_string_pretty` writes it when nested `depth` levels deep (its inner lines
+/// indented past that depth, its first line not indented), escaped as a JSON string's contents.
+pub(crate) fn escaped_pretty_at(value: &impl Serialize, depth: usize) -> serde_json::Result<Box<str>> {
+    let mut out = Vec::with_capacity(512);
+    let mut ser =
+        serde_json::Serializer::with_formatter(&mut out, EscapedPretty { indent: depth, has_value: false });
+    value.serialize(&mut ser)?;
+    Ok(String::from_utf8(out).expect("serde_json writes UTF-8 only").into_boxed_str())
 }
 
 /// Writes a string's contents escaped, without its quotes: text appended to the literal.

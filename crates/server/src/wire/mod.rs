@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 mod error;
 mod host;
 mod literal;
+mod rendered;
 mod tools;
 
 pub(crate) use error::{
@@ -15,6 +16,7 @@ pub(crate) use error::{
 
 pub(crate) use host::*;
 
+pub use rendered::RenderedEvent;
 pub(crate) use tools::ToolJson;
 pub use tools::{SpawnJson, StateChangesJson};
 

@@ -9,6 +9,7 @@ use crate::gateway::results::{
 use crate::gateway::tool_args::ArgNotes;
 use crate::host_protocol::{EventJson, SystemEventJson};
 use crate::wire::literal::StringLiteral;
+use crate::wire::rendered::{self, RenderedEvent};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -37,7 +38,8 @@ impl From<&StoredEvent> for EventJson {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateChangesJson {
-    pub events: Vec<EventJson>,
+    /// Each `EventJson`, rendered ([`RenderedEvent`]).
+    pub events: Vec<RenderedEvent>,
     pub truncated: bool,
     pub earliest_available_sequence: u64,
     pub history_gap: bool,
@@ -46,7 +48,7 @@ pub struct StateChangesJson {
 impl From<&ChangesPage> for StateChangesJson {
     fn from(p: &ChangesPage) -> StateChangesJson {
         StateChangesJson {
-            events: p.events.iter().map(|e| EventJson::from(&**e)).collect(),
+            events: rendered::render(&p.events),
             truncated: p.truncated,
             earliest_available_sequence: p.earliest_available_sequence,
             history_gap: p.history_gap,
@@ -446,16 +448,8 @@ fn status(s: &StatusOutput) -> StatusJson {
         }
     }
     if let Some(changes) = &changes {
-        // Keys in OpenClaw's order (a `json!` object would sort them), serialized without a `Value` tree.
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Block<'a> {
-            state_version: u64,
-            state_changes: &'a StateChangesJson,
-        }
-        let block = Block { state_version: s.state_version, state_changes: changes };
         text.push_text("\n\nSession state changes:\n```json\n");
-        text.push_pretty(&block).expect("changes always serialize");
+        push_changes_block(&mut text, s.state_version, changes);
         text.push_text("\n```");
     }
     StatusJson {
@@ -470,6 +464,26 @@ fn status(s: &StatusOutput) -> StatusJson {
         status_text: StatusText { json: text.finish() },
         notes: ArgNotesJson::default(),
     }
+}
+
+/// The status text's block, `{"stateVersion", "stateChanges"}` in OpenClaw's key order, as
+/// `to_string_pretty` writes it, escaped: written around each event's kept indented form
+/// ([`RenderedEvent::in_text`]) rather than serialized, so an event is not rendered again per answer.
+fn push_changes_block(text: &mut StringLiteral, state_version: u64, changes: &StateChangesJson) {
+    text.push_escaped(r#"{\n  \"stateVersion\": "#);
+    text.push_escaped(&state_version.to_string());
+    text.push_escaped(r#",\n  \"stateChanges\": {\n    \"events\": ["#);
+    for (i, event) in changes.events.iter().enumerate() {
+        text.push_escaped(if i == 0 { r#"\n      "# } else { r#",\n      "# });
+        text.push_escaped(event.in_text());
+    }
+    if !changes.events.is_empty() {
+        text.push_escaped(r#"\n    "#);
+    }
+    text.push_escaped(&format!(
+        r#"],\n    \"truncated\": {},\n    \"earliestAvailableSequence\": {},\n    \"historyGap\": {}\n  }}\n}}"#,
+        changes.truncated, changes.earliest_available_sequence, changes.history_gap
+    ));
 }
 
 fn list(l: &ListOutput) -> ListJson {
@@ -556,5 +570,96 @@ fn send(s: &SendOutput) -> SendJson {
 impl From<&QueuedEvent> for SystemEventJson {
     fn from(e: &QueuedEvent) -> SystemEventJson {
         SystemEventJson { text: e.text.clone(), context_key: e.context_key.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sessionwatch_core::{Actor, NewEvent, RunStatus};
+    use std::sync::Arc;
+
+    /// The block as it was serialized before events were rendered once: the reference.
+    fn serialized_block(state_version: u64, page: &ChangesPage) -> String {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Changes {
+            events: Vec<EventJson>,
+            truncated: bool,
+            earliest_available_sequence: u64,
+            history_gap: bool,
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Block {
+            state_version: u64,
+            state_changes: Changes,
+        }
+        let block = Block {
+            state_version,
+            state_changes: Changes {
+                events: page.events.iter().map(|e| EventJson::from(&**e)).collect(),
+                truncated: page.truncated,
+                earliest_available_sequence: page.earliest_available_sequence,
+                history_gap: page.history_gap,
+            },
+        };
+        let mut text = StringLiteral::with_capacity(0);
+        text.push_pretty(&block).unwrap();
+        text.finish().get().to_string()
+    }
+
+    fn written_block(state_version: u64, page: &ChangesPage) -> String {
+        let mut text = StringLiteral::with_capacity(0);
+        push_changes_block(&mut text, state_version, &StateChangesJson::from(page));
+        text.finish().get().to_string()
+    }
+
+    #[test]
+    fn the_changes_block_is_written_as_serde_json_indents_it() {
+        let nasty = "quote \" backslash \\ newline \n tab \t nul \u{0} é 💥";
+        let mut with_paths = NewEvent::human_message("agent:main:w", "main", nasty, Some(nasty.into()));
+        with_paths.payload.paths = vec!["src/a.rs".into(), nasty.into()];
+        with_paths.payload.turns = Some(3);
+        with_paths.summary = nasty.into();
+        let events = [
+            NewEvent::human_message("agent:main:w", "main", "telegram", None),
+            with_paths,
+            NewEvent::run_terminal("agent:main:w", "main", "run-1", RunStatus::Ok),
+            NewEvent::created("agent:main:w", "main", "s-1", Actor::system()),
+        ];
+        let stored: Vec<Arc<StoredEvent>> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Arc::new(e.stored(i as u64 + 1, 1_700_000_000_000)))
+            .collect();
+        for n in 0..=stored.len() {
+            for (truncated, history_gap) in [(false, false), (true, true)] {
+                let page = ChangesPage {
+                    head: 9,
+                    events: stored[..n].to_vec(),
+                    truncated,
+                    earliest_available_sequence: 2,
+                    history_gap,
+                };
+                assert_eq!(written_block(9, &page), serialized_block(9, &page), "{n} events");
+            }
+        }
+    }
+
+    #[test]
+    fn the_details_carry_each_event_compact() {
+        let stored = Arc::new(NewEvent::human_message("agent:main:w", "main", "x\"y", None).stored(4, 17));
+        let page = ChangesPage {
+            head: 4,
+            events: vec![stored.clone()],
+            truncated: false,
+            earliest_available_sequence: 1,
+            history_gap: false,
+        };
+        let details = serde_json::to_value(StateChangesJson::from(&page)).unwrap();
+        assert_eq!(details["events"][0], serde_json::to_value(EventJson::from(&*stored)).unwrap());
+        let parsed: StateChangesJson = serde_json::from_value(details).unwrap();
+        assert_eq!(parsed, StateChangesJson::from(&page));
     }
 }
