@@ -120,13 +120,28 @@ struct Inner<S> {
     /// Told when a background prune ends.
     prune_done: tokio::sync::Notify,
     last_wake: Mutex<foldhash::HashMap<String, Millis>>,
-    trailing_wakes: Mutex<foldhash::HashSet<String>>,
+    trailing_wakes: Mutex<TrailingWakes>,
     metrics: Metrics,
     /// Held while draining+acknowledging and while reconciling, so a reconcile never re-queues a notice
     /// that a drain is acknowledging.
     ack_lock: tokio::sync::Mutex<()>,
     /// The background tasks (listener, trailing wakes, scheduled prunes); `None` once shut down.
     tasks: Mutex<Option<JoinSet<()>>>,
+}
+
+/// The sessions with a trailing wake scheduled, and how many such wakes have ended (a reminder that
+/// found a target's holders quiet holds only while none has: [`queues::Quiet`]).
+#[derive(Default)]
+struct TrailingWakes {
+    sessions: foldhash::HashSet<String>,
+    ended: u64,
+}
+
+impl TrailingWakes {
+    fn end(&mut self, session: &str) {
+        self.sessions.remove(session);
+        self.ended += 1;
+    }
 }
 
 /// Cheap to clone; clones share state.

@@ -1,8 +1,9 @@
 //! Notices in memory: queueing, the drain of a turn with its durable claim, acknowledgement without a
 //! drain, the start-up sweep and reconciliation from durable cursors.
 
+use crate::queues::Holder;
 use crate::{Kernel, Signal};
-use sessionwatch_core::{Acknowledged, AgentSessionKey, Notice, QueuedEvent, is_self_caused};
+use sessionwatch_core::{Acknowledged, AgentSessionKey, Millis, Notice, QueuedEvent, is_self_caused};
 use sessionwatch_store::{SessionStore, SignalLog};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -52,23 +53,35 @@ impl<S: SignalLog> Kernel<S> {
     /// every other watcher that still holds a queued notice about the target is reminded with a
     /// coalesced wake, as a repeated delivery of the same notice would do.
     ///
-    /// A burst reminds the same holders on every event, so this is paid per event and per holder: one
-    /// clock read and one look at the wake state for all of them, and a holder whose wake would only be
-    /// absorbed (woken within the window, its trailing wake already scheduled) is passed over.
+    /// A burst reminds the same holders on every event: one clock read and one look at the wake state
+    /// for all of them, and a holder whose wake would only be absorbed (woken within the window, its
+    /// trailing wake already scheduled) is passed over until its window ends. Once every holder is
+    /// absorbed, the next events pass over them all at once ([`Queues::notice_holders_where`]).
     pub(crate) fn remind(&self, target: &AgentSessionKey, actor: Option<&str>, notified: &[Notice]) {
         let now = self.now();
+        let window = self.inner.config.wake_coalesce_ms;
         let due = {
             // Lock order: the wake state, then the queues (`notice_holders_where` takes them).
             let last = self.inner.last_wake.lock().unwrap_or_else(|p| p.into_inner());
             let trailing = self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner());
-            let absorbed = |watcher: &str| {
-                trailing.contains(watcher) && last.get(watcher).is_some_and(|&at| self.within_window(at, now))
+            // Absorbed until its window ends, unless its trailing wake ends first (which counts in
+            // `trailing.ended`).
+            let absorbed_until = |watcher: &str| {
+                let at = *last.get(watcher)?;
+                (trailing.sessions.contains(watcher) && self.within_window(at, now)).then_some(at + window)
             };
-            self.inner.queues.notice_holders_where(target.as_str(), |watcher, notice| {
-                notice.wakes
-                    && !notified.iter().any(|n| n.watcher.as_str() == watcher)
-                    && !is_self_caused(actor, watcher)
-                    && !absorbed(watcher)
+            self.inner.queues.notice_holders_where(target.as_str(), now, trailing.ended, |watcher, notice| {
+                if !notice.wakes {
+                    return Holder::QuietUntil(Millis::MAX);
+                }
+                if let Some(until) = absorbed_until(watcher) {
+                    return Holder::QuietUntil(until);
+                }
+                if notified.iter().any(|n| n.watcher.as_str() == watcher) || is_self_caused(actor, watcher) {
+                    Holder::Passed
+                } else {
+                    Holder::Kept
+                }
             })
         };
         for watcher in due {

@@ -2,7 +2,7 @@
 //! session-state notice about each target.
 
 use foldhash::{HashMap, HashSet};
-use sessionwatch_core::{Notice, NoticeRef, PushOutcome, QueuedEvent, SystemEventQueue};
+use sessionwatch_core::{Millis, Notice, NoticeRef, PushOutcome, QueuedEvent, SystemEventQueue};
 use std::sync::Mutex;
 
 #[derive(Default)]
@@ -13,21 +13,53 @@ struct State {
     queues: HashMap<String, SystemEventQueue>,
     /// target → the sessions whose queue holds a notice about it. Kept by every change below; an entry
     /// a full queue evicted is dropped when [`Queues::notice_holders_where`] finds it gone.
-    holders: HashMap<String, HashSet<String>>,
+    holders: HashMap<String, Holders>,
+}
+
+#[derive(Default)]
+struct Holders {
+    sessions: HashSet<String>,
+    /// Until when none of them needs a reminder, as the caller of [`Queues::notice_holders_where`] last
+    /// found; forgotten whenever a notice about the target is queued (a new holder, or a new text).
+    quiet: Option<Quiet>,
+}
+
+/// No holder of a notice about a target needs a reminder before `until` (the kernel's clock) while the
+/// kernel's count of ended trailing wakes stays `wakes_ended`: each holder was found woken within its
+/// window with its trailing wake scheduled, and only a trailing wake's end, the window's end or a new
+/// notice about the target changes that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Quiet {
+    pub until: Millis,
+    pub wakes_ended: u64,
+}
+
+/// What the caller of [`Queues::notice_holders_where`] says of one holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holder {
+    /// Answer it.
+    Kept,
+    /// Not now.
+    Passed,
+    /// Not before `until` (the kernel's clock), whatever changes of the target come meanwhile, unless
+    /// one of its trailing wakes ends first.
+    QuietUntil(Millis),
 }
 
 impl State {
     fn hold(&mut self, session: &str, event: &QueuedEvent) {
         if let Some(n) = &event.notice {
-            self.holders.entry(n.target.as_str().to_string()).or_default().insert(session.to_string());
+            let holders = self.holders.entry(n.target.as_str().to_string()).or_default();
+            holders.sessions.insert(session.to_string());
+            holders.quiet = None;
         }
     }
 
     fn release(&mut self, session: &str, event: &QueuedEvent) {
         let Some(n) = &event.notice else { return };
-        if let Some(set) = self.holders.get_mut(n.target.as_str()) {
-            set.remove(session);
-            if set.is_empty() {
+        if let Some(holders) = self.holders.get_mut(n.target.as_str()) {
+            holders.sessions.remove(session);
+            if holders.sessions.is_empty() {
                 self.holders.remove(n.target.as_str());
             }
         }
@@ -76,30 +108,47 @@ impl Queues {
         })
     }
 
-    /// The sessions holding a notice about `target` for which `keep(session, notice)` holds. `keep` runs
+    /// The sessions holding a notice about `target` that `judge(session, notice)` keeps, at `now` with
+    /// `wakes_ended` trailing wakes ended so far. Nothing is judged while an earlier call's finding that
+    /// every holder was [`Holder::QuietUntil`] still holds ([`Quiet`]): a burst reminds the same holders
+    /// on every change, and judging them all was most of an append's cost with 100 watchers. `judge` runs
     /// under the queues' lock: it must not take another lock of the kernel's.
     pub fn notice_holders_where(
         &self,
         target: &str,
-        mut keep: impl FnMut(&str, &NoticeRef) -> bool,
+        now: Millis,
+        wakes_ended: u64,
+        mut judge: impl FnMut(&str, &NoticeRef) -> Holder,
     ) -> Vec<String> {
         self.with(|s| {
-            let Some(sessions) = s.holders.get(target) else { return vec![] };
+            let Some(holders) = s.holders.get(target) else { return vec![] };
+            if holders.quiet.is_some_and(|q| q.wakes_ended == wakes_ended && now < q.until) {
+                return vec![];
+            }
             let mut kept = vec![];
             let mut gone = vec![];
-            for session in sessions {
+            let mut quiet_until = Some(Millis::MAX);
+            for session in &holders.sessions {
                 let notice = s.queues.get(session).and_then(|q| {
                     q.iter().find_map(|e| e.notice.as_ref().filter(|n| n.target.as_str() == target))
                 });
-                match notice {
-                    Some(n) if keep(session, n) => kept.push(session.clone()),
-                    Some(_) => {}
-                    None => gone.push(session.clone()),
+                let Some(notice) = notice else {
+                    gone.push(session.clone());
+                    continue;
+                };
+                match judge(session, notice) {
+                    Holder::Kept => {
+                        kept.push(session.clone());
+                        quiet_until = None;
+                    }
+                    Holder::Passed => quiet_until = None,
+                    Holder::QuietUntil(until) => quiet_until = quiet_until.map(|q| q.min(until)),
                 }
             }
-            if let Some(set) = s.holders.get_mut(target) {
-                gone.iter().for_each(|g| _ = set.remove(g));
-                if set.is_empty() {
+            if let Some(holders) = s.holders.get_mut(target) {
+                gone.iter().for_each(|g| _ = holders.sessions.remove(g));
+                holders.quiet = quiet_until.map(|until| Quiet { until, wakes_ended });
+                if holders.sessions.is_empty() {
                     s.holders.remove(target);
                 }
             }

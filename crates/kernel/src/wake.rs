@@ -42,10 +42,10 @@ impl<S: SignalLog> Kernel<S> {
     fn schedule_trailing_wake(&self, session: &str, target: &AgentSessionKey, after_ms: u64) {
         {
             let mut scheduled = self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner());
-            if scheduled.contains(session) {
+            if scheduled.sessions.contains(session) {
                 return; // one is already scheduled for this window (the common case in a burst)
             }
-            scheduled.insert(session.to_string());
+            scheduled.sessions.insert(session.to_string());
         }
         let reason = reason(target);
         let kernel = self.clone();
@@ -53,7 +53,7 @@ impl<S: SignalLog> Kernel<S> {
         let session = session.to_string();
         let started = self.spawn_background(async move {
             tokio::time::sleep(std::time::Duration::from_millis(after_ms)).await;
-            kernel.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).remove(&session);
+            kernel.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).end(&session);
             if kernel.inner.queues.peek(&session).is_empty() {
                 return; // a turn drained it meanwhile: nothing to wake for
             }
@@ -62,7 +62,7 @@ impl<S: SignalLog> Kernel<S> {
             kernel.send_wake(&session, &reason);
         });
         if !started {
-            self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+            self.inner.trailing_wakes.lock().unwrap_or_else(|p| p.into_inner()).end(&key);
         }
     }
 

@@ -153,3 +153,61 @@ async fn a_pending_watcher_is_reminded_once_per_window() {
     assert_eq!(wakes_of(&mut signals), 1, "one trailing wake for the pending notice");
     assert_eq!(k.peek(MAIN).len(), 1, "still one line");
 }
+
+fn woken(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> Vec<String> {
+    let mut sessions = vec![];
+    while let Ok(s) = signals.try_recv() {
+        if let Signal::Wake { session, .. } = s {
+            sessions.push(session);
+        }
+    }
+    sessions.sort();
+    sessions
+}
+
+/// Once every holder of a notice is absorbed, a burst's further changes pass over them all at once; a
+/// trailing wake that ends meanwhile makes its watcher due again: the next change inside its new window
+/// schedules the next trailing wake, as before the holders were found absorbed.
+#[tokio::test(start_paused = true)]
+async fn a_watcher_whose_trailing_wake_went_out_is_reminded_again() {
+    let env = Env::new();
+    let (k, mut signals) = main_watching_target(&env).await;
+    let change =
+        || k.record(NewEvent::human_message(TARGET, "main", "telegram", None), RecordPolicy::always());
+    change().await;
+    assert_eq!(woken(&mut signals), [MAIN], "the first change wakes at once");
+    env.clock.advance(1_000);
+    for _ in 0..3 {
+        change().await; // the first schedules the trailing wake; then the holder is absorbed
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(21)).await;
+    assert_eq!(woken(&mut signals), [MAIN], "the trailing wake");
+    // The kernel's clock has not moved: the watcher was woken just now, inside a new window.
+    change().await;
+    tokio::time::sleep(std::time::Duration::from_secs(21)).await;
+    assert_eq!(woken(&mut signals), [MAIN], "one trailing wake for the change after it");
+}
+
+/// A watcher that comes to hold a notice about the target while the other holders are absorbed is
+/// reminded by the next change like any holder.
+#[tokio::test(start_paused = true)]
+async fn a_new_holder_among_absorbed_ones_is_reminded() {
+    const OTHER_MAIN: &str = "agent:ops:main";
+    let env = Env::new();
+    let (k, mut signals) = main_watching_target(&env).await;
+    let change =
+        || k.record(NewEvent::human_message(TARGET, "main", "telegram", None), RecordPolicy::always());
+    change().await;
+    env.clock.advance(1_000);
+    for _ in 0..3 {
+        change().await;
+    }
+    assert_eq!(woken(&mut signals), [MAIN]);
+    assert!(k.register_watch(OTHER_MAIN, TARGET, Provenance::Explicit).await.is_watching());
+    change().await;
+    assert_eq!(woken(&mut signals), [OTHER_MAIN], "its first notice wakes it at once");
+    env.clock.advance(1_000);
+    change().await; // inside its window: its trailing wake is scheduled
+    tokio::time::sleep(std::time::Duration::from_secs(21)).await;
+    assert_eq!(woken(&mut signals), [MAIN, OTHER_MAIN], "a trailing wake each");
+}
