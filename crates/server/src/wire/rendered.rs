@@ -41,8 +41,9 @@ impl RenderedEvent {
         &self.0.in_text
     }
 
-    /// The event's fields (the MCP server's readable summary, tests).
-    pub fn event(&self) -> EventJson {
+    /// The event's fields, read back.
+    #[cfg(test)]
+    fn event(&self) -> EventJson {
         serde_json::from_str(self.0.compact.get()).expect("a rendered event parses back")
     }
 }
