@@ -4,7 +4,7 @@
 //! A `session_status` answer carries its page twice, and serializing its events twice was 56k of the 125k
 //! instructions of a request (callgrind of `bench gateway --part status`). A stored event never changes,
 //! and a recent page shares its events with the store's tail (`Arc<StoredEvent>`), so both renderings
-//! are kept per event allocation ([`Renderings`]) and a later page that shares the event copies them.
+//! are kept per event allocation ([`render`]) and a later page that shares the event copies them.
 
 use super::literal::escaped_pretty_at;
 use crate::host_protocol::EventJson;
@@ -133,9 +133,9 @@ mod tests {
     use super::*;
     use sessionwatch_core::NewEvent;
 
-    fn stored(sequence: u64, summary_channel: &str) -> Arc<StoredEvent> {
+    fn stored(sequence: u64, channel: &str) -> Arc<StoredEvent> {
         Arc::new(
-            NewEvent::human_message("agent:main:w", "main", summary_channel, Some("u\"1".into()))
+            NewEvent::human_message("agent:main:w", "main", channel, Some("u\"1".into()))
                 .into_stored(sequence, 1_700_000_000_000 + sequence as i64),
         )
     }
