@@ -47,7 +47,8 @@ pub struct Sizes {
     pub retained_rows: u64,
     pub appends: usize,
     /// Adopted sessions (a quarter per source) and idle ticks timed (enough that the median is a
-    /// steady tick: the first few after the adoptions pay for their writes settling, 4–12 ms against 2.3).
+    /// steady tick: the first few after the adoptions pay for their writes settling, 4–12 ms against 2.3),
+    /// and as many ticks after one new turn each.
     pub adopted: usize,
     pub ticks: usize,
 }

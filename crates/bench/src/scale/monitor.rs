@@ -101,16 +101,16 @@ fn write_sources(home: &Path, n: usize) -> anyhow::Result<Vec<Source>> {
 }
 
 /// A new human turn at the end of a Claude transcript: the fixture's first prompt typed into the TUI
-/// again, as a new row.
-fn append_claude_turn(path: &Path) -> anyhow::Result<()> {
+/// again, as a new row (the `n`th of the run: its ids are its own).
+fn append_claude_turn(path: &Path, n: usize) -> anyhow::Result<()> {
     use std::io::Write;
     let line = CLAUDE
         .lines()
         .find(|l| l.contains("Hello from the keyboard"))
         .ok_or_else(|| anyhow::anyhow!("the Claude fixture has no human prompt"))?;
     let mut row: serde_json::Value = serde_json::from_str(line)?;
-    row["uuid"] = "0b0b0b0b-0000-4000-8000-000000000001".into();
-    row["promptId"] = "0b0b0b0b-0000-4000-8000-000000000002".into();
+    row["uuid"] = format!("0b0b0b0b-0000-4000-8000-{:012x}", 2 * n + 1).into();
+    row["promptId"] = format!("0b0b0b0b-0000-4000-8000-{:012x}", 2 * n + 2).into();
     row["timestamp"] = "2026-12-02T09:40:00.000Z".into();
     row["message"]["content"] = "One more turn, typed by a human during the bench.".into();
     let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
@@ -189,30 +189,36 @@ pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>>
     let (idle_ms, stat_ms) = (median(tick), median(stat));
     let (idle_reads_ms, full_reads_ms) = link_reads_ms(&gateway, sz.ticks).await?;
 
-    // One new turn in one Claude session: the tick classifies it; one classification alone beside it.
-    let changed = &sources[0];
+    // One new turn in one Claude session per sample: the tick classifies it, records it and advances
+    // the link; one classification of the same rows alone beside it. A different session each time, so
+    // each tick finds exactly one new row. Medians: a single sample swung 1.5–2.5× between runs.
+    let claude: Vec<&Source> = sources.iter().filter(|s| s.catalog == CatalogId::Claude).collect();
     let links = gateway.store().watched_links().await?;
-    let link = links
-        .into_iter()
-        .find(|l| l.thread_id == changed.thread)
-        .ok_or_else(|| anyhow::anyhow!("no link for {}", changed.thread))?;
-    append_claude_turn(&changed.path)?;
-    let start = Instant::now();
-    let report = gateway.monitor_tick().await;
-    let turn_ms = start.elapsed().as_secs_f64() * 1e3;
-    anyhow::ensure!(
-        report.events == 1,
-        "the tick after one turn recorded {} events: {report:?}",
-        report.events
-    );
-    let probe = Probe {
-        reference_json: &link.reference_json,
-        marker_json: &link.marker_json,
-        own_recent_user_texts: &[],
-    };
-    let start = Instant::now();
-    std::hint::black_box(sessionwatch_upstream::check(CatalogId::Claude, &probe));
-    let one_ms = start.elapsed().as_secs_f64() * 1e3;
+    let (mut turn, mut one) = (vec![], vec![]);
+    for (n, changed) in claude.iter().take(sz.ticks.max(1)).enumerate() {
+        let link = links
+            .iter()
+            .find(|l| l.thread_id == changed.thread)
+            .ok_or_else(|| anyhow::anyhow!("no link for {}", changed.thread))?;
+        append_claude_turn(&changed.path, n)?;
+        let start = Instant::now();
+        let report = gateway.monitor_tick().await;
+        turn.push(start.elapsed());
+        anyhow::ensure!(
+            report.events == 1,
+            "the tick after one turn recorded {} events: {report:?}",
+            report.events
+        );
+        let probe = Probe {
+            reference_json: &link.reference_json,
+            marker_json: &link.marker_json,
+            own_recent_user_texts: &[],
+        };
+        let start = Instant::now();
+        std::hint::black_box(sessionwatch_upstream::check(CatalogId::Claude, &probe));
+        one.push(start.elapsed());
+    }
+    let (turn_ms, one_ms) = (median(turn), median(one));
     gw.stop().await?;
     let _ = std::fs::remove_dir_all(&home);
     Ok(vec![
