@@ -301,6 +301,7 @@ impl<S: Store> Gateway<S> {
             // The version the node classified against: a report from a stale marker does not move it.
             let link = UpstreamLinkRow { updated_at: report.updated_at, ..link };
             let work = Work { link, catalog };
+            // What this writes to the link moves the store's version past the monitor's: it reads them again.
             self.apply(&work, report.outcome.into(), &mut tick).await;
         }
         Ok(tick)

@@ -660,3 +660,33 @@ async fn an_idle_tick_does_not_read_the_links_again() {
     adopt_watched(&h, Src::Pi, "hi").await;
     assert_eq!(tick(&h).await["checked"], 2);
 }
+
+/// Issue 37: a tick that advanced a marker keeps the links it holds, changed as it changed the stored
+/// one, instead of having the next tick read every link again. With the links' table unreadable the
+/// next tick still checks its link; and what it holds is what is stored (the marker, and the version a
+/// compare-and-set expects), so the next turn is counted once and its marker advances.
+#[tokio::test]
+async fn a_ticks_own_marker_advance_does_not_make_the_next_tick_read_the_links() {
+    let home = home_with(&[Src::Claude]);
+    let h = harness_at(home.path()).await;
+    let (location, _) = adopt_watched(&h, Src::Claude, "hi").await;
+    assert_eq!(tick(&h).await["checked"], 1);
+    let applied = |t: &Value| {
+        (t["events"].clone(), t["humanTurns"].clone(), t["advanced"].clone(), t["deferred"].clone())
+    };
+    append_user(Src::Claude, &location, "typed by the human", 1);
+    let t = tick(&h).await;
+    assert_eq!(applied(&t), (json!(1), json!(1), json!(1), json!(0)), "{t}");
+
+    let db = rusqlite::Connection::open(h.dir.path().join("sessionwatch.db")).unwrap();
+    db.execute_batch("ALTER TABLE session_upstream_links RENAME TO links_away;").unwrap();
+    let idle = tick(&h).await;
+    assert_eq!((idle["links"].clone(), idle["noChange"].clone()), (json!(1), json!(1)), "{idle}");
+    db.execute_batch("ALTER TABLE links_away RENAME TO session_upstream_links;").unwrap();
+
+    append_user(Src::Claude, &location, "typed again", 2);
+    let t = tick(&h).await;
+    assert_eq!(applied(&t), (json!(1), json!(1), json!(1), json!(0)), "{t}");
+    let idle = tick(&h).await;
+    assert_eq!((idle["noChange"].clone(), idle["deferred"].clone()), (json!(1), json!(0)), "{idle}");
+}
