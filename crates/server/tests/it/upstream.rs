@@ -690,3 +690,28 @@ async fn a_ticks_own_marker_advance_does_not_make_the_next_tick_read_the_links()
     let idle = tick(&h).await;
     assert_eq!((idle["noChange"].clone(), idle["deferred"].clone()), (json!(1), json!(0)), "{idle}");
 }
+
+/// Issue 37: a link with new human rows is checked again with our own texts only when we ever wrote into
+/// its session (they tell our echoes from a human); for a session we never wrote to, the first pass's
+/// answer stands, and each turn is counted once and its marker advanced.
+#[tokio::test]
+async fn a_session_we_never_wrote_to_is_counted_from_the_first_check() {
+    let home = home_with(&[Src::Claude]);
+    let h = harness_at(home.path()).await;
+    let location = PathBuf::from(entry(&h, Src::Claude).await["location"].as_str().unwrap());
+    let key = adopt(&h, Src::Claude).await["sessionKey"].as_str().unwrap().to_string();
+    let watch = h.gateway.kernel().register_watch(MAIN, &key, sessionwatch_core::Provenance::Explicit).await;
+    assert!(watch.is_watching(), "{watch:?}");
+    assert_eq!(tick(&h).await["noChange"], 1);
+    let before = state_version(&h, &key).await;
+    for n in 1..=2 {
+        append_user(Src::Claude, &location, &format!("typed by the human, turn {n}"), n);
+        let t = tick(&h).await;
+        let applied =
+            (t["events"].clone(), t["humanTurns"].clone(), t["advanced"].clone(), t["deferred"].clone());
+        assert_eq!(applied, (json!(1), json!(1), json!(1), json!(0)), "turn {n}: {t}");
+    }
+    let kinds: Vec<Value> = changes(&h, &key, before).await.iter().map(|e| e["kind"].clone()).collect();
+    assert_eq!(kinds, [json!("human_direct_message"), json!("human_direct_message")]);
+    assert_eq!(tick(&h).await["noChange"], 1);
+}

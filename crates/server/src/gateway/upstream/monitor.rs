@@ -118,21 +118,23 @@ impl<S: Store> Gateway<S> {
 
         // Two passes, so that an idle tick reads nothing from the store per link: the first checks every
         // link without our own texts (which only lower the count of human turns in new rows); the links
-        // it finds with human turns are checked again, with their own texts, before anything is applied.
+        // it finds with human turns are checked again, with their own texts, before anything is applied;
+        // a session we never wrote to has none, and the first pass's answer stands.
         let mut checked = Vec::with_capacity(watched.work.len());
         let mut recheck = Vec::new();
         let first = (0..watched.work.len()).map(|i| (i, vec![])).collect();
         for (i, outcome) in self.check_all(&watched, first, &mut report).await {
             match outcome {
-                CheckOutcome::Activity { human_turns, .. } if human_turns > 0 => recheck.push(i),
+                CheckOutcome::Activity { human_turns, .. } if human_turns > 0 => recheck.push((i, outcome)),
                 _ => checked.push((i, outcome)),
             }
         }
         let mut with_texts = Vec::with_capacity(recheck.len());
-        for i in recheck {
+        for (i, first_outcome) in recheck {
             let link = &watched.work[i].link;
             let r = SessionRef { key: link.session_key.clone(), agent_id: link.agent_id.clone() };
             match self.own_user_texts(&r).await {
+                Ok(texts) if texts.is_empty() => checked.push((i, first_outcome)),
                 Ok(texts) => with_texts.push((i, texts)),
                 Err(e) => {
                     // Without our own texts we could mistake an echo for a human: skip this link.
