@@ -105,9 +105,10 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let hook = matches!(cli.command, Command::Hook(_));
     // A hook process makes one request and exits: worker threads would only cost it their start.
-    let mut builder = match cli.command {
-        Command::Hook(_) => tokio::runtime::Builder::new_current_thread(),
-        _ => tokio::runtime::Builder::new_multi_thread(),
+    let mut builder = if hook {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     };
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
