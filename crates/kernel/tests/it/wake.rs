@@ -64,14 +64,20 @@ async fn twenty_rapid_changes_one_line_one_wake() {
     assert_eq!(wakes, vec![MAIN.to_string()]);
 }
 
-fn wakes_of(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> usize {
-    let mut n = 0;
+/// The sessions woken since the last look, sorted (the wakes taken from `signals`).
+fn woken(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> Vec<String> {
+    let mut sessions = vec![];
     while let Ok(s) = signals.try_recv() {
-        if matches!(s, Signal::Wake { .. }) {
-            n += 1;
+        if let Signal::Wake { session, .. } = s {
+            sessions.push(session);
         }
     }
-    n
+    sessions.sort();
+    sessions
+}
+
+fn wakes_of(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> usize {
+    woken(signals).len()
 }
 
 /// A change inside the coalescing window is not dropped: one trailing wake goes out when the window
@@ -152,17 +158,6 @@ async fn a_pending_watcher_is_reminded_once_per_window() {
     tokio::time::sleep(std::time::Duration::from_secs(21)).await;
     assert_eq!(wakes_of(&mut signals), 1, "one trailing wake for the pending notice");
     assert_eq!(k.peek(MAIN).len(), 1, "still one line");
-}
-
-fn woken(signals: &mut tokio::sync::broadcast::Receiver<Signal>) -> Vec<String> {
-    let mut sessions = vec![];
-    while let Ok(s) = signals.try_recv() {
-        if let Signal::Wake { session, .. } = s {
-            sessions.push(session);
-        }
-    }
-    sessions.sort();
-    sessions
 }
 
 /// Once every holder of a notice is absorbed, a burst's further changes pass over them all at once; a
