@@ -267,17 +267,7 @@ pub(crate) fn session(v: &SessionView, logged_in: bool) -> Markup {
         true,
         html! {
             h1 { "Session " code #session-key { (v.key) } }
-            dl.facts {
-                @if let Some(r) = &v.row {
-                    div { dt { "Kind" } dd { (r.kind) } }
-                    div { dt { "Channel" } dd { (r.channel.as_deref().unwrap_or("—")) } }
-                    @if let Some(l) = &r.label { div { dt { "Label" } dd { (l) } } }
-                    @if let Some(p) = &r.spawned_by { div { dt { "Spawned by" } dd { (session_link(p)) } } }
-                    div { dt { "Last change" } dd { (time(r.updated_at)) } }
-                }
-                div { dt { "State version" } dd #state-version { (v.timeline.head.head) } }
-                div { dt { "History kept from" } dd { "#" (v.timeline.head.floor + 1) } }
-            }
+            (session_facts(v))
             @if let Some(members) = &v.members {
                 section #members {
                     h2 { "Members (" (members.len()) ")" }
@@ -285,82 +275,127 @@ pub(crate) fn session(v: &SessionView, logged_in: bool) -> Markup {
                     ul { @for m in members { li { (session_link(m)) } } }
                 }
             }
-            section #pending {
-                h2 { "Pending notices (" (v.watches.pending.len()) ")" }
-                @if v.watches.pending.is_empty() { p.empty { "None: this session has seen every change it watches." } }
-                @for n in &v.watches.pending {
-                    blockquote.notice data-target=(n.target) { (n.text) }
-                }
-            }
-            section #upstream {
-                h2 { "Upstream" }
-                @match &v.link {
-                    Some(l) => dl.facts {
-                        div { dt { "Source" } dd { (l.upstream_kind) " " code { (l.thread_id) } } }
-                        div { dt { "Host" } dd { (l.host_id) } }
-                        div { dt { "Last check" } dd { (l.last_scanned_at.map(time).unwrap_or_else(|| "never".into())) } }
-                        div { dt { "Missing checks in a row" } dd { (l.missing_streak) } }
-                    },
-                    None => p.empty { "Not adopted from another agent's store." },
-                }
-            }
+            (pending_notices(v))
+            (upstream_link(v))
             section {
                 h2 { "Watched by" }
                 (edges_table("watchers", &v.watches.watchers, |e| &e.watcher, "Watcher"))
                 h2 { "Watches" }
                 (edges_table("targets", &v.watches.targets, |e| &e.target, "Target"))
             }
-            section #timeline {
-                h2 { "Timeline (newest first)" }
-                nav.pager {
-                    @if let Some(b) = v.timeline.newer { a rel="prev" href=(format!("{path}?before={b}")) { "← newer" } }
-                    @if let Some(b) = v.timeline.older { a rel="next" href=(format!("{path}?before={b}")) { "older →" } }
-                }
-                ol.events reversed {
-                    @for e in &v.timeline.events {
-                        li.event data-sequence=(e.sequence) value=(e.sequence) {
-                            span.seq { "#" (e.sequence) }
-                            " " time { (time(e.occurred_at)) }
-                            " " span.actor.(e.actor.kind.as_str()) { (e.actor.kind.as_str())
-                                @if let Some(id) = &e.actor.id { " " code { (id) } } }
-                            " " span.kind { (e.kind.as_str()) }
-                            " " span.summary { (e.summary) }
-                            (what_changed(&e.payload))
-                        }
-                    }
-                    @if let Some(floor) = v.timeline.pruned_through {
-                        li.pruned #pruned { "History up to #" (floor) " was pruned (retention)." }
-                    }
-                    @if v.timeline.events.is_empty() && v.timeline.pruned_through.is_none() {
-                        li.empty { "No events yet." }
-                    }
-                }
-            }
-            section #reconcile {
-                h2 { "Reconcile" }
-                form method="get" action=(path) {
-                    label { "What changed since " input type="number" name="since" min="0" value=(v.reconcile.as_ref().map(|r| r.since).unwrap_or(0)); }
-                    button type="submit" { "Show" }
-                }
-                @if let Some(r) = &v.reconcile {
-                    p { "As " code { "session_status sessionKey \"" (v.key) "\" changesSince " (r.since) } " answers:" }
-                    @if r.page.history_gap {
-                        p.warning #history-gap { "History gap: events after " (r.since) " were pruned; the earliest kept is #"
-                            (r.page.earliest_available_sequence) ". Refresh the whole session." }
-                    }
-                    ol.events #reconcile-events {
-                        @for e in &r.page.events {
-                            li.event data-sequence=(e.sequence) value=(e.sequence) {
-                                span.seq { "#" (e.sequence) } " " span.kind { (e.kind.as_str()) } " " span.summary { (e.summary) }
-                            }
-                        }
-                        @if r.page.events.is_empty() { li.empty { "Nothing changed since " (r.since) "." } }
-                    }
-                    @if r.page.truncated { p { "More events follow; ask again from the last one." } }
-                }
-            }
+            (timeline(v, &path))
+            (reconcile(v, &path))
         },
     )
+}
+
+/// What the session is: its row's facts, its state version and how far back its history goes.
+fn session_facts(v: &SessionView) -> Markup {
+    html! {
+        dl.facts {
+            @if let Some(r) = &v.row {
+                div { dt { "Kind" } dd { (r.kind) } }
+                div { dt { "Channel" } dd { (r.channel.as_deref().unwrap_or("—")) } }
+                @if let Some(l) = &r.label { div { dt { "Label" } dd { (l) } } }
+                @if let Some(p) = &r.spawned_by { div { dt { "Spawned by" } dd { (session_link(p)) } } }
+                div { dt { "Last change" } dd { (time(r.updated_at)) } }
+            }
+            div { dt { "State version" } dd #state-version { (v.timeline.head.head) } }
+            div { dt { "History kept from" } dd { "#" (v.timeline.head.floor + 1) } }
+        }
+    }
+}
+
+/// The notices the session has not acknowledged yet.
+fn pending_notices(v: &SessionView) -> Markup {
+    html! {
+        section #pending {
+            h2 { "Pending notices (" (v.watches.pending.len()) ")" }
+            @if v.watches.pending.is_empty() { p.empty { "None: this session has seen every change it watches." } }
+            @for n in &v.watches.pending {
+                blockquote.notice data-target=(n.target) { (n.text) }
+            }
+        }
+    }
+}
+
+/// The other agent's store the session was adopted from, and how its checks go.
+fn upstream_link(v: &SessionView) -> Markup {
+    html! {
+        section #upstream {
+            h2 { "Upstream" }
+            @match &v.link {
+                Some(l) => dl.facts {
+                    div { dt { "Source" } dd { (l.upstream_kind) " " code { (l.thread_id) } } }
+                    div { dt { "Host" } dd { (l.host_id) } }
+                    div { dt { "Last check" } dd { (l.last_scanned_at.map(time).unwrap_or_else(|| "never".into())) } }
+                    div { dt { "Missing checks in a row" } dd { (l.missing_streak) } }
+                },
+                None => p.empty { "Not adopted from another agent's store." },
+            }
+        }
+    }
+}
+
+/// The session's events, newest first, a page at a time.
+fn timeline(v: &SessionView, path: &str) -> Markup {
+    html! {
+        section #timeline {
+            h2 { "Timeline (newest first)" }
+            nav.pager {
+                @if let Some(b) = v.timeline.newer { a rel="prev" href=(format!("{path}?before={b}")) { "← newer" } }
+                @if let Some(b) = v.timeline.older { a rel="next" href=(format!("{path}?before={b}")) { "older →" } }
+            }
+            ol.events reversed {
+                @for e in &v.timeline.events {
+                    li.event data-sequence=(e.sequence) value=(e.sequence) {
+                        span.seq { "#" (e.sequence) }
+                        " " time { (time(e.occurred_at)) }
+                        " " span.actor.(e.actor.kind.as_str()) { (e.actor.kind.as_str())
+                            @if let Some(id) = &e.actor.id { " " code { (id) } } }
+                        " " span.kind { (e.kind.as_str()) }
+                        " " span.summary { (e.summary) }
+                        (what_changed(&e.payload))
+                    }
+                }
+                @if let Some(floor) = v.timeline.pruned_through {
+                    li.pruned #pruned { "History up to #" (floor) " was pruned (retention)." }
+                }
+                @if v.timeline.events.is_empty() && v.timeline.pruned_through.is_none() {
+                    li.empty { "No events yet." }
+                }
+            }
+        }
+    }
+}
+
+/// The `changesSince` form and, once asked, the page `session_status` answers.
+fn reconcile(v: &SessionView, path: &str) -> Markup {
+    html! {
+        section #reconcile {
+            h2 { "Reconcile" }
+            form method="get" action=(path) {
+                label { "What changed since " input type="number" name="since" min="0" value=(v.reconcile.as_ref().map(|r| r.since).unwrap_or(0)); }
+                button type="submit" { "Show" }
+            }
+            @if let Some(r) = &v.reconcile {
+                p { "As " code { "session_status sessionKey \"" (v.key) "\" changesSince " (r.since) } " answers:" }
+                @if r.page.history_gap {
+                    p.warning #history-gap { "History gap: events after " (r.since) " were pruned; the earliest kept is #"
+                        (r.page.earliest_available_sequence) ". Refresh the whole session." }
+                }
+                ol.events #reconcile-events {
+                    @for e in &r.page.events {
+                        li.event data-sequence=(e.sequence) value=(e.sequence) {
+                            span.seq { "#" (e.sequence) } " " span.kind { (e.kind.as_str()) } " " span.summary { (e.summary) }
+                        }
+                    }
+                    @if r.page.events.is_empty() { li.empty { "Nothing changed since " (r.since) "." } }
+                }
+                @if r.page.truncated { p { "More events follow; ask again from the last one." } }
+            }
+        }
+    }
 }
 
 /// Rendered pages are plain strings (the handlers add headers).
