@@ -115,53 +115,7 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
     kernel.background_prune_done().await;
     let out: Value = match args.command {
         DbCommand::Record { key, kind, channel, actor_id, parent, id } => {
-            let k = AgentSessionKey::parse(&key);
-            let (key, agent) = match &k {
-                Some(k) => (k.as_str().to_string(), k.agent_id().to_string()),
-                None => (key.clone(), "main".to_string()),
-            };
-            let parent = parent.map(|p| AgentSessionKey::parse(&p).map_or(p, |k| k.as_str().to_string()));
-            let actor = match actor_id {
-                Some(a) => Actor::agent(a.to_ascii_lowercase()),
-                None => Actor::human(None),
-            };
-            let outcome = match kind {
-                Kind::Human => {
-                    let mut e = NewEvent::human_message(&key, &agent, &channel, None);
-                    e.actor = actor;
-                    let policy = RecordPolicy::human_turn(HumanTurnSource::Gateway, parent.as_deref());
-                    kernel.record(e.with_dedupe_key(id), policy).await
-                }
-                Kind::Goal => {
-                    kernel
-                        .record(
-                            NewEvent::goal_changed(&key, &agent, &GoalChange::Updated, actor),
-                            RecordPolicy::always(),
-                        )
-                        .await
-                }
-                Kind::Compacted => {
-                    let op = id.context("--id OPERATION_ID is required for compacted")?;
-                    kernel.record(NewEvent::compacted(&key, &agent, &op), RecordPolicy::always()).await
-                }
-                Kind::RunOk | Kind::RunFailed => {
-                    let run = id.context("--id RUN_ID is required for run events")?;
-                    let status = if matches!(kind, Kind::RunOk) {
-                        RunStatus::Ok
-                    } else {
-                        RunStatus::Failed(RunOutcome::Error)
-                    };
-                    kernel
-                        .record(NewEvent::run_terminal(&key, &agent, &run, status), RecordPolicy::always())
-                        .await
-                }
-                Kind::Missing => {
-                    kernel
-                        .record(NewEvent::upstream_missing(&key, &agent, &channel), RecordPolicy::always())
-                        .await
-                }
-            };
-            value(RecordJson::of(outcome))
+            record(&kernel, &key, kind, &channel, actor_id, parent, id).await?
         }
         DbCommand::Watch { watcher, target, ambient } => {
             let provenance = if ambient { Provenance::AmbientGroup } else { Provenance::Explicit };
@@ -205,6 +159,62 @@ pub async fn run(args: DbArgs) -> anyhow::Result<ExitCode> {
         super::client::print_answer(&out, false);
     }
     Ok(if out.get("failed") == Some(&Value::Bool(true)) { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+/// `db record`: an event of `kind` on `key` (an agent key, or a bare key of agent `main`), recorded as
+/// the gateway would record it.
+async fn record(
+    kernel: &Kernel<SqliteStore>,
+    key: &str,
+    kind: Kind,
+    channel: &str,
+    actor_id: Option<String>,
+    parent: Option<String>,
+    id: Option<String>,
+) -> anyhow::Result<Value> {
+    let k = AgentSessionKey::parse(key);
+    let (key, agent) = match &k {
+        Some(k) => (k.as_str().to_string(), k.agent_id().to_string()),
+        None => (key.to_string(), "main".to_string()),
+    };
+    let parent = parent.map(|p| AgentSessionKey::parse(&p).map_or(p, |k| k.as_str().to_string()));
+    let actor = match actor_id {
+        Some(a) => Actor::agent(a.to_ascii_lowercase()),
+        None => Actor::human(None),
+    };
+    let outcome = match kind {
+        Kind::Human => {
+            let mut e = NewEvent::human_message(&key, &agent, channel, None);
+            e.actor = actor;
+            let policy = RecordPolicy::human_turn(HumanTurnSource::Gateway, parent.as_deref());
+            kernel.record(e.with_dedupe_key(id), policy).await
+        }
+        Kind::Goal => {
+            kernel
+                .record(
+                    NewEvent::goal_changed(&key, &agent, &GoalChange::Updated, actor),
+                    RecordPolicy::always(),
+                )
+                .await
+        }
+        Kind::Compacted => {
+            let op = id.context("--id OPERATION_ID is required for compacted")?;
+            kernel.record(NewEvent::compacted(&key, &agent, &op), RecordPolicy::always()).await
+        }
+        Kind::RunOk | Kind::RunFailed => {
+            let run = id.context("--id RUN_ID is required for run events")?;
+            let status = if matches!(kind, Kind::RunOk) {
+                RunStatus::Ok
+            } else {
+                RunStatus::Failed(RunOutcome::Error)
+            };
+            kernel.record(NewEvent::run_terminal(&key, &agent, &run, status), RecordPolicy::always()).await
+        }
+        Kind::Missing => {
+            kernel.record(NewEvent::upstream_missing(&key, &agent, channel), RecordPolicy::always()).await
+        }
+    };
+    Ok(value(RecordJson::of(outcome)))
 }
 
 /// What a `db` command answers, as a JSON value (printed as JSON or as readable lines).
