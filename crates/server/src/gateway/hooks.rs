@@ -78,24 +78,42 @@ impl<S: Store> Gateway<S> {
         if node.is_none() || workspace.is_some() {
             self.workspace_hook(&r, input, workspace).await;
         }
+        self.answer_hook(&r, input, node, &mut outcome).await?;
+        let state = native_state_after(input.event, outcome.reply.block.is_some());
+        if let Err(e) = self.note_native(&r, input.cwd.as_deref(), state).await {
+            // What the session is doing is shown, never relied on: the hook's own work stands.
+            tracing::warn!(session = %r.key, "cannot note the session's state: {e}");
+        }
+        Ok(outcome)
+    }
+
+    /// What one hook event does to the session `r` (adopts it, records a prompt, takes its notices) and
+    /// what the hook answers the CLI (`outcome`).
+    async fn answer_hook(
+        self: &Arc<Self>,
+        r: &SessionRef,
+        input: &HookInput,
+        node: Option<&str>,
+        outcome: &mut HookOutcome,
+    ) -> ApiResult<()> {
         match input.event {
             HookEvent::SessionStart => {
-                self.adopt_hooked(&r, input, node).await?;
+                self.adopt_hooked(r, input, node).await?;
                 // Gemini drops a prompt carrying SessionStart context from every resumed history, and
                 // Pi's session_start cannot answer any: their notices stay queued for BeforeAgent.
                 if !matches!(input.cli, HookCli::Gemini | HookCli::Pi) {
-                    outcome.reply.context = self.drain_context(&r).await;
+                    outcome.reply.context = self.drain_context(r).await;
                 }
             }
             HookEvent::UserPromptSubmit | HookEvent::BeforeAgent => {
-                self.adopt_hooked(&r, input, node).await?;
+                self.adopt_hooked(r, input, node).await?;
                 if input.prompt.is_some() {
-                    outcome.recorded = self.record_prompt(&r, input).await?;
+                    outcome.recorded = self.record_prompt(r, input).await?;
                 }
                 // Pi's prompt is posted after its before_agent_start took the notices: nothing can
                 // carry them to the model from there.
                 if !(input.cli == HookCli::Pi && input.event == HookEvent::UserPromptSubmit) {
-                    outcome.reply.context = self.drain_context(&r).await;
+                    outcome.reply.context = self.drain_context(r).await;
                 }
             }
             HookEvent::BeforeTool => {
@@ -113,27 +131,22 @@ impl<S: Store> Gateway<S> {
             HookEvent::PostToolUse | HookEvent::AfterTool => {
                 // The OpenCode plugin has no session-start event: its first event adopts.
                 if input.cli == HookCli::OpenCode {
-                    self.adopt_hooked(&r, input, node).await?;
+                    self.adopt_hooked(r, input, node).await?;
                 }
-                outcome.reply.context = self.drain_context(&r).await
+                outcome.reply.context = self.drain_context(r).await
             }
             HookEvent::Stop => {
                 // Block once: the drain acknowledges, so the next Stop finds nothing; and never while
                 // the CLI is already continuing because of a stop hook.
-                if !input.stop_hook_active && self.has_session_notice(&r) {
-                    outcome.reply.block = self.drain_text(&r, STOP_HEADER).await;
+                if !input.stop_hook_active && self.has_session_notice(r) {
+                    outcome.reply.block = self.drain_text(r, STOP_HEADER).await;
                 }
             }
-            HookEvent::SubagentStart => self.subagent_started(&r, input, node).await?,
+            HookEvent::SubagentStart => self.subagent_started(r, input, node).await?,
             HookEvent::SubagentStop => self.subagent_stopped(input).await?,
             HookEvent::SessionEnd => {}
         }
-        let state = native_state_after(input.event, outcome.reply.block.is_some());
-        if let Err(e) = self.note_native(&r, input.cwd.as_deref(), state).await {
-            // What the session is doing is shown, never relied on: the hook's own work stands.
-            tracing::warn!(session = %r.key, "cannot note the session's state: {e}");
-        }
-        Ok(outcome)
+        Ok(())
     }
 
     /// Writes the working directory and state a hook reported, when they differ from the row's (a
