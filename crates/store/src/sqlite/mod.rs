@@ -157,30 +157,13 @@ impl SqliteStore {
     }
 
     fn open_with(path: PathBuf, options: SqliteOptions, lock: Option<GatewayLock>) -> Result<SqliteStore> {
-        let corrupt = |reason: String| StoreError::Corrupt { path: path.display().to_string(), reason };
         let exists = path.exists();
         // Taken away before anything else: a crash from here on leaves no record of a clean close.
         let closed_clean = exists && clean_close::take(&path);
         if exists {
-            let mut header = [0u8; 16];
-            let mut f = std::fs::File::open(&path)?;
-            let len = f.metadata()?.len();
-            if len == 0 {
-                return Err(corrupt(
-                    "the file is empty (truncated?); move it away to start a new database".into(),
-                ));
-            }
-            use std::io::Read;
-            if f.read_exact(&mut header).is_err() || &header != SQLITE_HEADER {
-                return Err(corrupt("the file does not start with the SQLite header".into()));
-            }
+            check_header(&path)?;
         } else {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)?;
-            }
-            // Owner-only from the first byte; SQLite gives the WAL and shared-memory files the mode of
-            // the database file.
-            lock::private_options().write(true).create_new(true).open(&path)?;
+            create_private(&path)?;
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -188,20 +171,10 @@ impl SqliteStore {
         let mut writer = Connection::open_with_flags(&path, flags)?;
         if exists {
             // Validate before `configure`, which switches the file to WAL (a write): a refused file
-            // must be left exactly as it was. A file as we closed it cleanly needs no page check.
-            writer.busy_timeout(options.busy_timeout)?;
-            if !closed_clean {
-                let check: String = writer
-                    .query_row("PRAGMA quick_check", [], |r| r.get(0))
-                    .map_err(|e| corrupt(format!("integrity check failed: {e}")))?;
-                if check != "ok" {
-                    return Err(corrupt(format!("integrity check failed: {check}")));
-                }
-            }
-            schema::check_compatible(&writer)?;
-            restrict_to_owner(&path);
+            // must be left exactly as it was.
+            validate_existing(&writer, &path, &options, closed_clean)?;
         }
-        configure(&writer, &options).map_err(|e| corrupt(e.to_string()))?;
+        configure(&writer, &options).map_err(|e| corrupt(&path, e.to_string()))?;
         schema::migrate(&mut writer)?;
         if let Some(pages) = options.max_page_count {
             writer.pragma_update(None, "max_page_count", pages as i64)?;
@@ -370,6 +343,61 @@ fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     keep_plans(&r)?;
     r.set_prepared_statement_cache_capacity(64);
     Ok(r)
+}
+
+/// The database at `path` is refused, for `reason`.
+fn corrupt(path: &Path, reason: String) -> StoreError {
+    StoreError::Corrupt { path: path.display().to_string(), reason }
+}
+
+/// An existing file is refused unless it starts with SQLite's header (an empty file is most likely a
+/// truncated one).
+fn check_header(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    if f.metadata()?.len() == 0 {
+        return Err(corrupt(
+            path,
+            "the file is empty (truncated?); move it away to start a new database".into(),
+        ));
+    }
+    let mut header = [0u8; 16];
+    if f.read_exact(&mut header).is_err() || &header != SQLITE_HEADER {
+        return Err(corrupt(path, "the file does not start with the SQLite header".into()));
+    }
+    Ok(())
+}
+
+/// A new database file, owner-only from the first byte (SQLite gives the WAL and shared-memory files
+/// the mode of the database file), in a directory created if missing.
+fn create_private(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    lock::private_options().write(true).create_new(true).open(path)?;
+    Ok(())
+}
+
+/// Checks an existing database on `writer` before anything writes to it: its pages (unless we closed it
+/// cleanly last time, which needs no page check) and its schema; then keeps it owner-only.
+fn validate_existing(
+    writer: &Connection,
+    path: &Path,
+    options: &SqliteOptions,
+    closed_clean: bool,
+) -> Result<()> {
+    writer.busy_timeout(options.busy_timeout)?;
+    if !closed_clean {
+        let check: String = writer
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| corrupt(path, format!("integrity check failed: {e}")))?;
+        if check != "ok" {
+            return Err(corrupt(path, format!("integrity check failed: {check}")));
+        }
+    }
+    schema::check_compatible(writer)?;
+    restrict_to_owner(path);
+    Ok(())
 }
 
 /// Sets on `conn` the pragmas every connection of a [`SqliteStore`] runs with (busy timeout, WAL,
