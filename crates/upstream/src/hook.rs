@@ -240,22 +240,9 @@ pub fn parse_value(
 ) -> Result<HookInput, HookError> {
     let o = v.as_object().ok_or_else(|| HookError::NotJson("not an object".into()))?;
     let text = |k: &'static str| string_field(o, k);
-    let arg_event = match event_arg {
-        Some(a) => Some(HookEvent::parse(a).ok_or_else(|| HookError::UnknownEvent(a.to_string()))?),
-        None => None,
-    };
-    let input_event = text("hook_event_name")?;
-    let event = match (arg_event, &input_event) {
-        (Some(a), Some(i)) => {
-            if HookEvent::parse(i) != Some(a) {
-                return Err(HookError::EventMismatch { arg: a.as_str(), input: i.clone() });
-            }
-            a
-        }
-        (Some(a), None) => a,
-        (None, Some(i)) => HookEvent::parse(i).ok_or_else(|| HookError::UnknownEvent(i.clone()))?,
-        (None, None) => return Err(HookError::Missing("hook_event_name")),
-    };
+    // The command line's event is checked first.
+    let arg_event = event_arg.map(parse_event).transpose()?;
+    let event = event_of(arg_event, text("hook_event_name")?.as_deref())?;
     let session_id = text("session_id")?.ok_or(HookError::Missing("session_id"))?;
     check_id("session_id", &session_id)?;
     let transcript_path = text("transcript_path")?;
@@ -330,6 +317,23 @@ pub fn parse_value(
         subagent_type: text("agent_type")?,
         origin: Origin::Typed,
     })
+}
+
+fn parse_event(name: &str) -> Result<HookEvent, HookError> {
+    HookEvent::parse(name).ok_or_else(|| HookError::UnknownEvent(name.to_string()))
+}
+
+/// The hook's event: the one the command line names (`sessionwatch hook EVENT`), which the input's
+/// `hook_event_name` must agree with when it has one, or else the input's.
+fn event_of(arg: Option<HookEvent>, input: Option<&str>) -> Result<HookEvent, HookError> {
+    match (arg, input) {
+        (Some(a), Some(i)) if HookEvent::parse(i) != Some(a) => {
+            Err(HookError::EventMismatch { arg: a.as_str(), input: i.to_string() })
+        }
+        (Some(a), _) => Ok(a),
+        (None, Some(i)) => parse_event(i),
+        (None, None) => Err(HookError::Missing("hook_event_name")),
+    }
 }
 
 /// The name of one MCP tool call by its tool and arguments, for a CLI that names its calls to neither
