@@ -1,6 +1,7 @@
 //! End-to-end tests of the `sessionwatch` binary, started the way a user starts it.
 
 mod agents;
+mod bench_hooks;
 mod bench_scale;
 mod browser;
 mod cli;

@@ -7,30 +7,36 @@ use serde_json::{Value, json};
 use sessionwatch_core::AgentSessionKey;
 use sessionwatch_server::embedded::Embedded;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MANAGER: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const WORKER: &str = "bbbbbbbb-0000-4000-8000-000000000002";
 
-/// `exe`: the `sessionwatch` binary to run.
-pub async fn run(exe: &Path, quick: bool) -> anyhow::Result<Vec<Figure>> {
-    let runs = if quick { 20 } else { 200 };
-    let gw = Embedded::start().await?;
-    let exe = exe.to_path_buf();
-    let dir = tempfile::tempdir()?;
-    let transcript =
-        |s: &str| dir.path().join(format!(".claude/projects/p/{s}.jsonl")).to_string_lossy().into_owned();
-    let input = |session: &str, event: &str, extra: Value| {
-        let mut v = json!({ "session_id": session, "transcript_path": transcript(session), "hook_event_name": event });
+/// Runs `sessionwatch hook …` processes against one gateway, for Claude sessions whose transcripts would
+/// lie under `dir`.
+struct Hooks {
+    exe: PathBuf,
+    base: String,
+    token: String,
+    dir: tempfile::TempDir,
+}
+
+impl Hooks {
+    /// A hook's stdin: `event` of `session`, with `extra` fields.
+    fn input(&self, session: &str, event: &str, extra: Value) -> String {
+        let transcript = self.dir.path().join(format!(".claude/projects/p/{session}.jsonl"));
+        let mut v = json!({ "session_id": session, "transcript_path": transcript.to_string_lossy(), "hook_event_name": event });
         v.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
         v.to_string()
-    };
-    let hook = |event: &str, stdin: String| {
-        let exe = exe.clone();
-        let (base, token, event) = (gw.base.clone(), gw.token.clone(), event.to_string());
-        move || -> anyhow::Result<(Duration, String)> {
+    }
+
+    /// One hook process for `event`, fed `stdin`: its wall time (spawn to exit) and its stdout.
+    async fn run(&self, event: &str, stdin: String) -> anyhow::Result<(Duration, String)> {
+        let (exe, base, token, event) =
+            (self.exe.clone(), self.base.clone(), self.token.clone(), event.to_string());
+        tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             let mut child = Command::new(&exe)
                 .args(["hook", &event, "--agent", "claude", "--url", &base, "--token", &token])
@@ -47,14 +53,29 @@ pub async fn run(exe: &Path, quick: bool) -> anyhow::Result<Vec<Figure>> {
                 String::from_utf8_lossy(&out.stderr)
             );
             Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
-        }
-    };
-    let blocking = |f: Box<dyn FnOnce() -> anyhow::Result<(Duration, String)> + Send>| async move {
-        tokio::task::spawn_blocking(f).await?
+        })
+        .await?
+    }
+
+    /// A prompt typed into `session`, its id `id`.
+    async fn prompt(&self, session: &str, id: String, text: String) -> anyhow::Result<(Duration, String)> {
+        let stdin = self.input(session, "UserPromptSubmit", json!({ "prompt_id": id, "prompt": text }));
+        self.run("UserPromptSubmit", stdin).await
+    }
+}
+
+/// `exe`: the `sessionwatch` binary to run.
+pub async fn run(exe: &Path, quick: bool) -> anyhow::Result<Vec<Figure>> {
+    let runs = if quick { 20 } else { 200 };
+    let gw = Embedded::start().await?;
+    let hooks = Hooks {
+        exe: exe.to_path_buf(),
+        base: gw.base.clone(),
+        token: gw.token.clone(),
+        dir: tempfile::tempdir()?,
     };
     for s in [MANAGER, WORKER] {
-        blocking(Box::new(hook("SessionStart", input(s, "SessionStart", json!({ "source": "startup" })))))
-            .await?;
+        hooks.run("SessionStart", hooks.input(s, "SessionStart", json!({ "source": "startup" }))).await?;
     }
     let watch = json!({ "tool": "sessions_send", "sessionKey": AgentSessionKey::build_adopted("main", "claude", MANAGER),
         "args": { "sessionKey": AgentSessionKey::build_adopted("main", "claude", WORKER), "message": "work", "watch": true } });
@@ -64,65 +85,43 @@ pub async fn run(exe: &Path, quick: bool) -> anyhow::Result<Vec<Figure>> {
     let (mut quiet, mut pending, mut start) = (vec![], vec![], vec![]);
     for i in 0..runs {
         let t = Instant::now();
-        let out = Command::new(&exe).arg("--version").output()?;
+        let out = Command::new(exe).arg("--version").output()?;
         anyhow::ensure!(out.status.success(), "--version failed");
         start.push(t.elapsed());
 
-        let stdin = input(
-            MANAGER,
-            "UserPromptSubmit",
-            json!({ "prompt_id": format!("q{i}"), "prompt": format!("quiet {i}") }),
-        );
-        let (took, out) = blocking(Box::new(hook("UserPromptSubmit", stdin))).await?;
+        let (took, out) = hooks.prompt(MANAGER, format!("q{i}"), format!("quiet {i}")).await?;
         anyhow::ensure!(out.is_empty(), "no notice was pending: {out}");
         quiet.push(took);
 
         // A human types into the worker: the manager's next prompt carries one notice.
-        let typed = input(
-            WORKER,
-            "UserPromptSubmit",
-            json!({ "prompt_id": format!("w{i}"), "prompt": format!("typed {i}") }),
-        );
-        blocking(Box::new(hook("UserPromptSubmit", typed))).await?;
-        let stdin = input(
-            MANAGER,
-            "UserPromptSubmit",
-            json!({ "prompt_id": format!("p{i}"), "prompt": format!("next {i}") }),
-        );
-        let (took, out) = blocking(Box::new(hook("UserPromptSubmit", stdin))).await?;
+        hooks.prompt(WORKER, format!("w{i}"), format!("typed {i}")).await?;
+        let (took, out) = hooks.prompt(MANAGER, format!("p{i}"), format!("next {i}")).await?;
         anyhow::ensure!(out.contains("additionalContext"), "the notice was not delivered: {out}");
         pending.push(took);
     }
     gw.stop().await?;
+    Ok(figures(runs, quiet, pending, start))
+}
+
+/// The figures of `runs` rounds: hook processes without and with a pending notice, bare starts.
+fn figures(
+    runs: usize,
+    mut quiet: Vec<Duration>,
+    mut pending: Vec<Duration>,
+    mut start: Vec<Duration>,
+) -> Vec<Figure> {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     for v in [&mut quiet, &mut pending, &mut start] {
         v.sort();
     }
-    let p50_quiet = ms(percentile(&quiet, 0.5));
-    let p50_start = ms(percentile(&start, 0.5));
-    Ok(vec![
-        Figure { name: "hook_runs".into(), value: runs as f64, unit: "runs" },
-        Figure { name: "hook_user_prompt_submit_p50_ms".into(), value: p50_quiet, unit: "ms" },
-        Figure {
-            name: "hook_user_prompt_submit_p99_ms".into(),
-            value: ms(percentile(&quiet, 0.99)),
-            unit: "ms",
-        },
-        Figure {
-            name: "hook_user_prompt_submit_notice_p50_ms".into(),
-            value: ms(percentile(&pending, 0.5)),
-            unit: "ms",
-        },
-        Figure {
-            name: "hook_user_prompt_submit_notice_p99_ms".into(),
-            value: ms(percentile(&pending, 0.99)),
-            unit: "ms",
-        },
-        Figure { name: "process_start_p50_ms".into(), value: p50_start, unit: "ms" },
-        Figure {
-            name: "hook_vs_process_start_p50".into(),
-            value: p50_quiet / p50_start.max(1e-9),
-            unit: "x",
-        },
-    ])
+    let (p50_quiet, p50_start) = (ms(percentile(&quiet, 0.5)), ms(percentile(&start, 0.5)));
+    vec![
+        Figure::new("hook_runs", runs as f64, "runs"),
+        Figure::new("hook_user_prompt_submit_p50_ms", p50_quiet, "ms"),
+        Figure::new("hook_user_prompt_submit_p99_ms", ms(percentile(&quiet, 0.99)), "ms"),
+        Figure::new("hook_user_prompt_submit_notice_p50_ms", ms(percentile(&pending, 0.5)), "ms"),
+        Figure::new("hook_user_prompt_submit_notice_p99_ms", ms(percentile(&pending, 0.99)), "ms"),
+        Figure::new("process_start_p50_ms", p50_start, "ms"),
+        Figure::new("hook_vs_process_start_p50", p50_quiet / p50_start.max(1e-9), "x"),
+    ]
 }
