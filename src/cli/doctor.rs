@@ -347,80 +347,22 @@ fn hooks_row(cli: &str, file: &Path, exe: &Path) -> (Row, Option<String>) {
     let Some(hook_cli) = HookCli::parse(cli) else {
         return (fail(check, format!("{cli} has no hooks"), fix), None);
     };
-    let comments = matches!(hook_cli.source().installer, Installer::Settings(h) if h.comments);
-    let v: Value = match std::fs::read_to_string(file) {
-        // Gemini strips comments from its settings; Claude and Codex read strict JSON.
-        Ok(t) => match if comments {
-            setup::jsonc_object(Some(&t))
-        } else {
-            serde_json::from_str(&t).map_err(anyhow::Error::from)
-        } {
+    let v = match std::fs::read_to_string(file) {
+        Ok(text) => match settings_json(hook_cli, &text) {
             Ok(v) => v,
             Err(e) => {
-                return (
-                    fail(
-                        check,
-                        format!("{} is not valid JSON: {e}", file.display()),
-                        "fix the file's syntax",
-                    ),
-                    None,
-                );
+                let why = format!("{} is not valid JSON: {e}", file.display());
+                return (fail(check, why, "fix the file's syntax"), None);
             }
         },
         Err(_) => return (fail(check, format!("{} does not exist", file.display()), fix), None),
     };
-    let mut commands = vec![];
-    for &event in hook_cli.events() {
-        let found =
-            v.pointer(&format!("/hooks/{}", event.as_str())).and_then(Value::as_array).and_then(|groups| {
-                groups
-                    .iter()
-                    .flat_map(|g| g.get("hooks").and_then(Value::as_array).cloned().unwrap_or_default())
-                    .find_map(|h| {
-                        h.get("command")
-                            .and_then(Value::as_str)
-                            .filter(|c| super::hooks_install::is_our_command(c))
-                            .map(str::to_string)
-                    })
-            });
-        match found {
-            Some(c) => commands.push((event, c)),
-            None => {
-                return (
-                    fail(
-                        check,
-                        format!("no sessionwatch hook for {} in {}", event.as_str(), file.display()),
-                        fix,
-                    ),
-                    None,
-                );
-            }
-        }
-    }
-    for (_, command) in &commands {
-        let program = program_of(command);
-        if !Path::new(&program).is_file() {
-            return (fail(check, format!("the hooks run {program}, which does not exist"), fix), None);
-        }
-        if Path::new(&program).canonicalize().ok().as_deref() != Some(exe) {
-            let theirs = Command::new(&program)
-                .arg("--version")
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                .unwrap_or_default();
-            let ours = format!("sessionwatch {}", super::VERSION);
-            if theirs != ours {
-                return (
-                    fail(
-                        check,
-                        format!("the hooks run {program} ({theirs}), not this version ({ours})"),
-                        fix,
-                    ),
-                    None,
-                );
-            }
-        }
-    }
+    let commands = match installed_commands(&v, hook_cli, file).and_then(|commands| {
+        commands.iter().try_for_each(|(_, command)| runs_this_version(command, exe)).map(|()| commands)
+    }) {
+        Ok(commands) => commands,
+        Err(why) => return (fail(check, why, fix), None),
+    };
     let first = commands
         .iter()
         .find(|(e, _)| *e == sessionwatch_upstream::hook::HookEvent::SessionStart)
@@ -432,6 +374,63 @@ fn hooks_row(cli: &str, file: &Path, exe: &Path) -> (Row, Option<String>) {
         ),
         first,
     )
+}
+
+/// The CLI's settings file read as JSON: Gemini strips comments from its settings; Claude and Codex
+/// read strict JSON.
+fn settings_json(cli: HookCli, text: &str) -> anyhow::Result<Value> {
+    if matches!(cli.source().installer, Installer::Settings(h) if h.comments) {
+        setup::jsonc_object(Some(text))
+    } else {
+        Ok(serde_json::from_str(text)?)
+    }
+}
+
+/// Our hook's command for every event the CLI has, or why not (the first event without one).
+fn installed_commands(
+    v: &Value,
+    cli: HookCli,
+    file: &Path,
+) -> Result<Vec<(sessionwatch_upstream::hook::HookEvent, String)>, String> {
+    cli.events()
+        .iter()
+        .map(|&event| {
+            let groups = v.pointer(&format!("/hooks/{}", event.as_str())).and_then(Value::as_array);
+            groups
+                .into_iter()
+                .flatten()
+                .flat_map(|g| g.get("hooks").and_then(Value::as_array).cloned().unwrap_or_default())
+                .find_map(|h| {
+                    h.get("command")
+                        .and_then(Value::as_str)
+                        .filter(|c| super::hooks_install::is_our_command(c))
+                        .map(|c| (event, c.to_string()))
+                })
+                .ok_or_else(|| format!("no sessionwatch hook for {} in {}", event.as_str(), file.display()))
+        })
+        .collect()
+}
+
+/// Whether `command` runs a binary that exists and is this version (this very binary, or one answering
+/// the same `--version`); why not otherwise.
+fn runs_this_version(command: &str, exe: &Path) -> Result<(), String> {
+    let program = program_of(command);
+    if !Path::new(&program).is_file() {
+        return Err(format!("the hooks run {program}, which does not exist"));
+    }
+    if Path::new(&program).canonicalize().ok().as_deref() == Some(exe) {
+        return Ok(());
+    }
+    let theirs = Command::new(&program)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let ours = format!("sessionwatch {}", super::VERSION);
+    if theirs != ours {
+        return Err(format!("the hooks run {program} ({theirs}), not this version ({ours})"));
+    }
+    Ok(())
 }
 
 /// The program of a shell command (`hooks install` quotes it with single quotes when needed).
@@ -692,4 +691,77 @@ fn percent_encode(s: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A `sessionwatch` in `dir` that answers `--version` with `version`.
+    fn fake_binary(dir: &Path, version: &str) -> PathBuf {
+        let bin = dir.join("sessionwatch");
+        std::fs::write(&bin, format!("#!/bin/sh\necho '{version}'\n")).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin
+    }
+
+    /// Claude settings with our hook, run by `program`, for every event but `skip`.
+    fn settings(dir: &Path, program: &Path, skip: Option<&str>) -> PathBuf {
+        let mut hooks = serde_json::Map::new();
+        for event in HookCli::Claude.events().iter().map(|e| e.as_str()).filter(|e| Some(*e) != skip) {
+            let command = format!("{} hook {event} --agent claude", program.display());
+            hooks.insert(
+                event.into(),
+                serde_json::json!([{ "hooks": [{ "type": "command", "command": command }] }]),
+            );
+        }
+        let file = dir.join("settings.json");
+        std::fs::write(&file, serde_json::json!({ "hooks": hooks }).to_string()).unwrap();
+        file
+    }
+
+    #[test]
+    fn the_hooks_row_passes_only_when_every_event_runs_this_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let ours = fake_binary(dir.path(), &format!("sessionwatch {}", super::super::VERSION));
+        let good = hooks_row("claude", &settings(dir.path(), &ours, None), &exe);
+        assert!(good.0.ok, "{}", good.0.detail);
+        assert!(good.1.as_deref().is_some_and(|c| c.contains("hook SessionStart")), "{:?}", good.1);
+
+        let missing = hooks_row("claude", &settings(dir.path(), &ours, Some("Stop")), &exe);
+        assert!(
+            !missing.0.ok && missing.0.detail.starts_with("no sessionwatch hook for Stop in "),
+            "{}",
+            missing.0.detail
+        );
+
+        let other = tempfile::tempdir().unwrap();
+        let old = fake_binary(other.path(), "sessionwatch 0.0.1");
+        let stale = hooks_row("claude", &settings(dir.path(), &old, None), &exe);
+        assert!(
+            !stale.0.ok && stale.0.detail.contains("(sessionwatch 0.0.1), not this version"),
+            "{}",
+            stale.0.detail
+        );
+
+        let gone =
+            hooks_row("claude", &settings(dir.path(), &dir.path().join("bin/sessionwatch"), None), &exe);
+        assert!(!gone.0.ok && gone.0.detail.ends_with("which does not exist"), "{}", gone.0.detail);
+        assert!(gone.1.is_none());
+    }
+
+    #[test]
+    fn the_hooks_row_names_an_unreadable_settings_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let absent = hooks_row("claude", &dir.path().join("settings.json"), &exe);
+        assert!(!absent.0.ok && absent.0.detail.ends_with("does not exist"), "{}", absent.0.detail);
+        let file = dir.path().join("broken.json");
+        std::fs::write(&file, "{ \"hooks\": ").unwrap();
+        let broken = hooks_row("claude", &file, &exe);
+        assert!(!broken.0.ok && broken.0.detail.contains("is not valid JSON"), "{}", broken.0.detail);
+        assert_eq!(broken.0.fix.as_deref(), Some("fix the file's syntax"));
+    }
 }
