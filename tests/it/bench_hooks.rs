@@ -1,22 +1,10 @@
 //! `sessionwatch bench hooks --quick --json` runs real hook processes against a gateway, the notice
 //! reaching the manager's next prompt each round, and prints every figure (not its timings).
 
-use std::process::Command;
-
 #[test]
 fn bench_hooks_quick_prints_every_figure_as_json() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(crate::support::bin())
-        .args(["bench", "hooks", "--quick", "--json"])
-        .env("HOME", dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let figures: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
-        .collect();
+    let figures = crate::support::bench_figures(&["hooks", "--quick"], dir.path());
     let value = |name: &str| {
         figures
             .iter()

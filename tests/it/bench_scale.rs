@@ -1,22 +1,12 @@
 //! `sessionwatch bench scale --quick --json` runs end to end and prints every figure (not its timings).
 
-use std::process::Command;
-
 #[test]
 fn bench_scale_quick_prints_every_figure_as_json() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(crate::support::bin())
-        .args(["bench", "scale", "--quick", "--json", "--dir"])
-        .arg(dir.path())
-        .env("HOME", dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let figures: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
-        .collect();
+    let figures = crate::support::bench_figures(
+        &["scale", "--quick", "--dir", dir.path().to_str().unwrap()],
+        dir.path(),
+    );
     let names: Vec<&str> = figures.iter().map(|f| f["name"].as_str().unwrap()).collect();
     for name in [
         "changes_since_cold_p50_us_100k_events",

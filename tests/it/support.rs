@@ -149,3 +149,21 @@ pub fn client(home: &std::path::Path, args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `sessionwatch bench ARGS --json` with `HOME` at `home`: the figures it printed, one JSON object a
+/// line (it must succeed).
+pub fn bench_figures(args: &[&str], home: &std::path::Path) -> Vec<serde_json::Value> {
+    let out = std::process::Command::new(bin())
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .env("HOME", home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
