@@ -8,7 +8,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 use sessionwatch_server::host_protocol::ToolCall;
-use sessionwatch_upstream::hook::HookCli;
+use sessionwatch_upstream::hook::{HookCli, HookEvent};
 use sessionwatch_upstream::source::Installer;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -357,16 +357,14 @@ fn hooks_row(cli: &str, file: &Path, exe: &Path) -> (Row, Option<String>) {
         },
         Err(_) => return (fail(check, format!("{} does not exist", file.display()), fix), None),
     };
-    let commands = match installed_commands(&v, hook_cli, file).and_then(|commands| {
-        commands.iter().try_for_each(|(_, command)| runs_this_version(command, exe)).map(|()| commands)
-    }) {
+    let commands = match installed_commands(&v, hook_cli, file) {
         Ok(commands) => commands,
         Err(why) => return (fail(check, why, fix), None),
     };
-    let first = commands
-        .iter()
-        .find(|(e, _)| *e == sessionwatch_upstream::hook::HookEvent::SessionStart)
-        .map(|(_, c)| c.clone());
+    if let Err(why) = commands.iter().try_for_each(|(_, command)| runs_this_version(command, exe)) {
+        return (fail(check, why, fix), None);
+    }
+    let first = commands.iter().find(|(e, _)| *e == HookEvent::SessionStart).map(|(_, c)| c.clone());
     (
         pass(
             check,
@@ -387,11 +385,7 @@ fn settings_json(cli: HookCli, text: &str) -> anyhow::Result<Value> {
 }
 
 /// Our hook's command for every event the CLI has, or why not (the first event without one).
-fn installed_commands(
-    v: &Value,
-    cli: HookCli,
-    file: &Path,
-) -> Result<Vec<(sessionwatch_upstream::hook::HookEvent, String)>, String> {
+fn installed_commands(v: &Value, cli: HookCli, file: &Path) -> Result<Vec<(HookEvent, String)>, String> {
     cli.events()
         .iter()
         .map(|&event| {
