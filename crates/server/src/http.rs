@@ -145,7 +145,7 @@ async fn edge<S: Store>(State(edge): State<Edge<S>>, req: Request, next: Next) -
     // up on it: it goes to the route through a task that then reads on and discards the rest.
     let streamed = req.headers().contains_key(header::TRANSFER_ENCODING);
     let req = if streamed { req.map(drained_when_dropped) } else { req };
-    if percent_encoding::percent_decode_str(req.uri().path()).decode_utf8().is_err() {
+    if !decodes_to_utf8(req.uri().path()) {
         return error_response(
             StatusCode::BAD_REQUEST,
             &ApiError::invalid("the request path is not valid UTF-8 once percent-decoded"),
@@ -163,6 +163,18 @@ async fn edge<S: Store>(State(edge): State<Edge<S>>, req: Request, next: Next) -
     }
     let resp = if is_json { resp } else { too_large() };
     if streamed { closing(resp) } else { resp }
+}
+
+/// Whether `path`'s percent-escapes decode to UTF-8. A request's path is ASCII, and decodes to ASCII
+/// unless an escape names a byte of 0x80 or more: such a path (every session key's) is answered by
+/// looking at its escapes, without building the decoded path, which cost a host request 3.9k
+/// instructions of its 63k (callgrind of `bench gateway --part inbound`).
+fn decodes_to_utf8(path: &str) -> bool {
+    let high_escape = |w: &[u8]| {
+        w[0] == b'%' && matches!(w[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F') && w[2].is_ascii_hexdigit()
+    };
+    (path.is_ascii() && !path.as_bytes().windows(3).any(high_escape))
+        || percent_encoding::percent_decode_str(path).decode_utf8().is_ok()
 }
 
 /// `resp` with `Connection: close`: sent after a refused body, whose rest is being discarded.
@@ -201,4 +213,17 @@ async fn discard_rest(mut chunks: axum::body::BodyDataStream) {
         }
     };
     let _ = tokio::time::timeout(DISCARD_TIME, drain).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decodes_to_utf8;
+
+    #[test]
+    fn a_path_decodes_to_utf8_unless_its_escapes_make_invalid_bytes() {
+        assert!(decodes_to_utf8("/v1/sessions/agent%3Amain%3Amain/inbound"));
+        assert!(decodes_to_utf8("/v1/sessions/agent%3Amain%3Ac%C3%A9/turns")); // é: not ASCII, still UTF-8
+        assert!(!decodes_to_utf8("/v1/sessions/agent%3Amain%3A%FF%FE/turns"));
+        assert!(!decodes_to_utf8("/v1/sessions/agent%3Amain%3A%C3/turns")); // a sequence cut short
+    }
 }
