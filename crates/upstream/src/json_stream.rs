@@ -193,87 +193,121 @@ fn parse_value<R: Read>(src: &mut Src<R>, budget: &mut Budget, first: u8) -> Res
     let mut stack: Vec<Frame> = Vec::new();
     let mut b = first;
     loop {
-        // Parse one value starting at byte `b` (already consumed), or open a container.
-        let mut value: Value = match b {
-            b'{' => {
-                room_to_nest(&stack)?;
-                let c = skip_ws(src)?;
-                if c == b'}' {
-                    Value::Object(Map::new())
-                } else if c == b'"' {
-                    let key = parse_key(src, budget)?;
-                    expect_colon(src)?;
-                    stack.push(Frame::Obj(Map::new(), Some(key)));
-                    b = skip_ws(src)?;
-                    continue;
-                } else {
-                    return Err(invalid(c));
-                }
-            }
-            b'[' => {
-                room_to_nest(&stack)?;
-                let c = skip_ws(src)?;
-                if c == b']' {
-                    Value::Array(Vec::new())
-                } else {
-                    stack.push(Frame::Arr(Vec::new()));
-                    b = c;
-                    continue;
-                }
-            }
-            b'"' => parse_string_value(src, budget)?,
-            b't' => literal(src, b"rue", Value::Bool(true))?,
-            b'f' => literal(src, b"alse", Value::Bool(false))?,
-            b'n' => literal(src, b"ull", Value::Null)?,
-            b'-' | b'0'..=b'9' => parse_number(src, b)?,
-            other => return Err(invalid(other)),
+        b = match start_value(src, budget, &mut stack, b)? {
+            Started::Opened(next) => next,
+            Started::Value(value) => match attach(src, budget, &mut stack, value)? {
+                Attached::Next(next) => next,
+                Attached::Done(value) => return Ok(value),
+            },
         };
-        // Attach the value to its parent; close containers as their ends arrive.
-        loop {
-            let Some(top) = stack.last_mut() else {
-                return Ok(value);
-            };
-            let keep = budget.take(0);
-            match top {
-                Frame::Arr(items) => {
-                    if keep {
-                        items.push(value);
-                    }
-                    match skip_ws(src)? {
-                        b',' => {
-                            b = skip_ws(src)?;
-                            break;
-                        }
-                        b']' => {
-                            let Some(Frame::Arr(items)) = stack.pop() else { unreachable!() };
-                            value = Value::Array(items);
-                        }
-                        c => return Err(invalid(c)),
-                    }
+    }
+}
+
+/// What the byte that starts a value began.
+enum Started {
+    /// A whole value (a scalar or an empty container).
+    Value(Value),
+    /// A container, pushed on the stack; its first member starts at this byte.
+    Opened(u8),
+}
+
+/// Parses the value starting at byte `b` (already consumed), or opens a container.
+fn start_value<R: Read>(
+    src: &mut Src<R>,
+    budget: &mut Budget,
+    stack: &mut Vec<Frame>,
+    b: u8,
+) -> Result<Started, Stop> {
+    let value = match b {
+        b'{' => {
+            room_to_nest(stack)?;
+            let c = skip_ws(src)?;
+            if c == b'}' {
+                Value::Object(Map::new())
+            } else if c == b'"' {
+                let key = parse_key(src, budget)?;
+                expect_colon(src)?;
+                stack.push(Frame::Obj(Map::new(), Some(key)));
+                return Ok(Started::Opened(skip_ws(src)?));
+            } else {
+                return Err(invalid(c));
+            }
+        }
+        b'[' => {
+            room_to_nest(stack)?;
+            let c = skip_ws(src)?;
+            if c == b']' {
+                Value::Array(Vec::new())
+            } else {
+                stack.push(Frame::Arr(Vec::new()));
+                return Ok(Started::Opened(c));
+            }
+        }
+        b'"' => parse_string_value(src, budget)?,
+        b't' => literal(src, b"rue", Value::Bool(true))?,
+        b'f' => literal(src, b"alse", Value::Bool(false))?,
+        b'n' => literal(src, b"ull", Value::Null)?,
+        b'-' | b'0'..=b'9' => parse_number(src, b)?,
+        other => return Err(invalid(other)),
+    };
+    Ok(Started::Value(value))
+}
+
+/// Where a finished value went.
+enum Attached {
+    /// It was the whole row's value.
+    Done(Value),
+    /// Into its parent, whose next member starts at this byte.
+    Next(u8),
+}
+
+/// Attaches `value` to its parent, closing containers as their ends arrive.
+fn attach<R: Read>(
+    src: &mut Src<R>,
+    budget: &mut Budget,
+    stack: &mut Vec<Frame>,
+    mut value: Value,
+) -> Result<Attached, Stop> {
+    loop {
+        let Some(top) = stack.last_mut() else {
+            return Ok(Attached::Done(value));
+        };
+        let keep = budget.take(0);
+        match top {
+            Frame::Arr(items) => {
+                if keep {
+                    items.push(value);
                 }
-                Frame::Obj(map, key) => {
-                    if let Some(k) = key.take()
-                        && keep
-                    {
-                        map.insert(k, value);
+                match skip_ws(src)? {
+                    b',' => return Ok(Attached::Next(skip_ws(src)?)),
+                    b']' => {
+                        let Some(Frame::Arr(items)) = stack.pop() else { unreachable!() };
+                        value = Value::Array(items);
                     }
-                    match skip_ws(src)? {
-                        b',' => {
-                            let c = skip_ws(src)?;
-                            if c != b'"' {
-                                return Err(invalid(c));
-                            }
-                            *key = Some(parse_key(src, budget)?);
-                            expect_colon(src)?;
-                            b = skip_ws(src)?;
-                            break;
+                    c => return Err(invalid(c)),
+                }
+            }
+            Frame::Obj(map, key) => {
+                if let Some(k) = key.take()
+                    && keep
+                {
+                    map.insert(k, value);
+                }
+                match skip_ws(src)? {
+                    b',' => {
+                        let c = skip_ws(src)?;
+                        if c != b'"' {
+                            return Err(invalid(c));
                         }
-                        b'}' => {
-                            let Some(Frame::Obj(map, _)) = stack.pop() else { unreachable!() };
-                            value = Value::Object(map);
-                        }
-                        c => return Err(invalid(c)),
+                        *key = Some(parse_key(src, budget)?);
+                        expect_colon(src)?;
+                        return Ok(Attached::Next(skip_ws(src)?));
                     }
+                    b'}' => {
+                        let Some(Frame::Obj(map, _)) = stack.pop() else { unreachable!() };
+                        value = Value::Object(map);
+                    }
+                    c => return Err(invalid(c)),
                 }
             }
         }
