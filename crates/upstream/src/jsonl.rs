@@ -343,22 +343,9 @@ pub fn check_file_with_window(
         || (marker.head.is_some() && head.is_some() && marker.head != head)
         || (marker.head.is_some() && head.is_none() && marker.offset > 0);
     if rewritten {
-        // The file was replaced or rewritten in place: rescan from 0 above a floor.
-        let Some(seen) = marker.humans else {
-            // Unknown history: re-baseline at the current end, reporting nothing.
-            let end = match last_complete_line_end(&mut file, size) {
-                Ok(e) => e,
-                Err(e) => return io_outcome(&e, path),
-            };
-            let next = JsonlMarker { offset: end, humans: None, floor: 0, head, extra: Map::new() };
-            return CheckOutcome::rebaselined(next.to_json(), format!("rebaseline:{end}"));
-        };
-        marker = JsonlMarker {
-            offset: 0,
-            humans: Some(0),
-            floor: seen.max(marker.floor),
-            head: head.clone(),
-            extra: Map::new(),
+        marker = match rescan_after_rewrite(&mut file, size, &marker, &head, path) {
+            Ok(m) => m,
+            Err(o) => return o,
         };
     }
     if size <= marker.offset && !rewritten {
@@ -376,6 +363,41 @@ pub fn check_file_with_window(
     if tally.end == marker.offset && !rewritten {
         return CheckOutcome::NoChange;
     }
+    activity(marker, head, tally, &meta, cls)
+}
+
+/// The file was replaced or rewritten in place: the marker to rescan it from 0, above a floor of the
+/// human turns already seen. With no count of those (unknown history), the tick re-baselines at the
+/// current end and reports nothing (the `Err`, as for an I/O error).
+fn rescan_after_rewrite(
+    file: &mut File,
+    size: u64,
+    marker: &JsonlMarker,
+    head: &Option<String>,
+    path: &Path,
+) -> Result<JsonlMarker, CheckOutcome> {
+    let Some(seen) = marker.humans else {
+        let end = last_complete_line_end(file, size).map_err(|e| io_outcome(&e, path))?;
+        let next = JsonlMarker { offset: end, humans: None, floor: 0, head: head.clone(), extra: Map::new() };
+        return Err(CheckOutcome::rebaselined(next.to_json(), format!("rebaseline:{end}")));
+    };
+    Ok(JsonlMarker {
+        offset: 0,
+        humans: Some(0),
+        floor: seen.max(marker.floor),
+        head: head.clone(),
+        extra: Map::new(),
+    })
+}
+
+/// What a tick that read past `marker` up to `tally.end` reports, with the marker it leaves.
+fn activity(
+    marker: JsonlMarker,
+    head: Option<String>,
+    tally: ScanTally,
+    meta: &std::fs::Metadata,
+    cls: &mut dyn RowClassifier,
+) -> CheckOutcome {
     let mut next = JsonlMarker {
         offset: tally.end,
         humans: marker.humans.map(|_| tally.humans),
@@ -388,7 +410,7 @@ pub fn check_file_with_window(
     }
     cls.save(&mut next.extra);
     let counted = tally.counted;
-    let occurred = if counted.turns > 0 { counted.max_ts.or_else(|| mtime_ms(&meta)) } else { None };
+    let occurred = if counted.turns > 0 { counted.max_ts.or_else(|| mtime_ms(meta)) } else { None };
     CheckOutcome::Activity {
         human_turns: counted.turns,
         dedupe_id: cls.dedupe_id(tally.end, tally.humans),
