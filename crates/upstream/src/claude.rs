@@ -65,77 +65,76 @@ pub fn classify_row(row: &Value) -> Option<NormText> {
         return None;
     }
     match ty {
-        "user" => {
-            if let Some(ut) = row.get("userType").and_then(Value::as_str)
-                && ut != "external"
-            {
-                return None;
-            }
-            if let Some(kind) = row.pointer("/origin/kind")
-                && kind.as_str() != Some("human")
-            {
-                return None;
-            }
-            let msg = row.get("message")?;
-            if msg.get("role")?.as_str()? != "user" {
-                return None;
-            }
-            let content = msg.get("content")?;
-            if let Some(t) = text_of(content) {
-                let norm = match t.full() {
-                    Some(s) => NormText::of(&strip_tags(s)),
-                    None => t.norm(),
-                };
-                return human_text(norm);
-            }
-            // Array content: only a typed prompt with a pasted image (text + image blocks, no
-            // tool_result) counts; anything else (tool results, harness blocks) does not.
-            let blocks = content.as_array()?;
-            let mut texts = Vec::new();
-            let mut image = false;
-            for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let t = text_of(b.get("text")?)?;
-                        texts.push(match t.full() {
-                            Some(s) => NormText::of(&strip_tags(s)),
-                            None => t.norm(),
-                        });
-                    }
-                    Some("image") => image = true,
-                    _ => return None,
-                }
-            }
-            if !image {
-                return None;
-            }
-            human_text(NormText::join(texts.iter()))
-        }
-        "attachment" => {
-            // Text typed while the agent was working, folded into the running turn.
-            let a = row.get("attachment")?;
-            if a.get("type")?.as_str()? != "queued_command" || flag(a, "isMeta") {
-                return None;
-            }
-            if let Some(mode) = a.get("commandMode")
-                && mode.as_str() != Some("prompt")
-            {
-                return None;
-            }
-            if let Some(kind) = a.pointer("/origin/kind").or_else(|| row.pointer("/origin/kind"))
-                && kind.as_str() != Some("human")
-            {
-                return None;
-            }
-            let t = text_of(a.get("prompt")?)?;
-            let norm = match t.full() {
-                Some(s) => NormText::of(&strip_tags(s)),
-                None => t.norm(),
-            };
-            human_text(norm)
-        }
+        "user" => user_row_text(row),
+        "attachment" => queued_prompt_text(row),
         _ => None,
     }
+}
+
+/// A text value normalised, its harness tags stripped when it was read whole.
+fn normalised(v: &Value) -> Option<NormText> {
+    let t = text_of(v)?;
+    Some(match t.full() {
+        Some(s) => NormText::of(&strip_tags(s)),
+        None => t.norm(),
+    })
+}
+
+/// A `user` row typed by a human: its text, or a typed prompt with a pasted image.
+fn user_row_text(row: &Value) -> Option<NormText> {
+    if let Some(ut) = row.get("userType").and_then(Value::as_str)
+        && ut != "external"
+    {
+        return None;
+    }
+    if let Some(kind) = row.pointer("/origin/kind")
+        && kind.as_str() != Some("human")
+    {
+        return None;
+    }
+    let msg = row.get("message")?;
+    if msg.get("role")?.as_str()? != "user" {
+        return None;
+    }
+    let content = msg.get("content")?;
+    if let Some(norm) = normalised(content) {
+        return human_text(norm);
+    }
+    // Array content: only a typed prompt with a pasted image (text + image blocks, no
+    // tool_result) counts; anything else (tool results, harness blocks) does not.
+    let blocks = content.as_array()?;
+    let mut texts = Vec::new();
+    let mut image = false;
+    for b in blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => texts.push(normalised(b.get("text")?)?),
+            Some("image") => image = true,
+            _ => return None,
+        }
+    }
+    if !image {
+        return None;
+    }
+    human_text(NormText::join(texts.iter()))
+}
+
+/// An `attachment` row: text typed while the agent was working, folded into the running turn.
+fn queued_prompt_text(row: &Value) -> Option<NormText> {
+    let a = row.get("attachment")?;
+    if a.get("type")?.as_str()? != "queued_command" || flag(a, "isMeta") {
+        return None;
+    }
+    if let Some(mode) = a.get("commandMode")
+        && mode.as_str() != Some("prompt")
+    {
+        return None;
+    }
+    if let Some(kind) = a.pointer("/origin/kind").or_else(|| row.pointer("/origin/kind"))
+        && kind.as_str() != Some("human")
+    {
+        return None;
+    }
+    human_text(normalised(a.get("prompt")?)?)
 }
 
 /// Row classifier for the scanner. A user row repeating the text of a just-counted queued
