@@ -264,16 +264,7 @@ pub fn parse_value(
     if let Some(a) = &subagent_id {
         check_id("agent_id", a)?;
     }
-    let stop_hook_active = match o.get("stop_hook_active") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(HookError::Invalid {
-                field: "stop_hook_active",
-                why: format!("expected a boolean, got {other}"),
-            });
-        }
-    };
+    let stop_hook_active = bool_field(o, "stop_hook_active")?;
     let tool_name = text("tool_name")?;
     let written_paths = match (event, &tool_name) {
         (HookEvent::PostToolUse | HookEvent::AfterTool, Some(tool)) => {
@@ -282,19 +273,7 @@ pub fn parse_value(
         _ => Vec::new(),
     };
     let prompt = text("prompt")?;
-    // Pi's `BeforeAgent` (its `before_agent_start`) only asks for the notices: the typed prompt comes
-    // with its own `UserPromptSubmit`, once Pi has stamped it.
-    let prompt_needed = match event {
-        HookEvent::UserPromptSubmit => true,
-        HookEvent::BeforeAgent => cli != HookCli::Pi,
-        _ => false,
-    };
-    if prompt_needed && prompt.is_none() {
-        return Err(HookError::Missing("prompt"));
-    }
-    if matches!(event, HookEvent::SubagentStart | HookEvent::SubagentStop) && subagent_id.is_none() {
-        return Err(HookError::Missing("agent_id"));
-    }
+    check_required(cli, event, prompt.as_deref(), subagent_id.as_deref())?;
     Ok(HookInput {
         cli,
         event,
@@ -317,6 +296,38 @@ pub fn parse_value(
         subagent_type: text("agent_type")?,
         origin: Origin::Typed,
     })
+}
+
+/// A boolean field, false when absent or null.
+fn bool_field(o: &serde_json::Map<String, Value>, field: &'static str) -> Result<bool, HookError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(HookError::Invalid { field, why: format!("expected a boolean, got {other}") }),
+    }
+}
+
+/// The fields `event` cannot do without: a prompt's text, a sub-agent's id.
+fn check_required(
+    cli: HookCli,
+    event: HookEvent,
+    prompt: Option<&str>,
+    subagent_id: Option<&str>,
+) -> Result<(), HookError> {
+    // Pi's `BeforeAgent` (its `before_agent_start`) only asks for the notices: the typed prompt comes
+    // with its own `UserPromptSubmit`, once Pi has stamped it.
+    let prompt_needed = match event {
+        HookEvent::UserPromptSubmit => true,
+        HookEvent::BeforeAgent => cli != HookCli::Pi,
+        _ => false,
+    };
+    if prompt_needed && prompt.is_none() {
+        return Err(HookError::Missing("prompt"));
+    }
+    if matches!(event, HookEvent::SubagentStart | HookEvent::SubagentStop) && subagent_id.is_none() {
+        return Err(HookError::Missing("agent_id"));
+    }
+    Ok(())
 }
 
 fn parse_event(name: &str) -> Result<HookEvent, HookError> {
