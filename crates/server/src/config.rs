@@ -266,70 +266,73 @@ impl Config {
 
     /// Sets one key from a string (environment variables and flags use the same names and checks).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
-        let err = |message: &str| ConfigError::Value { key: key.to_string(), message: message.to_string() };
-        // A whole number (`unit`: " of days", …, as the refusal words it) from 1 to `max`, if any.
-        let count = |unit: &str, max: Option<u64>| match value.parse::<u64>() {
-            Err(_) => Err(err(&format!("expected a whole number{unit}"))),
-            Ok(v) if v == 0 || max.is_some_and(|max| v > max) => Err(err(&match max {
-                Some(max) => format!("must be between 1 and {max}"),
-                None => "must be at least 1".to_string(),
-            })),
-            Ok(v) => Ok(v),
-        };
+        let v = KeyValue { key, text: value };
         match key {
+            "retention.days" => self.retention_days = v.count(" of days", Some(3650))?,
+            "retention.maxRows" => self.retention_max_rows = v.count("", None)?,
+            "monitor.intervalSeconds" => self.monitor_interval_secs = v.count(" of seconds", None)?,
+            "workspace.awareness" => self.workspace_awareness = v.one_of([("on", true), ("off", false)])?,
+            _ if key.starts_with("session.") => self.set_session(v)?,
+            _ if key.starts_with("gateway.") => self.set_gateway(v)?,
+            _ => return Err(v.error("unknown key")),
+        }
+        Ok(())
+    }
+
+    /// [`set`](Config::set) for the `session.*` keys.
+    fn set_session(&mut self, v: KeyValue<'_>) -> Result<(), ConfigError> {
+        match v.key {
             "session.scope" => {
-                self.scope = one_of(value, [("per-sender", Scope::PerSender), ("global", Scope::Global)])
-                    .map_err(|m| err(&m))?;
+                self.scope = v.one_of([("per-sender", Scope::PerSender), ("global", Scope::Global)])?;
             }
             "session.groupScope" => {
                 self.group_scope =
-                    one_of(value, [("per-group", GroupScope::PerGroup), ("main", GroupScope::Main)])
-                        .map_err(|m| err(&m))?;
+                    v.one_of([("per-group", GroupScope::PerGroup), ("main", GroupScope::Main)])?;
             }
             "session.mainKey" => {
-                let v = value.trim().to_ascii_lowercase();
-                if v.is_empty() || v.contains(char::is_whitespace) {
-                    return Err(err("must be a non-empty key part without spaces"));
+                let main_key = v.text.trim().to_ascii_lowercase();
+                if main_key.is_empty() || main_key.contains(char::is_whitespace) {
+                    return Err(v.error("must be a non-empty key part without spaces"));
                 }
-                self.main_key = v;
+                self.main_key = main_key;
             }
             "session.notifyOnCreate" => {
-                self.notify_on_create = value.parse().map_err(|_| err("expected true or false"))?;
+                self.notify_on_create = v.text.parse().map_err(|_| v.error("expected true or false"))?;
             }
-            "retention.days" => self.retention_days = count(" of days", Some(3650))?,
-            "retention.maxRows" => self.retention_max_rows = count("", None)?,
-            "monitor.intervalSeconds" => self.monitor_interval_secs = count(" of seconds", None)?,
-            "workspace.awareness" => {
-                self.workspace_awareness =
-                    one_of(value, [("on", true), ("off", false)]).map_err(|m| err(&m))?;
-            }
+            _ => return Err(v.error("unknown key")),
+        }
+        Ok(())
+    }
+
+    /// [`set`](Config::set) for the `gateway.*` keys.
+    fn set_gateway(&mut self, v: KeyValue<'_>) -> Result<(), ConfigError> {
+        match v.key {
             "gateway.listen" => {
-                self.listen = value.parse().map_err(|_| err("expected an address such as 127.0.0.1:7420"))?;
+                self.listen =
+                    v.text.parse().map_err(|_| v.error("expected an address such as 127.0.0.1:7420"))?;
             }
             "gateway.database" => {
-                if value.trim().is_empty() {
-                    return Err(err("must not be empty"));
+                if v.text.trim().is_empty() {
+                    return Err(v.error("must not be empty"));
                 }
-                self.database = Some(value.trim().to_string());
+                self.database = Some(v.text.trim().to_string());
             }
-            "gateway.auth" => {
-                self.auth = one_of(value, [("token", AuthMode::Token), ("none", AuthMode::None)])
-                    .map_err(|m| err(&m))?;
-            }
+            "gateway.auth" => self.auth = v.one_of([("token", AuthMode::Token), ("none", AuthMode::None)])?,
             "gateway.mcpAllowedHosts" => {
-                let hosts: Vec<String> = value
+                let hosts: Vec<String> = v
+                    .text
                     .split(',')
                     .map(|h| h.trim().to_ascii_lowercase())
                     .filter(|h| !h.is_empty())
                     .collect();
                 if let Some(bad) = hosts.iter().find(|h| h.contains(['/', '*', ' ', '@'])) {
-                    return Err(err(&format!("\"{bad}\" is not a host name or host:port")));
+                    return Err(v.error(&format!("\"{bad}\" is not a host name or host:port")));
                 }
                 self.mcp_allowed_hosts = hosts;
             }
             "gateway.headerTimeoutSeconds" | "gateway.bodyTimeoutSeconds" | "gateway.mcpIdleSeconds" => {
-                let d = std::time::Duration::from_secs(count(" of seconds", Some(86_400))?);
-                match key {
+                let d = std::time::Duration::from_secs(v.count(" of seconds", Some(86_400))?);
+                match v.key {
                     "gateway.headerTimeoutSeconds" => self.limits.header_timeout = d,
                     "gateway.bodyTimeoutSeconds" => self.limits.body_timeout = d,
                     _ => self.limits.mcp_idle = d,
@@ -337,13 +340,13 @@ impl Config {
             }
             "gateway.maxConnections" | "gateway.mcpMaxSessions" => {
                 // At most 100000, so it fits any `usize`.
-                let v = count("", Some(100_000))? as usize;
-                match key {
-                    "gateway.maxConnections" => self.limits.max_connections = v,
-                    _ => self.limits.mcp_max_sessions = v,
+                let n = v.count("", Some(100_000))? as usize;
+                match v.key {
+                    "gateway.maxConnections" => self.limits.max_connections = n,
+                    _ => self.limits.mcp_max_sessions = n,
                 }
             }
-            _ => return Err(err("unknown key")),
+            _ => return Err(v.error("unknown key")),
         }
         Ok(())
     }
@@ -401,6 +404,35 @@ impl Config {
 /// Whether a `--database` value names a PostgreSQL server rather than a SQLite file.
 pub fn is_postgres_url(database: &str) -> bool {
     database.starts_with("postgres://") || database.starts_with("postgresql://")
+}
+
+/// A key's value as given (a flag, a variable, a file's entry), with the refusals [`Config::set`] words.
+#[derive(Clone, Copy)]
+struct KeyValue<'a> {
+    key: &'a str,
+    text: &'a str,
+}
+
+impl KeyValue<'_> {
+    fn error(&self, message: &str) -> ConfigError {
+        ConfigError::Value { key: self.key.to_string(), message: message.to_string() }
+    }
+
+    /// A whole number (`unit`: " of days", …, as the refusal words it) from 1 to `max`, if any.
+    fn count(&self, unit: &str, max: Option<u64>) -> Result<u64, ConfigError> {
+        match self.text.parse::<u64>() {
+            Err(_) => Err(self.error(&format!("expected a whole number{unit}"))),
+            Ok(v) if v == 0 || max.is_some_and(|max| v > max) => Err(self.error(&match max {
+                Some(max) => format!("must be between 1 and {max}"),
+                None => "must be at least 1".to_string(),
+            })),
+            Ok(v) => Ok(v),
+        }
+    }
+
+    fn one_of<T>(&self, options: [(&str, T); 2]) -> Result<T, ConfigError> {
+        one_of(self.text, options).map_err(|m| self.error(&m))
+    }
 }
 
 /// `value` as one of a key's two words, refused as `expected "a" or "b"`.
