@@ -13,6 +13,9 @@ use sessionwatch_upstream::{CatalogId, Homes, Probe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The embedded gateway the monitor's figures are taken on.
+type Gateway = sessionwatch_server::Gateway<SqliteStore>;
+
 const CLAUDE: &str = include_str!(
     "../../../upstream/tests/fixtures/claude/home/.claude/projects/-home-user-work-demo/5ae04bcf-dcae-4d38-b508-e94477a366c6.jsonl"
 );
@@ -126,10 +129,7 @@ fn median(mut v: Vec<Duration>) -> f64 {
 /// What a tick reads from the store before any source is checked, alone, the median of `runs` each: an
 /// idle tick's question whether the watched links changed since the version it holds (it reads nothing
 /// per link), and the read of every watched link that a tick after a change makes.
-async fn link_reads_ms(
-    gateway: &sessionwatch_server::Gateway<SqliteStore>,
-    runs: usize,
-) -> anyhow::Result<(f64, f64)> {
+async fn link_reads_ms(gateway: &Gateway, runs: usize) -> anyhow::Result<(f64, f64)> {
     let store = gateway.store();
     let WatchedLinks::Read { version: Some(version), .. } = store.watched_links_since(None).await? else {
         anyhow::bail!("SQLite answered the watched links without a version");
@@ -154,20 +154,48 @@ pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>>
     let gw = Embedded::start().await?;
     let gateway = gw.gateway.clone();
     gateway.set_homes(Homes::with_home(&home));
+    adopt_and_watch(&gateway, &sources).await?;
+    let (idle_ms, stat_ms) = idle_ticks(&gateway, &sources, sz.ticks).await?;
+    let (idle_reads_ms, full_reads_ms) = link_reads_ms(&gateway, sz.ticks).await?;
+    let (turn_ms, one_ms) = turn_ticks(&gateway, &sources, sz.ticks).await?;
+    gw.stop().await?;
+    let _ = std::fs::remove_dir_all(&home);
+    Ok(vec![
+        Figure::new("adopted_sessions", sources.len() as f64, "sessions"),
+        Figure::new("monitor_idle_tick_ms_1000_sessions", idle_ms, "ms"),
+        Figure::new("bare_stat_ms_1000_sessions", stat_ms, "ms"),
+        Figure::new("monitor_idle_tick_vs_bare_stat_ratio", ratio(idle_ms, stat_ms), "x"),
+        Figure::new("monitor_link_reads_ms_1000_sessions", idle_reads_ms, "ms"),
+        Figure::new("monitor_full_link_read_ms_1000_sessions", full_reads_ms, "ms"),
+        Figure::new("monitor_turn_tick_ms_1000_sessions", turn_ms, "ms"),
+        Figure::new("one_classification_ms", one_ms, "ms"),
+        Figure::new(
+            "monitor_turn_tick_vs_idle_tick_plus_one_classification_ratio",
+            ratio(turn_ms, idle_ms + one_ms),
+            "x",
+        ),
+    ])
+}
+
+/// Adopts every source's session and watches it (the monitor checks the links of watched sessions only).
+async fn adopt_and_watch(gateway: &Gateway, sources: &[Source]) -> anyhow::Result<()> {
     let pb = progress_bar(sources.len() as u64, "adopting");
-    for s in &sources {
+    for s in sources {
         let adopted = gateway
             .continue_catalog(s.catalog.as_str(), &s.thread, None, None)
             .await
             .map_err(|e| anyhow::anyhow!("adopting {} {}: {e:?}", s.catalog.as_str(), s.thread))?;
-        // The monitor checks the links of watched sessions only.
         let watch =
             gateway.kernel().register_watch(WATCHER, &adopted.session_key, Provenance::Explicit).await;
         anyhow::ensure!(watch.is_watching(), "watching {}: {watch:?}", adopted.session_key);
         pb.inc(1);
     }
     pb.finish_and_clear();
+    Ok(())
+}
 
+/// Medians of `ticks` idle ticks and of as many bare `stat()`s of every source's file, in ms.
+async fn idle_ticks(gateway: &Gateway, sources: &[Source], ticks: usize) -> anyhow::Result<(f64, f64)> {
     let first = gateway.monitor_tick().await; // untimed: warms the caches a running monitor has warm
     anyhow::ensure!(
         first.checked == sources.len(),
@@ -175,27 +203,28 @@ pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>>
         first.checked
     );
     let (mut tick, mut stat) = (vec![], vec![]);
-    for _ in 0..sz.ticks {
+    for _ in 0..ticks {
         let start = Instant::now();
         let report = gateway.monitor_tick().await;
         tick.push(start.elapsed());
         anyhow::ensure!(report.events == 0, "an idle tick recorded events: {report:?}");
         let start = Instant::now();
-        for s in &sources {
+        for s in sources {
             std::hint::black_box(std::fs::metadata(&s.path)?);
         }
         stat.push(start.elapsed());
     }
-    let (idle_ms, stat_ms) = (median(tick), median(stat));
-    let (idle_reads_ms, full_reads_ms) = link_reads_ms(&gateway, sz.ticks).await?;
+    Ok((median(tick), median(stat)))
+}
 
-    // One new turn in one Claude session per sample: the tick classifies it, records it and advances
-    // the link; one classification of the same rows alone beside it. A different session each time, so
-    // each tick finds exactly one new row. Medians: a single sample swung 1.5–2.5× between runs.
+/// One new turn in one Claude session per sample: the tick classifies it, records it and advances the
+/// link; one classification of the same rows alone beside it. A different session each time, so each
+/// tick finds exactly one new row. Medians (a single sample swung 1.5–2.5× between runs), in ms.
+async fn turn_ticks(gateway: &Gateway, sources: &[Source], ticks: usize) -> anyhow::Result<(f64, f64)> {
     let claude: Vec<&Source> = sources.iter().filter(|s| s.catalog == CatalogId::Claude).collect();
     let links = gateway.store().watched_links().await?;
     let (mut turn, mut one) = (vec![], vec![]);
-    for (n, changed) in claude.iter().take(sz.ticks.max(1)).enumerate() {
+    for (n, changed) in claude.iter().take(ticks.max(1)).enumerate() {
         let link = links
             .iter()
             .find(|l| l.thread_id == changed.thread)
@@ -218,22 +247,5 @@ pub(super) async fn ticks(dir: &Path, sz: &Sizes) -> anyhow::Result<Vec<Figure>>
         std::hint::black_box(sessionwatch_upstream::check(CatalogId::Claude, &probe));
         one.push(start.elapsed());
     }
-    let (turn_ms, one_ms) = (median(turn), median(one));
-    gw.stop().await?;
-    let _ = std::fs::remove_dir_all(&home);
-    Ok(vec![
-        Figure::new("adopted_sessions", sources.len() as f64, "sessions"),
-        Figure::new("monitor_idle_tick_ms_1000_sessions", idle_ms, "ms"),
-        Figure::new("bare_stat_ms_1000_sessions", stat_ms, "ms"),
-        Figure::new("monitor_idle_tick_vs_bare_stat_ratio", ratio(idle_ms, stat_ms), "x"),
-        Figure::new("monitor_link_reads_ms_1000_sessions", idle_reads_ms, "ms"),
-        Figure::new("monitor_full_link_read_ms_1000_sessions", full_reads_ms, "ms"),
-        Figure::new("monitor_turn_tick_ms_1000_sessions", turn_ms, "ms"),
-        Figure::new("one_classification_ms", one_ms, "ms"),
-        Figure::new(
-            "monitor_turn_tick_vs_idle_tick_plus_one_classification_ratio",
-            ratio(turn_ms, idle_ms + one_ms),
-            "x",
-        ),
-    ])
+    Ok((median(turn), median(one)))
 }
