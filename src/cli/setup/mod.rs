@@ -213,54 +213,66 @@ fn plan(paths: &Paths, exe: &Path, manifest: &Manifest, no_service: bool) -> Vec
             _ => (paths.codex_hooks.clone(), vec![(EditKind::CodexMcp, paths.codex_config.clone())]),
         };
         let codex = (name == "codex").then(|| found.clone());
-        steps.push(if hooks_installed(&hooks_file, exe, name) {
-            Step {
-                subject: subject.clone(),
-                says: format!("hooks already in {}", hooks_file.display()),
-                action: None,
-            }
-        } else {
-            Step {
-                subject: subject.clone(),
-                says: format!(
-                    "install the hooks in {}{}",
-                    hooks_file.display(),
-                    if codex.is_some() { " and trust them in Codex" } else { "" }
-                ),
-                action: Some(Action::Hooks { cli: name, codex, file: hooks_file }),
-            }
-        });
+        steps.push(plan_hooks(&subject, name, codex, hooks_file, exe));
         for (edit, path) in edits {
-            let text = read_text(&path);
-            let step = match text
-                .as_ref()
-                .map_err(|e| anyhow::anyhow!("{e:#}"))
-                .and_then(|t| edit_text(edit, t.as_deref(), exe))
-            {
-                Ok(None) => Step {
-                    subject: subject.clone(),
-                    says: format!("{} already in {}", describe(edit), path.display()),
-                    action: None,
-                },
-                Ok(Some(_)) => Step {
-                    subject: subject.clone(),
-                    says: format!("add {} to {}", describe(edit), path.display()),
-                    action: Some(Action::Edit { edit, path }),
-                },
-                Err(e) => Step {
-                    subject: subject.clone(),
-                    says: format!(
-                        "{} not added: {} is not what {name} reads ({e:#}); it was left untouched",
-                        describe(edit),
-                        path.display()
-                    ),
-                    action: None,
-                },
-            };
-            steps.push(step);
+            steps.push(plan_edit(&subject, name, edit, path, exe));
         }
     }
     steps
+}
+
+/// A CLI's hooks (or plugin) in `hooks_file`: already ours, or to install (and, for Codex, to trust).
+fn plan_hooks(
+    subject: &str,
+    name: &'static str,
+    codex: Option<PathBuf>,
+    hooks_file: PathBuf,
+    exe: &Path,
+) -> Step {
+    if hooks_installed(&hooks_file, exe, name) {
+        return Step {
+            subject: subject.to_string(),
+            says: format!("hooks already in {}", hooks_file.display()),
+            action: None,
+        };
+    }
+    Step {
+        subject: subject.to_string(),
+        says: format!(
+            "install the hooks in {}{}",
+            hooks_file.display(),
+            if codex.is_some() { " and trust them in Codex" } else { "" }
+        ),
+        action: Some(Action::Hooks { cli: name, codex, file: hooks_file }),
+    }
+}
+
+/// One edit of a CLI's own config file at `path`: already there, to add, or not made because the file
+/// is not what the CLI reads (left untouched).
+fn plan_edit(subject: &str, name: &str, edit: EditKind, path: PathBuf, exe: &Path) -> Step {
+    let text = read_text(&path);
+    let planned =
+        text.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|t| edit_text(edit, t.as_deref(), exe));
+    let subject = subject.to_string();
+    match planned {
+        Ok(None) => {
+            Step { subject, says: format!("{} already in {}", describe(edit), path.display()), action: None }
+        }
+        Ok(Some(_)) => Step {
+            subject,
+            says: format!("add {} to {}", describe(edit), path.display()),
+            action: Some(Action::Edit { edit, path }),
+        },
+        Err(e) => Step {
+            subject,
+            says: format!(
+                "{} not added: {} is not what {name} reads ({e:#}); it was left untouched",
+                describe(edit),
+                path.display()
+            ),
+            action: None,
+        },
+    }
 }
 
 /// Pi: our one extension file (no MCP: Pi 0.73 has no MCP client of its own).
