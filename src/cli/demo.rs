@@ -93,55 +93,8 @@ pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
             println!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default());
         }
     };
-
-    let main = "agent:main:main";
     say(&format!("sessionwatch demo: an embedded gateway on {base}, a temporary database.\n"));
-    say("1. The manager session agent:main:main spawns a worker (tool sessions_spawn):");
-    let task = Some("Summarise the incident report".to_string());
-    let spawned = http
-        .tool(main, "sessions_spawn", ToolArgs { task, label: Some("worker".into()), ..ToolArgs::default() })
-        .await?;
-    show("spawn", &spawned);
-    let child = read::<SpawnJson>(&spawned, "sessions_spawn")?.child_session_key;
-
-    say(
-        "2. A human jumps straight into the worker and types twenty times (POST /v1/sessions/{key}/inbound):",
-    );
-    let mut last = Value::Null;
-    for i in 1..=20 {
-        last = http.inbound(&child, format!("human message {i}"), Some("alice")).await?;
-    }
-    say("   (the last answer)");
-    show("inbound", &last);
-
-    say(
-        "3. The manager begins its next turn (POST /v1/sessions/{key}/turns): exactly one notice, not twenty:",
-    );
-    let text = http.one_notice(main, &show).await?;
-    say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
-    let since: u64 =
-        text.rsplit("changesSince ").next().and_then(|s| s.trim_end_matches('.').parse().ok()).unwrap_or(0);
-
-    say(&format!("4. It reconciles before acting (tool session_status, changesSince {since}, limit 5):"));
-    let args = ToolArgs {
-        session_key: Some(child.clone()),
-        changes_since: Some(since),
-        limit: Some(5),
-        ..ToolArgs::default()
-    };
-    let status = http.tool(main, "session_status", args).await?;
-    let mut shown = status.clone();
-    if let Some(o) = shown.as_object_mut() {
-        o.remove("statusText");
-    }
-    show("status", &shown);
-
-    say("5. The human writes once more; the manager's next turn holds exactly one notice again:");
-    http.inbound(&child, "one more thing".into(), None).await?;
-    let text = http.one_notice(main, &show).await?;
-    say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
-    say("Done: one coalesced notice per burst, an exact delta on demand.");
-
+    let child = tell(&http, &say, &show).await?;
     if !open {
         say("Run `sessionwatch demo --open` to look at this story in the dashboard.");
         gateway.stop().await?;
@@ -163,4 +116,57 @@ pub async fn run(json_only: bool, open: bool) -> anyhow::Result<ExitCode> {
     tokio::signal::ctrl_c().await?;
     gateway.stop().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The story, step by step (`say` narrates, `show` prints each answer): a manager spawns a worker, a
+/// human types into the worker twenty times, the manager's next turn holds one notice and it reconciles;
+/// one more message, one more notice. Answers the worker's key.
+async fn tell(http: &Http, say: &impl Fn(&str), show: &impl Fn(&str, &Value)) -> anyhow::Result<String> {
+    let main = "agent:main:main";
+    say("1. The manager session agent:main:main spawns a worker (tool sessions_spawn):");
+    let task = Some("Summarise the incident report".to_string());
+    let spawned = http
+        .tool(main, "sessions_spawn", ToolArgs { task, label: Some("worker".into()), ..ToolArgs::default() })
+        .await?;
+    show("spawn", &spawned);
+    let child = read::<SpawnJson>(&spawned, "sessions_spawn")?.child_session_key;
+
+    say(
+        "2. A human jumps straight into the worker and types twenty times (POST /v1/sessions/{key}/inbound):",
+    );
+    let mut last = Value::Null;
+    for i in 1..=20 {
+        last = http.inbound(&child, format!("human message {i}"), Some("alice")).await?;
+    }
+    say("   (the last answer)");
+    show("inbound", &last);
+
+    say(
+        "3. The manager begins its next turn (POST /v1/sessions/{key}/turns): exactly one notice, not twenty:",
+    );
+    let text = http.one_notice(main, show).await?;
+    say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
+    let since: u64 =
+        text.rsplit("changesSince ").next().and_then(|s| s.trim_end_matches('.').parse().ok()).unwrap_or(0);
+
+    say(&format!("4. It reconciles before acting (tool session_status, changesSince {since}, limit 5):"));
+    let args = ToolArgs {
+        session_key: Some(child.clone()),
+        changes_since: Some(since),
+        limit: Some(5),
+        ..ToolArgs::default()
+    };
+    let status = http.tool(main, "session_status", args).await?;
+    let mut shown = status.clone();
+    if let Some(o) = shown.as_object_mut() {
+        o.remove("statusText");
+    }
+    show("status", &shown);
+
+    say("5. The human writes once more; the manager's next turn holds exactly one notice again:");
+    http.inbound(&child, "one more thing".into(), None).await?;
+    let text = http.one_notice(main, show).await?;
+    say(&format!("   The manager sees, inside its turn:\n\n   {text}\n"));
+    say("Done: one coalesced notice per burst, an exact delta on demand.");
+    Ok(child)
 }
