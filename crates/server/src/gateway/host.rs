@@ -75,15 +75,16 @@ impl<S: Store> Gateway<S> {
         let delivered = self.deliver(write).await?;
         self.kernel.served(&r.key).await;
         let event = match delivered.recorded {
-            Some(RecordOutcome::Recorded(e)) => Some(Arc::unwrap_or_clone(e)),
+            Some(RecordOutcome::Recorded(e)) => Some(e),
             _ => None,
         };
-        // The main session watches its groups after their first human turn (queue only, no wake).
-        let kind = classify_session_kind(&r.key, row.chat_type.as_deref(), &self.config.main_key);
+        // The main session watches its groups after their first human turn (queue only, no wake). The
+        // key's kind is worked out last: most turns are told apart by the cheaper checks.
         if human
             && self.config.group_scope == GroupScope::PerGroup
-            && kind == SessionKind::Group
             && row.spawned_by.is_none()
+            && classify_session_kind(&r.key, row.chat_type.as_deref(), &self.config.main_key)
+                == SessionKind::Group
         {
             let home = self.home_key(&r.agent_id);
             self.kernel.register_watch(&home, &r.key, Provenance::AmbientGroup).await;

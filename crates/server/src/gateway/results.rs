@@ -3,6 +3,7 @@
 
 use sessionwatch_core::{ChangesPage, QueuedEvent, StoredEvent};
 use sessionwatch_store::{InboxItem, SessionActivity, SessionRow, TranscriptMessage};
+use std::sync::Arc;
 
 /// The result of one tool call.
 #[derive(Clone, Debug)]
@@ -92,8 +93,8 @@ pub(crate) struct InboundOutput {
     pub session_key: String,
     pub session_id: String,
     pub state_version: u64,
-    /// The `human_direct_message` recorded, if one was.
-    pub event: Option<StoredEvent>,
+    /// The `human_direct_message` recorded, if one was (shared with the store's tail cache, not copied).
+    pub event: Option<Arc<StoredEvent>>,
 }
 
 /// A turn's drained system events (`POST …/turns` with the inbox, `POST …/notices` without).

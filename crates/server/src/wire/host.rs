@@ -25,7 +25,7 @@ pub(crate) fn session_created(o: &SessionCreated) -> SessionCreatedJson {
 
 pub(crate) fn inbound(o: &InboundOutput) -> InboundJson {
     InboundJson {
-        event: o.event.as_ref().map(EventJson::from),
+        event: o.event.as_deref().map(EventJson::from),
         session_id: o.session_id.clone(),
         session_key: o.session_key.clone(),
         state_version: o.state_version,
