@@ -30,8 +30,7 @@ pub(crate) struct InboundTurn {
 impl<S: Store> Gateway<S> {
     /// Resolves a host-API key (agent from the key, else `agentId`, else `main`).
     pub(crate) fn resolve_host_key(&self, raw: &str, agent_id: Option<&str>) -> ApiResult<SessionRef> {
-        let agent = agent_id.map(str::to_string).unwrap_or_else(|| Self::caller_agent(raw));
-        self.resolve(raw, &agent)
+        self.resolve_with(raw, || agent_id.map(str::to_string).unwrap_or_else(|| Self::caller_agent(raw)))
     }
 
     /// `POST /v1/sessions`.

@@ -109,7 +109,7 @@ impl<S: Store> Gateway<S> {
     }
 
     async fn existing_pair(&self, watcher: &str, target: &str) -> ApiResult<(SessionRef, SessionRef)> {
-        let w = self.resolve(watcher, &Self::caller_agent(watcher))?;
+        let w = self.resolve_with(watcher, || Self::caller_agent(watcher))?;
         let t = self.resolve(target, &w.agent_id)?;
         self.require_session(&w).await?;
         self.require_session(&t).await?;

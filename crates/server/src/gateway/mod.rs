@@ -147,6 +147,12 @@ impl<S: Store> Gateway<S> {
     /// global scope); agent-qualified keys are canonical lower case; under `groupScope: main` a group key
     /// routes into the main session; other bare keys stay bare, owned by the caller's agent.
     pub(crate) fn resolve(&self, raw: &str, agent_id: &str) -> ApiResult<SessionRef> {
+        self.resolve_with(raw, || agent_id.to_string())
+    }
+
+    /// [`resolve`](Self::resolve) with the caller's agent worked out only for a key that needs it (`main`,
+    /// `global`, a bare key): an agent-qualified key names its own.
+    pub(crate) fn resolve_with(&self, raw: &str, agent_id: impl FnOnce() -> String) -> ApiResult<SessionRef> {
         let raw = raw.trim();
         if raw.is_empty() {
             return Err(ApiError::invalid("sessionKey must not be empty"));
@@ -156,12 +162,12 @@ impl<S: Store> Gateway<S> {
         }
         let lower = raw.to_ascii_lowercase();
         if lower == "main" || (self.config.scope == Scope::Global && lower == "global") {
+            let agent_id = agent_id();
             return Ok(match self.config.scope {
-                Scope::Global => SessionRef { key: "global".into(), agent_id: agent_id.to_string() },
-                Scope::PerSender => SessionRef {
-                    key: AgentSessionKey::build(agent_id, &self.config.main_key),
-                    agent_id: agent_id.to_string(),
-                },
+                Scope::Global => SessionRef { key: "global".into(), agent_id },
+                Scope::PerSender => {
+                    SessionRef { key: AgentSessionKey::build(&agent_id, &self.config.main_key), agent_id }
+                }
             });
         }
         if lower.starts_with("agent:") {
@@ -178,13 +184,13 @@ impl<S: Store> Gateway<S> {
             }
             return Ok(SessionRef { key: key.as_str().to_string(), agent_id: key.agent_id().to_string() });
         }
-        Ok(SessionRef { key: lower, agent_id: agent_id.to_string() })
+        Ok(SessionRef { key: lower, agent_id: agent_id() })
     }
 
     /// Resolves the caller's own key (default `main`).
     pub(crate) fn resolve_caller(&self, raw: Option<&str>) -> ApiResult<SessionRef> {
         let raw = raw.unwrap_or("main");
-        self.resolve(raw, &Self::caller_agent(raw))
+        self.resolve_with(raw, || Self::caller_agent(raw))
     }
 
     pub(crate) async fn session(&self, r: &SessionRef) -> ApiResult<Option<SessionRow>> {
