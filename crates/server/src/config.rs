@@ -430,19 +430,15 @@ impl KeyValue<'_> {
         }
     }
 
-    fn one_of<T>(&self, options: [(&str, T); 2]) -> Result<T, ConfigError> {
-        one_of(self.text, options).map_err(|m| self.error(&m))
-    }
-}
-
-/// `value` as one of a key's two words, refused as `expected "a" or "b"`.
-fn one_of<T>(value: &str, [(a, when_a), (b, when_b)]: [(&str, T); 2]) -> Result<T, String> {
-    if value == a {
-        Ok(when_a)
-    } else if value == b {
-        Ok(when_b)
-    } else {
-        Err(format!("expected \"{a}\" or \"{b}\""))
+    /// The value as one of a key's two words, refused as `expected "a" or "b"`.
+    fn one_of<T>(&self, [(a, when_a), (b, when_b)]: [(&str, T); 2]) -> Result<T, ConfigError> {
+        if self.text == a {
+            Ok(when_a)
+        } else if self.text == b {
+            Ok(when_b)
+        } else {
+            Err(self.error(&format!("expected \"{a}\" or \"{b}\"")))
+        }
     }
 }
 
