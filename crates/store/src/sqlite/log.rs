@@ -106,15 +106,19 @@ const IDLE_FOLD_STEP: i64 = 2048;
 /// append finds `SqliteOptions::staged_rows` ids' worth staged ([`due_for_fold`]), folds them all and
 /// waits for the copy.
 /// A burst's rows are mostly folded after it; fewer rows wait, so idle moments are not each spent on a
-/// commit.
-pub(crate) fn fold_when_idle(conn: &Connection, job_waiting: &dyn Fn() -> bool) -> Result<()> {
+/// commit. `asked`: an append on a caller's thread found a fold due and left it here (whatever is staged
+/// is folded, at least one step's worth whether a job waits or not).
+pub(crate) fn fold_when_idle(conn: &Connection, asked: bool, job_waiting: &dyn Fn() -> bool) -> Result<()> {
     let staged: i64 = conn
         .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM session_state_events_staged LIMIT ?1)")?
         .query_row([IDLE_FOLD_ROWS], |r| r.get(0))?;
-    if staged < IDLE_FOLD_ROWS {
+    if staged < IDLE_FOLD_ROWS && !asked {
         return Ok(());
     }
-    while !job_waiting() {
+    // An asked fold does its first step even with a job waiting: else an append whose turn came just as
+    // the fold did would leave it to the next due append, a staging round later.
+    let mut first_step_asked = asked;
+    while std::mem::take(&mut first_step_asked) || !job_waiting() {
         let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
         let moved = fold_oldest(&tx, IDLE_FOLD_STEP)?;
         tx.commit()?;
@@ -308,7 +312,7 @@ impl SqliteStore {
             ..before
         };
         tx.move_head(&stored.session_key, &stored.agent_id, row)?;
-        if due_for_fold(tx, id, fold_every)? {
+        if due_for_fold(tx, id, fold_every)? && !tx.defer_fold() {
             fold_or_keep_staged(tx)?;
         }
         for (watcher, cursor) in &cursors.moved {
@@ -512,40 +516,60 @@ mod tests {
     /// moment folds the rest.
     #[test]
     fn an_idle_fold_goes_a_step_at_a_time_and_stops_for_a_waiting_job() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
-        crate::sqlite::schema::migrate(&mut conn).unwrap();
         const STAGED: i64 = 5_000;
-        conn.execute(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1) \
-             INSERT INTO session_state_events_staged \
-               (id, session_key, agent_id, sequence, kind, actor_type, occurred_at, summary) \
-             SELECT i, ?2, 'main', i, 'human_direct_message', 'human', 1000 + i, 'human message' FROM n",
-            rusqlite::params![STAGED, KEY],
-        )
-        .unwrap();
-        let count = |table: &str| -> (i64, i64, i64) {
-            conn.query_row(&format!("SELECT COUNT(*), MIN(id), MAX(id) FROM {table}"), [], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-                    r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                ))
-            })
-            .unwrap()
-        };
+        let (_dir, conn) = staged(STAGED);
+        let count = |table: &str| count(&conn, table);
         let asked = std::cell::Cell::new(0);
         let job_after_one_step = || {
             asked.set(asked.get() + 1);
             asked.get() > 1
         };
-        super::fold_when_idle(&conn, &job_after_one_step).unwrap();
+        super::fold_when_idle(&conn, false, &job_after_one_step).unwrap();
         let step = super::IDLE_FOLD_STEP;
         assert_eq!(count("session_state_events"), (step, 1, step), "one step, the oldest rows");
         assert_eq!(count("session_state_events_staged"), (STAGED - step, step + 1, STAGED), "the rest stays");
-        super::fold_when_idle(&conn, &|| false).unwrap();
+        super::fold_when_idle(&conn, false, &|| false).unwrap();
         assert_eq!(count("session_state_events"), (STAGED, 1, STAGED), "the next idle moment folds the rest");
         assert_eq!(count("session_state_events_staged").0, 0);
+    }
+
+    /// A fold an append left to the idle work (`asked`) is done even below the idle fold's least rows,
+    /// and its first step even with a job waiting.
+    #[test]
+    fn an_asked_fold_takes_its_first_step_whatever() {
+        let (_dir, conn) = staged(100);
+        super::fold_when_idle(&conn, false, &|| false).unwrap();
+        assert_eq!(count(&conn, "session_state_events").0, 0, "fewer than the idle fold's least rows");
+        super::fold_when_idle(&conn, true, &|| true).unwrap();
+        assert_eq!(count(&conn, "session_state_events"), (100, 1, 100), "asked: folded, a job waiting");
+    }
+
+    /// A migrated database with ids 1..=n staged for one session.
+    fn staged(n: i64) -> (tempfile::TempDir, rusqlite::Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
+        crate::sqlite::schema::migrate(&mut conn).unwrap();
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1) \
+             INSERT INTO session_state_events_staged \
+               (id, session_key, agent_id, sequence, kind, actor_type, occurred_at, summary) \
+             SELECT i, ?2, 'main', i, 'human_direct_message', 'human', 1000 + i, 'human message' FROM n",
+            rusqlite::params![n, KEY],
+        )
+        .unwrap();
+        (dir, conn)
+    }
+
+    /// A table's rows: how many, the least id and the greatest (0 when empty).
+    fn count(conn: &rusqlite::Connection, table: &str) -> (i64, i64, i64) {
+        conn.query_row(&format!("SELECT COUNT(*), MIN(id), MAX(id) FROM {table}"), [], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            ))
+        })
+        .unwrap()
     }
 
     /// The tail page read on the caller's thread: served for a session this store wrote, `None` (the

@@ -25,7 +25,7 @@ use crate::tail::HeadRow;
 use foldhash::{HashMap, HashSet};
 use rusqlite::{CachedStatement, Connection, Statement, params};
 use sessionwatch_core::Millis;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -146,6 +146,10 @@ pub(crate) struct WriteTx<'c> {
     /// agent → session → the head rows this transaction's appends moved: `None` once written, `Some`
     /// while a later move waits for [`WriteTx::write_held`].
     moved_heads: RefCell<BySession<Option<HeadRow>>>,
+    /// An append due to fold the staging table leaves the fold to the writer's idle work
+    /// ([`WriteTx::defer_fold`]).
+    defers_folds: bool,
+    fold_deferred: Cell<bool>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -165,7 +169,27 @@ impl<'c> WriteTx<'c> {
             memory,
             touched: RefCell::default(),
             moved_heads: RefCell::default(),
+            defers_folds: false,
+            fold_deferred: Cell::new(false),
         })
+    }
+
+    /// This transaction runs on a caller's thread (an async worker), which a fold's copy of the staging
+    /// table must not stall: its appends leave their folds to the writer's idle work.
+    pub fn deferring_folds(self) -> WriteTx<'c> {
+        WriteTx { defers_folds: true, ..self }
+    }
+
+    /// Called by an append due to fold the staging table: answers whether the fold is left to the
+    /// writer's idle work (and notes that it is), instead of done in this transaction.
+    pub fn defer_fold(&self) -> bool {
+        self.fold_deferred.set(self.defers_folds);
+        self.defers_folds
+    }
+
+    /// An append left its fold to the writer's idle work.
+    pub fn fold_deferred(&self) -> bool {
+        self.fold_deferred.get()
     }
 
     /// Runs `f` on the statement for `sql`, prepared (or taken from rusqlite's cache) once per

@@ -12,16 +12,18 @@
 //! starts a new transaction. Such failures are I/O errors, not a request's own faults: those are found
 //! before a job's first write.
 //!
-//! Jobs run on tokio's blocking pool (one driver at a time), never on the submitting thread: a commit or a
-//! 5 s busy wait must not stall an async worker thread and with it unrelated requests. Once no job has
-//! come for [`QUIET`], the driver does the store's idle work ([`IdleWork`], the staging table's fold).
+//! Batches run on tokio's blocking pool (one driver at a time), not on the submitting thread: a batch, a
+//! fold or a 5 s busy wait must not stall an async worker thread and with it unrelated requests. The one
+//! exception is an append submitted while the writer is free ([`Writer::run_on_callers_thread`]): bounded
+//! work, begun only if it can begin at once, its fold (if due) left to the idle work. Once no write has
+//! come for [`QUIET`], a driver does the store's idle work ([`IdleWork`], the staging table's fold).
 
 use super::transaction::{WriteTx, WriterMemory};
 use crate::{GroupCommitCounter, GroupCommits, Result, StoreError};
 use rusqlite::Connection;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Told once the batch's commit outcome is known: `None` when it committed.
@@ -35,6 +37,13 @@ const MAX_BATCH: usize = 512;
 /// How long an idle driver waits for the next job before it stops ([`Writer::linger`]).
 const LINGER: Duration = Duration::from_micros(50);
 
+/// How long after a driver's batch an append still goes to the pool rather than run on its caller's
+/// thread ([`Writer::run_on_callers_thread`]): concurrent writers' appends are batched there, and one run
+/// aside splits their batches and stalls an async worker with its commit. (Asking only whether the last
+/// batch carried one write let the gateway's inbound turns from 16 clients run aside: 0.28–0.33 of the
+/// bare handler, p99 4.8–6.2× the bare p99, against 0.33–0.39 and 2.4–4.6× on the pool alone.)
+const POOL_RECENTLY: Duration = Duration::from_millis(1);
+
 /// Whether a job keeps the writer's memory (head rows, the last id, targets without a settled cursor)
 /// true by itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,10 +54,11 @@ pub(crate) enum Memory {
     Forgotten,
 }
 
-/// What the writer does when no job has come for [`QUIET`], on its connection (outside any
-/// transaction). Its second argument answers whether a job is waiting meanwhile: work done in steps
+/// What the writer does when no job has come for [`QUIET`] (at once when an append left it a fold), on
+/// its connection (outside any transaction). Its second argument says whether an append left it a fold
+/// ([`WriteTx::defer_fold`]); its third answers whether a job is waiting meanwhile: work done in steps
 /// stops between two, so a job waits for one step, not for all of them.
-pub(crate) type IdleWork = fn(&Connection, &dyn Fn() -> bool) -> Result<()>;
+pub(crate) type IdleWork = fn(&Connection, bool, &dyn Fn() -> bool) -> Result<()>;
 
 /// How long the writer must have had no job before it does its idle work, its driver parked meanwhile:
 /// long enough that a writer under steady load (16 producers) does not do it between batches, where a
@@ -80,10 +90,27 @@ pub(crate) struct Writer {
     /// lock, so a submit that finds it unset has no sleeper to wake (and makes no system call).
     driver_waiting: AtomicBool,
     job_came: Condvar,
+    /// A driver is running batches or lingering for the next job: an append goes to it, not to the
+    /// caller's thread.
+    driving: AtomicBool,
+    /// [`POOL_RECENTLY`] after a driver last ended a batch, in microseconds since `epoch`: until then,
+    /// writes come from concurrent writers, whose batches an append on its caller's thread would split.
+    pool_recently_until_us: AtomicU64,
+    epoch: Instant,
+    /// Writes have run since the idle work last did.
+    idle_due: AtomicBool,
+    /// An append on a caller's thread left its fold to the idle work, which does it without waiting for
+    /// the quiet time.
+    fold_wanted: AtomicBool,
+    /// Appends run on callers' threads so far: each one restarts the quiet time.
+    appends_on_callers: AtomicU64,
+    /// The connection's busy timeout, given back after an append on a caller's thread began without one.
+    busy_timeout: Duration,
 }
 
 impl Writer {
     pub fn new(conn: Connection, idle: IdleWork) -> Writer {
+        let busy_ms = conn.pragma_query_value(None, "busy_timeout", |r| r.get::<_, i64>(0)).unwrap_or(0);
         Writer {
             conn: Mutex::new(Some(Held { conn, memory: RefCell::default() })),
             pending: Mutex::new(Vec::new()),
@@ -94,6 +121,13 @@ impl Writer {
             quiet: QUIET,
             driver_waiting: AtomicBool::new(false),
             job_came: Condvar::new(),
+            driving: AtomicBool::new(false),
+            pool_recently_until_us: AtomicU64::new(0),
+            epoch: Instant::now(),
+            idle_due: AtomicBool::new(false),
+            fold_wanted: AtomicBool::new(false),
+            appends_on_callers: AtomicU64::new(0),
+            busy_timeout: Duration::from_millis(busy_ms.max(0) as u64),
         }
     }
 
@@ -111,8 +145,9 @@ impl Writer {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `f`; `done` receives its result after the commit that contains it. Answers whether the
-    /// write is a lone one: nothing was queued or running, so it will be answered after one lone commit.
+    /// Queues `f` (or runs it at once, an append while the writer is free); `done` receives its result
+    /// after the commit that contains it. Answers whether the write is a lone one: nothing was queued or
+    /// running, so it is answered after one lone commit.
     pub fn submit<T: Send + 'static>(
         self: &Arc<Self>,
         memory: Memory,
@@ -147,6 +182,13 @@ impl Writer {
             });
             (succeeded, completion)
         });
+        let job = match memory {
+            Memory::Kept => match self.run_on_callers_thread(job) {
+                Ok(()) => return true,
+                Err(job) => job,
+            },
+            Memory::Forgotten => job,
+        };
         let lone = {
             let mut pending = self.lock_pending();
             let lone = pending.is_empty() && !self.in_batch.load(Ordering::Acquire);
@@ -158,6 +200,70 @@ impl Writer {
         };
         self.schedule();
         lone
+    }
+
+    /// Runs an append (one event, a turn's rows: bounded work) on the caller's thread when the writer is
+    /// free: no driver running batches or lingering for one, none for [`POOL_RECENTLY`] (concurrent
+    /// writers' batches are not split), nothing queued, the connection not held (by the idle work, say).
+    /// Handing it to a pool thread and back costs two thread wake-ups, more than a lone commit; on a
+    /// virtual machine whose host also runs other machines' vCPUs, each waits for the host to run a
+    /// sleeping vCPU again (sequential appends: 0.4–0.5 of the bare commit loop in minutes when the host
+    /// took a fifth of the vCPUs' time, docs/performance.md). Gives the job back if the writer is not
+    /// free, or if its transaction cannot begin at once (another process writing: no busy wait on an
+    /// async worker). Its fold, if due, is left to the idle work, which is asked for at once.
+    fn run_on_callers_thread(self: &Arc<Self>, job: Job) -> std::result::Result<(), Job> {
+        if self.driving.load(Ordering::Acquire)
+            || self.micros() < self.pool_recently_until_us.load(Ordering::Acquire)
+            || tokio::runtime::Handle::try_current().is_err()
+        {
+            return Err(job);
+        }
+        let guard = match self.conn.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(job),
+        };
+        let Some(Held { conn, memory }) = guard.as_ref() else {
+            return Err(job); // closed: queued, it is dropped unrun like the rest
+        };
+        {
+            let pending = self.lock_pending();
+            if !pending.is_empty() {
+                return Err(job);
+            }
+            self.in_batch.store(true, Ordering::Release);
+        }
+        let begun = conn
+            .busy_timeout(Duration::ZERO)
+            .and_then(|()| run(conn, "BEGIN IMMEDIATE"))
+            .and_then(|()| WriteTx::new(conn, memory));
+        let _ = conn.busy_timeout(self.busy_timeout);
+        let tx = match begun.map(WriteTx::deferring_folds) {
+            Ok(tx) => tx,
+            Err(_) => {
+                if !conn.is_autocommit() {
+                    let _ = run(conn, "ROLLBACK");
+                }
+                self.in_batch.store(false, Ordering::Release);
+                return Err(job);
+            }
+        };
+        let batch = run_batch(conn, memory, Some(tx), vec![job], |_| Vec::new());
+        let fold_deferred = batch.fold_deferred;
+        self.answer(conn, memory, batch);
+        self.in_batch.store(false, Ordering::Release);
+        drop(guard); // after the answers, as a driver's batch
+        self.appends_on_callers.fetch_add(1, Ordering::Release);
+        if fold_deferred {
+            self.fold_wanted.store(true, Ordering::Release);
+            let _pending = self.lock_pending();
+            if self.driver_waiting.load(Ordering::Relaxed) {
+                self.job_came.notify_one();
+            }
+        }
+        self.idle_due.store(true, Ordering::Release);
+        self.schedule();
+        Ok(())
     }
 
     /// Starts a driver unless one is already running; it keeps committing batches until the queue is empty.
@@ -176,37 +282,62 @@ impl Writer {
     /// Drives until the queue stays empty. `on_pool`: a blocking-pool thread, which may park for the
     /// idle work; the thread of a caller without a runtime does none.
     fn drive_scheduled(&self, on_pool: bool) {
-        // Jobs ran since the idle work last did.
-        let mut idle_due = false;
         loop {
-            idle_due |= self.drive() && on_pool;
-            if self.linger() {
+            self.driving.store(true, Ordering::Release);
+            // A driver started for the idle work alone (after an append on a caller's thread) does not
+            // linger: the caller's next append would come to it instead of running where it is.
+            let ran = self.drive();
+            if ran && on_pool {
+                self.idle_due.store(true, Ordering::Release);
+            }
+            if ran && self.linger() {
                 continue;
             }
-            if idle_due {
-                if self.wait_for_job() {
+            self.driving.store(false, Ordering::Release);
+            if on_pool && self.idle_due.load(Ordering::Acquire) {
+                if self.wait_for_quiet() {
                     continue;
                 }
-                self.idle_work();
-                idle_due = false;
+                self.idle_due.store(false, Ordering::Release);
+                self.idle_work(self.fold_wanted.swap(false, Ordering::AcqRel));
             }
             self.scheduled.store(false, Ordering::Release);
-            // A job queued after `drive` saw the queue empty, but before the flag dropped, found the flag
-            // still set and started no driver: take it over (unless another driver already did).
-            if self.lock_pending().is_empty() || self.scheduled.swap(true, Ordering::AcqRel) {
+            // A job queued (or idle work made due) after `drive` saw the queue empty, but before the flag
+            // dropped, found the flag still set and started no driver: take it over (unless another
+            // driver already did).
+            let nothing_left = self.lock_pending().is_empty() && !self.idle_due.load(Ordering::Acquire);
+            if nothing_left || self.scheduled.swap(true, Ordering::AcqRel) {
                 return;
             }
         }
     }
 
-    /// Waits up to the quiet time for a job, parked (the driver is a blocking-pool thread; a submit wakes
-    /// it). Answers whether one came.
+    /// Waits, parked, until neither a job nor an append on a caller's thread has come for the quiet time,
+    /// or until a deferred fold asks for the idle work at once. Answers whether a job came.
+    fn wait_for_quiet(&self) -> bool {
+        loop {
+            let seen = self.appends_on_callers.load(Ordering::Acquire);
+            if self.wait_for_job() {
+                return true;
+            }
+            if self.fold_wanted.load(Ordering::Acquire)
+                || self.appends_on_callers.load(Ordering::Acquire) == seen
+            {
+                return false;
+            }
+        }
+    }
+
+    /// Waits up to the quiet time for a job (or for a deferred fold), parked (the driver is a
+    /// blocking-pool thread; a submit wakes it). Answers whether a job came.
     fn wait_for_job(&self) -> bool {
         let pending = self.lock_pending();
         self.driver_waiting.store(true, Ordering::Relaxed);
         let (pending, _) = self
             .job_came
-            .wait_timeout_while(pending, self.quiet, |p| p.is_empty())
+            .wait_timeout_while(pending, self.quiet, |p| {
+                p.is_empty() && !self.fold_wanted.load(Ordering::Acquire)
+            })
             .unwrap_or_else(|p| p.into_inner());
         self.driver_waiting.store(false, Ordering::Relaxed);
         !pending.is_empty()
@@ -229,10 +360,10 @@ impl Writer {
     /// Runs the idle work on the connection (unless closed): a job submitted meanwhile waits for its
     /// current step, as it waits for a batch. The memory stays: the idle work (a fold) changes no head
     /// row, id or cursor.
-    fn idle_work(&self) {
+    fn idle_work(&self, fold_asked: bool) {
         let guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(Held { conn, .. }) = guard.as_ref()
-            && let Err(e) = (self.idle)(conn, &|| !self.lock_pending().is_empty())
+            && let Err(e) = (self.idle)(conn, fold_asked, &|| !self.lock_pending().is_empty())
         {
             tracing::warn!(error = %e, "the writer's idle work failed");
         }
@@ -264,40 +395,52 @@ impl Writer {
                 let n = pending.len().min(room);
                 pending.drain(..n).collect()
             };
-            let Batch { outcome, completions, rolled_back } = run_batch(conn, memory, jobs, more);
-            let failed = match outcome {
-                Ok(()) => {
-                    if !completions.is_empty() {
-                        self.commits.committed(completions.len());
-                    }
-                    None
-                }
-                Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK");
-                    memory.borrow_mut().forget();
-                    Some(e)
-                }
-            };
-            if let Some(e) = &failed
-                && completions.is_empty()
-            {
-                // The jobs were dropped unrun: their callers see a closed channel, i.e. not recorded.
-                tracing::warn!(error = %e, "a write transaction could not start");
-            }
-            let lost = StoreError::Task("rolled back with another write of its batch; not recorded".into());
-            for c in rolled_back {
-                c(Some(&lost));
-            }
-            for c in completions {
-                c(failed.as_ref());
-            }
-            // Completions run before the connection is released, so whatever they do after a commit
-            // (the tail cache) happens in commit order.
+            let batch = run_batch(conn, memory, None, jobs, more);
+            // Answered before the connection is released, so whatever the completions do after a
+            // commit (the tail cache) happens in commit order.
+            self.answer(conn, memory, batch);
             self.in_batch.store(false, Ordering::Release);
+            let until = self.micros() + POOL_RECENTLY.as_micros() as u64;
+            self.pool_recently_until_us.store(until, Ordering::Release);
             drop(guard);
             if self.lock_pending().is_empty() {
                 return ran;
             }
+        }
+    }
+
+    fn micros(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    /// Tells the batch's callers what came of their writes (rolling back a transaction that failed).
+    fn answer(&self, conn: &Connection, memory: &RefCell<WriterMemory>, batch: Batch) {
+        let Batch { outcome, completions, rolled_back, .. } = batch;
+        let failed = match outcome {
+            Ok(()) => {
+                if !completions.is_empty() {
+                    self.commits.committed(completions.len());
+                }
+                None
+            }
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                memory.borrow_mut().forget();
+                Some(e)
+            }
+        };
+        if let Some(e) = &failed
+            && completions.is_empty()
+        {
+            // The jobs were dropped unrun: their callers see a closed channel, i.e. not recorded.
+            tracing::warn!(error = %e, "a write transaction could not start");
+        }
+        let lost = StoreError::Task("rolled back with another write of its batch; not recorded".into());
+        for c in rolled_back {
+            c(Some(&lost));
+        }
+        for c in completions {
+            c(failed.as_ref());
         }
     }
 
@@ -349,6 +492,8 @@ struct Batch {
     completions: Vec<Completion>,
     /// The jobs of transactions rolled back because one of their jobs failed half-done.
     rolled_back: Vec<Completion>,
+    /// An append of the last transaction left its fold to the idle work.
+    fold_deferred: bool,
 }
 
 /// Runs `jobs` in as few `BEGIN IMMEDIATE` transactions as their failures allow, and commits the last.
@@ -356,29 +501,36 @@ struct Batch {
 /// [`MAX_BATCH`] in all: their callers would otherwise wait for this commit and then for their own.
 /// With 16 writers that doubles the appends per commit (8 to 16), and a commit's pages are mostly the
 /// same whatever it carries (the staging table's edge, head rows, the file header).
-fn run_batch(
-    conn: &Connection,
-    memory: &RefCell<WriterMemory>,
+/// `open`: a transaction already begun for them.
+fn run_batch<'c>(
+    conn: &'c Connection,
+    memory: &'c RefCell<WriterMemory>,
+    mut open: Option<WriteTx<'c>>,
     jobs: Vec<Job>,
     mut more: impl FnMut(usize) -> Vec<Job>,
 ) -> Batch {
     let mut completions = Vec::with_capacity(jobs.len());
     let mut rolled_back = Vec::new();
-    let mut open = None;
     let mut taken = jobs.len();
     let mut queue = jobs;
     while !queue.is_empty() {
         if let Err(e) = run_jobs(conn, memory, queue, &mut open, &mut completions, &mut rolled_back) {
-            return Batch { outcome: Err(StoreError::classify(e)), completions, rolled_back };
+            return Batch {
+                outcome: Err(StoreError::classify(e)),
+                completions,
+                rolled_back,
+                fold_deferred: false,
+            };
         }
         queue = more(MAX_BATCH.saturating_sub(taken));
         taken += queue.len();
     }
+    let fold_deferred = open.as_ref().is_some_and(|tx| tx.fold_deferred());
     // The held head moves and touches go before the commit (a failure fails the batch, as the commit's).
     if let Some(tx) = &open
         && let Err(e) = tx.write_held()
     {
-        return Batch { outcome: Err(e), completions, rolled_back };
+        return Batch { outcome: Err(e), completions, rolled_back, fold_deferred };
     }
     // Taking the transaction returns its held statements to the connection's cache.
     let outcome = if open.take().is_some() {
@@ -390,7 +542,7 @@ fn run_batch(
     } else {
         Ok(())
     };
-    Batch { outcome, completions, rolled_back }
+    Batch { outcome, completions, rolled_back, fold_deferred }
 }
 
 /// Runs `jobs` in the open transaction (beginning one if none is), moving the completions of a
@@ -436,195 +588,4 @@ fn run(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::Writer;
-    use crate::{Result, StoreError};
-    use rusqlite::Connection;
-    use std::sync::Arc;
-    use std::sync::mpsc::{Receiver, channel};
-
-    fn writer() -> Arc<Writer> {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
-        Arc::new(Writer::new(conn, |_, _| Ok(())))
-    }
-
-    /// Submits a job that inserts `x`, then fails if `fail`; answers where its result arrives.
-    fn insert(w: &Arc<Writer>, x: i64, fail: bool) -> Receiver<Result<()>> {
-        let (tx, rx) = channel();
-        w.submit(
-            super::Memory::Forgotten,
-            move |c| {
-                c.execute("INSERT INTO t VALUES (?1)", [x])?;
-                if fail { Err(StoreError::InvalidData(format!("job {x} fails"))) } else { Ok(()) }
-            },
-            move |r| tx.send(r).unwrap(),
-        );
-        rx
-    }
-
-    fn rows(w: &Arc<Writer>) -> Vec<i64> {
-        let (tx, rx) = channel();
-        w.submit(
-            super::Memory::Forgotten,
-            |c| {
-                let mut st = c.prepare("SELECT x FROM t ORDER BY x")?;
-                Ok(st.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?)
-            },
-            move |r| tx.send(r).unwrap(),
-        );
-        rx.recv().unwrap().unwrap()
-    }
-
-    /// The idle work runs once no job has come for its quiet time, not between the jobs of a steady
-    /// stream (here a long quiet time, so that a busy test machine's stalls cannot pass for one).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn idle_work_waits_for_a_quiet_writer() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::time::{Duration, Instant};
-        static IDLE_RUNS: AtomicUsize = AtomicUsize::new(0);
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)").unwrap();
-        let quiet = Duration::from_millis(300);
-        let idle: super::IdleWork = |_, _| {
-            IDLE_RUNS.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        };
-        let w = Arc::new(Writer::with_quiet(conn, idle, quiet));
-        let runs = || IDLE_RUNS.load(Ordering::SeqCst);
-        let settled = |want: usize| async move {
-            let until = Instant::now() + Duration::from_secs(10);
-            while runs() != want && Instant::now() < until {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            runs()
-        };
-        let write = |x: i64| {
-            let rx = insert(&w, x, false);
-            tokio::task::spawn_blocking(move || rx.recv().unwrap())
-        };
-        write(1).await.unwrap().unwrap();
-        assert_eq!(settled(1).await, 1, "after a write, once quiet");
-        // A job every 10 ms for 600 ms and more: no idle work in between.
-        for x in 2..62 {
-            write(x).await.unwrap().unwrap();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(runs(), 1, "no idle work between steady writes");
-        assert_eq!(settled(2).await, 2, "once the stream stops");
-        tokio::time::sleep(quiet * 3).await;
-        assert_eq!(runs(), 2, "planned once per quiet spell");
-    }
-
-    /// A job alone in its batch that fails after writing leaves nothing.
-    #[test]
-    fn a_lone_job_that_fails_leaves_nothing() {
-        let w = writer(); // no runtime: each submit is driven at once, alone
-        assert!(insert(&w, 1, false).recv().unwrap().is_ok());
-        assert!(insert(&w, 2, true).recv().unwrap().is_err());
-        assert_eq!(rows(&w), vec![1]);
-        assert_eq!(w.group_commits().writes, 2, "the failed job's transaction was not committed");
-    }
-
-    /// Submits `jobs` (value, fails, fails before writing) so that they share one batch; answers
-    /// whether each was recorded.
-    fn batch(w: &Arc<Writer>, jobs: &[(i64, bool, bool)]) -> Vec<bool> {
-        let held = w.hold(); // the driver waits here, so all the jobs share one batch
-        let results: Vec<_> = jobs
-            .iter()
-            .map(|&(x, fail, before_writing)| if before_writing { refuse(w, x) } else { insert(w, x, fail) })
-            .collect();
-        drop(held);
-        results.iter().map(|r| r.recv().unwrap().is_ok()).collect()
-    }
-
-    /// A job that reads, then fails without writing.
-    fn refuse(w: &Arc<Writer>, x: i64) -> Receiver<Result<()>> {
-        let (tx, rx) = channel();
-        w.submit(
-            super::Memory::Forgotten,
-            move |c| {
-                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?;
-                Err(StoreError::InvalidData(format!("job {x} refused")))
-            },
-            move |r| tx.send(r).unwrap(),
-        );
-        rx
-    }
-
-    /// Jobs share a batch without savepoints: one that fails before it writes leaves its neighbours
-    /// committed, in one transaction.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_job_that_fails_before_writing_leaves_its_neighbours_committed() {
-        let w = writer();
-        assert_eq!(
-            batch(&w, &[(1, false, false), (2, true, true), (3, false, false)]),
-            vec![true, false, true]
-        );
-        assert_eq!(w.group_commits().commits, 1, "one batch, one commit");
-        assert_eq!(tokio::task::block_in_place(|| rows(&w)), vec![1, 3]);
-    }
-
-    /// A job that fails half-done takes the jobs of its transaction with it, each told it was not
-    /// recorded; the rest of the batch commits in a new transaction.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_job_that_fails_after_writing_takes_its_transaction_with_it() {
-        let w = writer();
-        let recorded =
-            batch(&w, &[(1, false, false), (2, true, false), (3, false, false), (4, false, false)]);
-        assert_eq!(recorded, vec![false, false, true, true]);
-        assert_eq!(w.group_commits(), crate::GroupCommits { commits: 1, writes: 2 });
-        assert_eq!(tokio::task::block_in_place(|| rows(&w)), vec![3, 4], "nothing of 1 or 2");
-    }
-
-    /// A job queued while a batch runs joins that batch's commit instead of waiting for the next one.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_job_queued_while_its_batch_runs_shares_the_commit() {
-        let w = writer();
-        let (tx, rx) = channel::<Result<()>>();
-        let (inner, tx2) = (w.clone(), tx.clone());
-        w.submit(
-            super::Memory::Forgotten,
-            move |c| {
-                c.execute("INSERT INTO t VALUES (1)", [])?;
-                inner.submit(
-                    super::Memory::Forgotten,
-                    |c| Ok(c.execute("INSERT INTO t VALUES (2)", []).map(|_| ())?),
-                    move |r| tx2.send(r).unwrap(),
-                );
-                Ok(())
-            },
-            move |r| tx.send(r).unwrap(),
-        );
-        assert!(rx.recv().unwrap().is_ok() && rx.recv().unwrap().is_ok());
-        assert_eq!(w.group_commits(), crate::GroupCommits { commits: 1, writes: 2 }, "one commit for both");
-        assert_eq!(tokio::task::block_in_place(|| rows(&w)), vec![1, 2]);
-    }
-
-    /// A write is lone when nothing is queued or running (its caller then polls for the answer).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_write_is_lone_only_when_nothing_is_queued_or_running() {
-        let w = writer();
-        let submit = |w: &Arc<Writer>| {
-            let (tx, rx) = channel();
-            (
-                w.submit(
-                    super::Memory::Forgotten,
-                    |c| Ok(c.execute("INSERT INTO t VALUES (1)", [])?),
-                    move |r| tx.send(r).unwrap(),
-                ),
-                rx,
-            )
-        };
-        let held = w.hold(); // the driver waits here with the first job still queued
-        let (first, first_done) = submit(&w);
-        let (second, second_done) = submit(&w);
-        assert_eq!((first, second), (true, false), "the second queued behind the first");
-        drop(held);
-        assert!(first_done.recv().unwrap().is_ok() && second_done.recv().unwrap().is_ok());
-        while w.in_batch.load(std::sync::atomic::Ordering::Acquire) {
-            std::thread::yield_now(); // the batch's answers come just before it ends
-        }
-        assert!(submit(&w).0, "idle again");
-    }
-}
+mod tests;
