@@ -39,10 +39,13 @@ const LINGER: Duration = Duration::from_micros(50);
 
 /// How long after a driver's batch an append still goes to the pool rather than run on its caller's
 /// thread ([`Writer::run_on_callers_thread`]): concurrent writers' appends are batched there, and one run
-/// aside splits their batches and stalls an async worker with its commit. (Asking only whether the last
-/// batch carried one write let the gateway's inbound turns from 16 clients run aside: 0.28–0.33 of the
-/// bare handler, p99 4.8–6.2× the bare p99, against 0.33–0.39 and 2.4–4.6× on the pool alone.)
-const POOL_RECENTLY: Duration = Duration::from_millis(1);
+/// aside splits their batches and stalls an async worker with its commit; other writes (a prune's slices)
+/// keep the driver awake for the appends between them. The quiet time's length: at 1 ms, a prune's
+/// slices (about 2.7 ms apart) found the driver parked, and the appends queued behind them waited for its
+/// wake-up (`bench scale --part prune`: appends' p90 during the prune 150–169 µs against 32 µs on the pool
+/// alone; at 5 ms 32–46 µs). Asking only whether the last batch carried one write let the gateway's
+/// inbound turns from 16 clients run aside: 0.28–0.33 of the bare handler against 0.33–0.39.
+const POOL_RECENTLY: Duration = Duration::from_millis(5);
 
 /// Whether a job keeps the writer's memory (head rows, the last id, targets without a settled cursor)
 /// true by itself.
