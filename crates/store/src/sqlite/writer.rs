@@ -40,12 +40,12 @@ const LINGER: Duration = Duration::from_micros(50);
 /// How long after a driver's batch an append still goes to the pool rather than run on its caller's
 /// thread ([`Writer::run_on_callers_thread`]): concurrent writers' appends are batched there, and one run
 /// aside splits their batches and stalls an async worker with its commit; other writes (a prune's slices)
-/// keep the driver awake for the appends between them. The quiet time's length: at 1 ms, a prune's
+/// keep the driver awake for the appends between them. The writer's quiet time: at 1 ms, a prune's
 /// slices (about 2.7 ms apart) found the driver parked, and the appends queued behind them waited for its
 /// wake-up (`bench scale --part prune`: appends' p90 during the prune 150–169 µs against 32 µs on the pool
 /// alone; at 5 ms 32–46 µs). Asking only whether the last batch carried one write let the gateway's
 /// inbound turns from 16 clients run aside: 0.28–0.33 of the bare handler against 0.33–0.39.
-const POOL_RECENTLY: Duration = Duration::from_millis(5);
+const POOL_RECENTLY: Duration = QUIET;
 
 /// Whether a job keeps the writer's memory (head rows, the last id, targets without a settled cursor)
 /// true by itself.
@@ -196,9 +196,7 @@ impl Writer {
             let mut pending = self.lock_pending();
             let lone = pending.is_empty() && !self.in_batch.load(Ordering::Acquire);
             pending.push(job);
-            if self.driver_waiting.load(Ordering::Relaxed) {
-                self.job_came.notify_one();
-            }
+            self.wake_waiting_driver(&pending);
             lone
         };
         self.schedule();
@@ -259,14 +257,19 @@ impl Writer {
         self.appends_on_callers.fetch_add(1, Ordering::Release);
         if fold_deferred {
             self.fold_wanted.store(true, Ordering::Release);
-            let _pending = self.lock_pending();
-            if self.driver_waiting.load(Ordering::Relaxed) {
-                self.job_came.notify_one();
-            }
+            self.wake_waiting_driver(&self.lock_pending());
         }
         self.idle_due.store(true, Ordering::Release);
         self.schedule();
         Ok(())
+    }
+
+    /// Wakes the driver if it waits for a job or a deferred fold; `_pending` is the queue's lock, held
+    /// (under it the driver says it waits, so one that does not is not waiting).
+    fn wake_waiting_driver(&self, _pending: &MutexGuard<'_, Vec<Job>>) {
+        if self.driver_waiting.load(Ordering::Relaxed) {
+            self.job_came.notify_one();
+        }
     }
 
     /// Starts a driver unless one is already running; it keeps committing batches until the queue is empty.
